@@ -1,0 +1,60 @@
+/*
+ * Core services used by the tensor operations (core/kernel_ops.c). Everything here is
+ * internal to libaccel.
+ */
+#ifndef ACCEL_CORE_KERNEL_SUPPORT_H
+#define ACCEL_CORE_KERNEL_SUPPORT_H
+
+#include <stdint.h>
+
+#include "accel/accel.h"
+#include "accel/accel_plugin.h"
+
+/* A reference-counted object that a recorded command keeps alive (e.g. a chunk table in device
+ * memory used by a captured kernel). release() runs when the count drops to zero. */
+typedef struct accel_keepalive {
+  int refcount; /* atomic; use accel_keepalive_retain/release */
+  void (*release)(struct accel_keepalive *self);
+} accel_keepalive_t;
+
+void accel_keepalive_retain(accel_keepalive_t *k);
+void accel_keepalive_release(accel_keepalive_t *k);
+
+/* Validates a stream handle for an API entry point named fn. On failure sets the error message
+ * and returns the status; on success *device receives the stream's device. */
+accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,
+                                  accel_device_t **device);
+
+/* 1 when [ptr, ptr + size) lies inside one live device allocation of device (size 0: ptr must
+ * be inside or one past a live allocation). */
+int accel_device_range_is_valid(accel_device_t *device, const void *ptr, size_t size);
+
+/* Enqueues a kernel launch on stream, going through capture, lazy queue, tracing and eager
+ * submission. The launch (and its params) is copied. keep (may be NULL) is retained for as
+ * long as a recorded copy of the launch exists (graph or lazy queue). */
+accel_status_t accel_enqueue_kernel(accel_stream_t *stream, const accel_kernel_launch_t *launch,
+                                    accel_keepalive_t *keep);
+
+/* Internal device memory outside the caching allocator and the user's memory statistics
+ * (chunk tables). Not stream ordered: free only memory no queued work still reads. */
+accel_status_t accel_device_internal_alloc(accel_device_t *device, size_t size, void **ptr);
+void accel_device_internal_free(accel_device_t *device, void *ptr);
+/* Synchronous host->device upload of internal memory; allowed during capture (it is not part
+ * of any stream's work). */
+accel_status_t accel_device_upload(accel_device_t *device, void *dst, const void *src,
+                                   size_t size);
+/* Waits until every stream of the device drained (internal: no capture checks). */
+accel_status_t accel_device_drain(accel_device_t *device);
+/* 1 while any stream of device is capturing (then internal memory must not be freed). */
+int accel_device_any_capture(accel_device_t *device);
+
+/* Per-device state owned by kernel_ops.c (the chunk-table cache). The core calls
+ * accel_kernel_state_destroy(device, state) when the device is torn down, after draining it. */
+void **accel_device_kernel_state(accel_device_t *device);
+void accel_kernel_state_destroy(accel_device_t *device, void *state);
+
+/* Sets the thread's last-error message and returns status. */
+accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

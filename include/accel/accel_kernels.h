@@ -1,0 +1,113 @@
+/*
+ * accel tensor kernels: multi-tensor gradient and norm operations for optimizer steps.
+ *
+ * Every operation takes a whole list of tensors and runs in a constant number of kernel
+ * launches whatever the list length (multi-tensor apply). Per-step values (loss scale, clip
+ * coefficient, learning rate, step) are device scalars, so a captured graph sees new values on
+ * every replay without being captured again. Nothing here synchronizes with the host, and every
+ * call may be captured into a graph or queued in lazy mode.
+ *
+ * Reductions have one fixed order (fixed chunk size, fixed lane count, fixed tree), fp32
+ * accumulation, no fp contraction, correctly rounded sqrt and division: norms for p = 1, 2, inf
+ * and Adam results are bitwise identical across runs, CPU thread counts and backends.
+ *
+ * Validation (ACCEL_ERROR_INVALID_ARGUMENT with a message): NULL list with n > 0, NULL data
+ * with numel > 0, unknown dtype, dtypes that differ within a list, lists whose lengths differ
+ * (numel per tensor), misaligned data, byte sizes that overflow, device pointers outside a live
+ * allocation of the stream's device, and outputs that overlap each other or an input they are
+ * not allowed to alias.
+ */
+#ifndef ACCEL_ACCEL_KERNELS_H
+#define ACCEL_ACCEL_KERNELS_H
+
+#include "accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum accel_dtype {
+  ACCEL_F32 = 0,
+  ACCEL_F16 = 1,  /* IEEE binary16 */
+  ACCEL_BF16 = 2  /* bfloat16 */
+} accel_dtype_t;
+
+typedef struct accel_tensor {
+  void *data;          /* device pointer, aligned to the element size */
+  size_t numel;        /* number of elements (0 allowed) */
+  accel_dtype_t dtype;
+} accel_tensor_t;
+
+/* Bytes per element (0 for an unknown dtype). */
+ACCEL_API size_t accel_dtype_size(accel_dtype_t dtype);
+ACCEL_API const char *accel_dtype_name(accel_dtype_t dtype);
+
+/* out_dev[0] = (sum_i sum_j |t_ij|^p)^(1/p) over all tensors, as torch.linalg.vector_norm of the
+ * concatenation. norm_type: 1, 2, any finite p > 0, or INFINITY. An Inf element gives Inf (for
+ * p = inf too), a NaN element gives NaN. n = 0 or all-empty tensors give 0. */
+ACCEL_API accel_status_t accel_multi_tensor_norm(accel_stream_t *stream,
+                                                 const accel_tensor_t *tensors, size_t n,
+                                                 float norm_type, float *out_dev);
+
+/* coef = max_norm / (total_norm_dev[0] + eps), computed on the device and stored in
+ * coef_out_dev[0] when that is not NULL. Tensors are multiplied by coef only when coef < 1; a
+ * NaN total norm gives NaN tensors and an Inf norm gives zeros (NaN where an element was Inf),
+ * exactly like torch.nn.utils.clip_grad_norm_ (error_if_nonfinite=False). */
+ACCEL_API accel_status_t accel_clip_by_global_norm(accel_stream_t *stream,
+                                                   const accel_tensor_t *tensors, size_t n,
+                                                   float max_norm, const float *total_norm_dev,
+                                                   float eps, float *coef_out_dev);
+
+/* hp[i] += float(lp[i]) elementwise for every pair; then lp[i] = 0 when zero_lp is nonzero.
+ * hp tensors are F32; lp tensors have any dtype; pair i must have equal numel. */
+ACCEL_API accel_status_t accel_update_hp_grads(accel_stream_t *stream,
+                                               const accel_tensor_t *lp_grads,
+                                               const accel_tensor_t *hp_grads, size_t n,
+                                               int zero_lp);
+
+/* t *= inv_scale_dev[0] for every tensor; if any element of the result is not finite,
+ * found_inf_dev[0] is set to 1.0f (it is never cleared: zero it before the step), as
+ * torch._amp_foreach_non_finite_check_and_unscale_. */
+ACCEL_API accel_status_t accel_unscale_and_check(accel_stream_t *stream,
+                                                 const accel_tensor_t *tensors, size_t n,
+                                                 const float *inv_scale_dev, float *found_inf_dev);
+
+/* Optimizer hyper-parameters, read from device memory at run time. */
+typedef struct accel_adam_args {
+  float lr;
+  float beta1;
+  float beta2;
+  float eps;
+  float weight_decay;
+  uint32_t step;      /* the step being taken, 1 for the first (bias correction uses it) */
+  uint32_t adamw;     /* 1: decoupled weight decay (AdamW); 0: Adam (L2 added to the grad) */
+  float found_inf;    /* when nonzero the update is skipped: point accel_unscale_and_check's
+                         found_inf_dev at this field to skip steps that overflowed */
+} accel_adam_args_t;
+
+/* One Adam/AdamW step as torch.optim.Adam/AdamW (maximize=False, amsgrad=False):
+ *   p *= 1 - lr*wd (AdamW) | g += wd*p (Adam)
+ *   m = m + (1-beta1)*(g-m);  v = beta2*v + (1-beta2)*g*g
+ *   p -= (lr / (1-beta1^step)) * m / (sqrt(v)/sqrt(1-beta2^step) + eps)
+ * params, exp_avg, exp_avg_sq: F32; grads: F32, F16 or BF16. All four lists have n tensors with
+ * matching numel; params, exp_avg and exp_avg_sq must not overlap anything. */
+ACCEL_API accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *params,
+                                          const accel_tensor_t *grads,
+                                          const accel_tensor_t *exp_avg,
+                                          const accel_tensor_t *exp_avg_sq, size_t n,
+                                          const accel_adam_args_t *args_dev);
+
+/* Every element of every tensor = value (converted to the tensor's dtype, round to nearest
+ * even). */
+ACCEL_API accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors,
+                                    size_t n, float value);
+
+/* t *= scale_dev[0] for every tensor (computed in fp32, rounded to the tensor's dtype). */
+ACCEL_API accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors,
+                                     size_t n, const float *scale_dev);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_ACCEL_KERNELS_H */

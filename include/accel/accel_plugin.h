@@ -1,0 +1,215 @@
+/*
+ * accel plugin ABI: what a backend implements so that libaccel can load it with dlopen.
+ *
+ * A plugin is a shared object exporting one symbol:
+ *
+ *   ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
+ *                                                          const accel_host_api_t *host,
+ *                                                          const accel_backend_vtable_t **out);
+ *
+ * The host passes its ABI version and its service table; the plugin returns a pointer to a
+ * static vtable. Both structs start with {abi_version, struct_size} and only ever grow at their
+ * end (SQLite VFS style): a reader must check struct_size before touching a field added later.
+ * A plugin whose abi_version differs from the host's major ABI is refused.
+ *
+ * Division of labour. The core (libaccel) owns everything that is the same on every backend:
+ * argument validation, handles and reference counts, the caching allocator and graph pools
+ * (the plugin only provides raw allocation), the graph recorder and the lazy queue, capture
+ * rules, statistics and tracing. A plugin translates a small set of commands into vendor calls.
+ * The core never calls a plugin with invalid arguments, so plugins do not re-validate; they
+ * report vendor failures through host->set_error with the vendor call and error name.
+ *
+ * Threading: the core serialises calls per stream object; different streams may be driven from
+ * different threads at once.
+ *
+ * Optional slots may be NULL; the core then uses a generic fallback (documented per slot).
+ * See docs/PLUGINS.md and examples/ for a complete out-of-tree plugin.
+ */
+#ifndef ACCEL_ACCEL_PLUGIN_H
+#define ACCEL_ACCEL_PLUGIN_H
+
+#include "accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACCEL_PLUGIN_ABI_VERSION 1u
+#define ACCEL_PLUGIN_QUERY_SYMBOL "accel_plugin_query"
+#define ACCEL_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* ---------------------------------------------------------------------------------------------
+ * Services the host offers to plugins
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum accel_log_level {
+  ACCEL_LOG_ERROR = 0,
+  ACCEL_LOG_WARN = 1,
+  ACCEL_LOG_INFO = 2,
+  ACCEL_LOG_DEBUG = 3
+} accel_log_level_t;
+
+/* Fault-injection sites (tests only; off unless ACCEL_FAULT_INJECT is set). */
+typedef enum accel_fault_site {
+  ACCEL_FAULT_ALLOC = 0,        /* raw device allocation */
+  ACCEL_FAULT_KERNEL_BUILD = 1, /* building / loading kernel code */
+  ACCEL_FAULT_LAUNCH = 2        /* kernel launch */
+} accel_fault_site_t;
+
+typedef struct accel_host_api {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* Logs through ACCEL_LOG filtering; domain is the backend name. */
+  void (*log)(accel_log_level_t level, const char *domain, const char *fmt, ...)
+      __attribute__((format(printf, 3, 4)));
+  /* Sets the calling thread's accel_last_error() message and returns status, so that a plugin
+   * can write `return host->set_error(ACCEL_ERROR_BACKEND, "cuMemAlloc: %s", name);`. */
+  accel_status_t (*set_error)(accel_status_t status, const char *fmt, ...)
+      __attribute__((format(printf, 2, 3)));
+  /* Nonzero when the call at this site must fail (fault injection for tests). */
+  int (*fault_should_fail)(accel_fault_site_t site);
+  /* Directory for on-disk caches (ACCEL_CACHE_DIR, else $XDG_CACHE_HOME/accel or
+   * ~/.cache/accel); NULL when none is usable. */
+  const char *(*cache_dir)(void);
+} accel_host_api_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Commands: what the core asks a stream to do
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every kernel runs with blocks of ACCEL_KERNEL_BLOCK lanes; the reduction order depends on
+ * it, so it is the same on every backend. */
+#define ACCEL_KERNEL_BLOCK 256u
+
+/* A kernel launch. Every kernel takes exactly one argument: a by-value parameter struct whose
+ * layout is defined in kernels/accel_kernel_abi.h (only 8- and 4-byte fields, no padding, so
+ * the layout is identical in C, CUDA, HIP and OpenCL C). Device addresses inside it are
+ * uint64 values. Kernels are written grid-stride: any grid of 1..num_blocks blocks computes the
+ * same bits, so a backend may launch fewer blocks than num_blocks. */
+typedef struct accel_kernel_launch {
+  uint32_t kernel_id;       /* index in kernels/accel_kernel_list.h */
+  uint32_t num_blocks;      /* logical blocks (work units); >= 1 */
+  const char *kernel_name;  /* e.g. "accel_k_norm_partial": the symbol in compiled code */
+  const void *params;       /* params_size bytes; copy them if the launch is deferred */
+  uint32_t params_size;
+  uint32_t reserved;
+} accel_kernel_launch_t;
+
+typedef enum accel_copy_kind {
+  ACCEL_COPY_HOST_TO_HOST = 0,
+  ACCEL_COPY_HOST_TO_DEVICE = 1,
+  ACCEL_COPY_DEVICE_TO_HOST = 2,
+  ACCEL_COPY_DEVICE_TO_DEVICE = 3
+} accel_copy_kind_t;
+
+typedef enum accel_cmd_type {
+  ACCEL_CMD_KERNEL = 0,
+  ACCEL_CMD_MEMCPY = 1,
+  ACCEL_CMD_MEMSET = 2,
+  ACCEL_CMD_HOST_FUNC = 3,
+  /* Only in graph_instantiate lists: fork/join edges between the capture's streams. */
+  ACCEL_CMD_EVENT_RECORD = 4,
+  ACCEL_CMD_EVENT_WAIT = 5
+} accel_cmd_type_t;
+
+typedef struct accel_cmd {
+  uint32_t type;         /* accel_cmd_type_t */
+  uint32_t stream_slot;  /* graph_instantiate: which stream of the capture (0 = origin) */
+  union {
+    accel_kernel_launch_t kernel;
+    struct { void *dst; const void *src; size_t size; uint32_t kind; } memcpy;
+    struct { void *dst; size_t size; uint32_t value; } memset; /* byte value */
+    struct { accel_host_fn_t fn; void *user; } host_func;
+    struct { uint32_t event_slot; } event; /* record/wait pairs share a slot number */
+  } u;
+} accel_cmd_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * The backend vtable
+ * ------------------------------------------------------------------------------------------- */
+
+/* Opaque backend objects: each plugin defines what they point to. */
+typedef void accel_be_backend_t; /* per-backend state (vendor library handles) */
+typedef void accel_be_device_t;
+typedef void accel_be_stream_t;
+typedef void accel_be_event_t;
+typedef void accel_be_graph_t;   /* an instantiated native graph */
+
+typedef struct accel_backend_vtable {
+  uint32_t abi_version;  /* ACCEL_PLUGIN_ABI_VERSION */
+  uint32_t struct_size;  /* sizeof(accel_backend_vtable_t) as the plugin was built */
+  const char *name;      /* "opencl", "cuda", ... lowercase, unique */
+  const char *description;
+
+  /* --- backend --------------------------------------------------------------------------- */
+  /* Loads the vendor runtime (dlopen) and counts devices. Must not fail when the runtime or
+   * device is absent: return ACCEL_ERROR_UNAVAILABLE with the reason (every path tried) via
+   * set_error; the core records it and keeps the plugin listed as unavailable. */
+  accel_status_t (*backend_init)(const accel_host_api_t *host, accel_be_backend_t **out);
+  void (*backend_shutdown)(accel_be_backend_t *backend);
+  accel_status_t (*device_count)(accel_be_backend_t *backend, int *count);
+  accel_status_t (*device_info)(accel_be_backend_t *backend, int index,
+                                accel_device_info_t *info);
+  accel_status_t (*device_open)(accel_be_backend_t *backend, int index,
+                                accel_be_device_t **out);
+  void (*device_close)(accel_be_device_t *device);
+
+  /* --- memory ---------------------------------------------------------------------------- */
+  /* Raw device allocation, aligned to at least 256 bytes. The core caches these. */
+  accel_status_t (*mem_alloc)(accel_be_device_t *device, size_t size, void **ptr);
+  /* Called only when no stream uses the memory any more. */
+  void (*mem_free)(accel_be_device_t *device, void *ptr);
+  accel_status_t (*host_alloc)(accel_be_device_t *device, size_t size, void **ptr);
+  void (*host_free)(accel_be_device_t *device, void *ptr);
+
+  /* --- streams --------------------------------------------------------------------------- */
+  accel_status_t (*stream_create)(accel_be_device_t *device, accel_be_stream_t **out);
+  /* The core synchronizes the stream before destroying it. */
+  void (*stream_destroy)(accel_be_stream_t *stream);
+  accel_status_t (*stream_synchronize)(accel_be_stream_t *stream);
+  accel_status_t (*stream_query)(accel_be_stream_t *stream); /* OK or NOT_READY */
+  accel_status_t (*stream_wait_event)(accel_be_stream_t *stream, accel_be_event_t *event);
+
+  /* --- events ---------------------------------------------------------------------------- */
+  accel_status_t (*event_create)(accel_be_device_t *device, unsigned flags,
+                                 accel_be_event_t **out);
+  void (*event_destroy)(accel_be_event_t *event);
+  accel_status_t (*event_record)(accel_be_event_t *event, accel_be_stream_t *stream);
+  accel_status_t (*event_synchronize)(accel_be_event_t *event);
+  accel_status_t (*event_query)(accel_be_event_t *event);
+  accel_status_t (*event_elapsed_ms)(accel_be_event_t *start, accel_be_event_t *end, float *ms);
+
+  /* --- commands (asynchronous, in stream order) ------------------------------------------ */
+  accel_status_t (*memcpy_async)(accel_be_stream_t *stream, void *dst, const void *src,
+                                 size_t size, accel_copy_kind_t kind);
+  accel_status_t (*memset_async)(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                 size_t size);
+  accel_status_t (*launch_host_func)(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
+  accel_status_t (*launch_kernel)(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
+
+  /* --- optional (NULL: generic fallback in core) ----------------------------------------- */
+  /* Runs cmds[0..n) in order on the stream as one submission (no EVENT_* commands).
+   * NULL: the core issues the commands one by one. */
+  accel_status_t (*submit_batch)(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+  /* Native graphs. cmds may contain EVENT_RECORD/EVENT_WAIT pairs between stream slots; a
+   * backend may also simply run everything in list order, which is a valid topological order.
+   * NULL: graphs replay through submit_batch. */
+  accel_status_t (*graph_instantiate)(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                      size_t n, accel_be_graph_t **out);
+  accel_status_t (*graph_launch)(accel_be_graph_t *graph, accel_be_stream_t *stream);
+  void (*graph_destroy)(accel_be_graph_t *graph);
+  /* NULL: the core synchronizes every stream of the device. */
+  accel_status_t (*device_synchronize)(accel_be_device_t *device);
+  /* Free/total device memory now. NULL: the values from device_info. */
+  accel_status_t (*mem_info)(accel_be_device_t *device, uint64_t *free_bytes,
+                             uint64_t *total_bytes);
+} accel_backend_vtable_t;
+
+typedef accel_status_t (*accel_plugin_query_fn)(uint32_t host_abi, const accel_host_api_t *host,
+                                                const accel_backend_vtable_t **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_ACCEL_PLUGIN_H */
