@@ -1,0 +1,181 @@
+/*
+ * Level Zero backend: the objects behind the opaque accel_be_* handles, and the helpers the
+ * plugin's files share. See docs/backends/level_zero.md for the design.
+ */
+#ifndef ACCEL_ZE_INTERNAL_H
+#define ACCEL_ZE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel_plugin.h"
+#include "accel_kernel_ids.h"
+#include "ze_loader.h"
+
+/* The host services table given to accel_plugin_query (one host per process). */
+extern const accel_host_api_t *accel_ze_host;
+
+/* Maps a failed vendor call to a status with "zeCall failed: ZE_RESULT_... (0x...)":
+ * out-of-memory results become ACCEL_ERROR_OUT_OF_MEMORY, the rest ACCEL_ERROR_BACKEND. */
+accel_status_t accel_ze_fail(const char *call, ze_result_t r);
+
+/* Evaluates a ze call; on failure returns its mapped status from the enclosing function. */
+#define ACCEL_ZE_TRY(api, call, ...)                         \
+  do {                                                       \
+    ze_result_t accel_ze_r_ = (api)->call(__VA_ARGS__);      \
+    if (accel_ze_r_ != ZE_RESULT_SUCCESS)                    \
+      return accel_ze_fail(#call, accel_ze_r_);              \
+  } while (0)
+
+typedef struct accel_ze_backend {
+  accel_ze_api_t api;
+  int device_count;
+  ze_driver_handle_t *drivers; /* per device index: the driver that exposes it */
+  ze_device_handle_t *devices;
+  _Atomic uint64_t *bytes_in_use; /* per device index: raw device bytes allocated by us */
+} accel_ze_backend_t;
+
+typedef struct accel_ze_device {
+  accel_ze_backend_t *be;
+  const accel_ze_api_t *api;
+  int index;
+  ze_driver_handle_t driver;
+  ze_device_handle_t dev;
+  ze_context_handle_t ctx;
+  uint32_t compute_ordinal; /* command queue group with the COMPUTE flag */
+  ze_device_properties_t props;
+  ze_device_compute_properties_t compute;
+  uint64_t memory_total;
+  /* The SPIR-V module is built on first kernel use. The lock also covers the kernel objects:
+   * their argument and group size are kernel state read at append time. */
+  pthread_mutex_t kernel_lock;
+  ze_module_handle_t module;
+  ze_kernel_handle_t kernels[ACCEL_KERNEL_COUNT];
+} accel_ze_device_t;
+
+/* Which submission path of a stream ran last (see ze_stream.c). */
+typedef enum accel_ze_path {
+  ACCEL_ZE_PATH_NONE = 0,
+  ACCEL_ZE_PATH_IMMEDIATE = 1, /* eager commands: immediate command list */
+  ACCEL_ZE_PATH_QUEUE = 2      /* lazy batches, graphs: regular lists on the command queue */
+} accel_ze_path_t;
+
+/* A reusable regular command list with the fence of its last execution. */
+typedef struct accel_ze_slot {
+  ze_command_list_handle_t list;
+  ze_fence_handle_t fence;
+  int busy; /* executed, fence not yet seen signaled */
+} accel_ze_slot_t;
+
+#define ACCEL_ZE_STREAM_SLOTS 8
+
+typedef struct accel_ze_stream {
+  accel_ze_device_t *dev;
+  ze_command_queue_handle_t queue;
+  ze_command_list_handle_t imm;
+  ze_event_pool_handle_t marker_pool;
+  ze_event_handle_t marker;   /* signaled by a barrier on imm to query/synchronize it */
+  int imm_commands;           /* commands appended to imm since creation */
+  int imm_dirty;              /* commands appended since the last marker */
+  int marker_pending;         /* a marker barrier was appended and not yet seen signaled */
+  accel_ze_path_t path;
+  accel_ze_slot_t slots[ACCEL_ZE_STREAM_SLOTS];
+  unsigned next_slot;
+} accel_ze_stream_t;
+
+typedef struct accel_ze_event {
+  accel_ze_device_t *dev;
+  ze_event_pool_handle_t pool;
+  ze_event_handle_t ev;
+  int timing;
+  int recorded;
+} accel_ze_event_t;
+
+/* --- ze_backend.c / ze_device.c ------------------------------------------------------------ */
+accel_status_t accel_ze_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
+void accel_ze_backend_shutdown(accel_be_backend_t *backend);
+accel_status_t accel_ze_device_count(accel_be_backend_t *backend, int *count);
+accel_status_t accel_ze_device_info(accel_be_backend_t *backend, int index,
+                                    accel_device_info_t *info);
+accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
+                                    accel_be_device_t **out);
+void accel_ze_device_close(accel_be_device_t *device);
+accel_status_t accel_ze_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                                 uint64_t *total_bytes);
+
+/* --- ze_memory.c --------------------------------------------------------------------------- */
+accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void accel_ze_mem_free(accel_be_device_t *device, void *ptr);
+accel_status_t accel_ze_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void accel_ze_host_free(accel_be_device_t *device, void *ptr);
+
+/* --- ze_module.c --------------------------------------------------------------------------- */
+/* Appends a kernel launch to list (building the module on first use). */
+accel_status_t accel_ze_append_kernel(accel_ze_device_t *dev, ze_command_list_handle_t list,
+                                      const accel_kernel_launch_t *launch);
+void accel_ze_module_release(accel_ze_device_t *dev);
+
+/* --- ze_commands.c ------------------------------------------------------------------------- */
+/* Appends one KERNEL/MEMCPY/MEMSET command, preceded by a barrier when barrier_before is set
+ * (commands in a list start in order but may finish out of order). */
+accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handle_t list,
+                                   const accel_cmd_t *cmd, int barrier_before);
+
+/* --- ze_stream.c --------------------------------------------------------------------------- */
+accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+void accel_ze_stream_destroy(accel_be_stream_t *stream);
+accel_status_t accel_ze_stream_synchronize(accel_be_stream_t *stream);
+accel_status_t accel_ze_stream_query(accel_be_stream_t *stream);
+/* Makes path the stream's current path, waiting on the host for the other path's work first
+ * (the immediate list and the command queue are not ordered with each other). */
+accel_status_t accel_ze_stream_use_path(accel_ze_stream_t *s, accel_ze_path_t path);
+/* A free regular command list of the stream (reset, open). */
+accel_status_t accel_ze_stream_acquire_slot(accel_ze_stream_t *s, accel_ze_slot_t **out);
+/* Closes the slot's list and executes it on the stream's queue with the slot's fence. */
+accel_status_t accel_ze_stream_execute_slot(accel_ze_stream_t *s, accel_ze_slot_t *slot);
+/* Stream-ordered control commands (event record/wait): begin gives the list to append to,
+ * the immediate list on the immediate path (*slot NULL), else a fresh slot's list; end
+ * submits the slot or accounts for the immediate commands. */
+accel_status_t accel_ze_stream_control_begin(accel_ze_stream_t *s, ze_command_list_handle_t *list,
+                                             accel_ze_slot_t **slot);
+accel_status_t accel_ze_stream_control_end(accel_ze_stream_t *s, accel_ze_slot_t *slot);
+/* Appends one KERNEL/MEMCPY/MEMSET command to the immediate list (eager slots). */
+accel_status_t accel_ze_stream_append_eager(accel_ze_stream_t *s, const accel_cmd_t *cmd);
+
+/* --- ze_eager.c ---------------------------------------------------------------------------- */
+accel_status_t accel_ze_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                     size_t size, accel_copy_kind_t kind);
+accel_status_t accel_ze_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                     size_t size);
+accel_status_t accel_ze_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn,
+                                         void *user);
+accel_status_t accel_ze_launch_kernel(accel_be_stream_t *stream,
+                                      const accel_kernel_launch_t *launch);
+
+/* --- ze_event.c ---------------------------------------------------------------------------- */
+accel_status_t accel_ze_event_create(accel_be_device_t *device, unsigned flags,
+                                     accel_be_event_t **out);
+void accel_ze_event_destroy(accel_be_event_t *event);
+accel_status_t accel_ze_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
+accel_status_t accel_ze_event_synchronize(accel_be_event_t *event);
+accel_status_t accel_ze_event_query(accel_be_event_t *event);
+accel_status_t accel_ze_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end,
+                                         float *ms);
+accel_status_t accel_ze_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+/* A host-visible event pool with one event (timestamps when timing is set). */
+accel_status_t accel_ze_single_event(accel_ze_device_t *dev, int timing,
+                                     ze_event_pool_handle_t *pool, ze_event_handle_t *ev);
+
+/* --- ze_batch.c ---------------------------------------------------------------------------- */
+accel_status_t accel_ze_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds,
+                                     size_t n);
+
+/* --- ze_graph.c ---------------------------------------------------------------------------- */
+accel_status_t accel_ze_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                          size_t n, accel_be_graph_t **out);
+accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
+void accel_ze_graph_destroy(accel_be_graph_t *graph);
+
+#endif

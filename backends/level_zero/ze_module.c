@@ -1,0 +1,131 @@
+/*
+ * The SPIR-V kernel module: compiled at build time from the shared OpenCL C source (clang ->
+ * llvm-spirv, see meson.build), embedded, and turned into a device module on first use.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ze_internal.h"
+
+#if ACCEL_ZE_HAVE_SPIRV
+#include "accel_ze_spirv.h"
+#endif
+
+#if ACCEL_ZE_HAVE_SPIRV
+/* Copies the build log into the error message (truncated to what fits). */
+static accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
+                                            ze_module_build_log_handle_t log) {
+  char *text = NULL;
+  size_t size = 0;
+  if (log && api->zeModuleBuildLogGetString(log, &size, NULL) == ZE_RESULT_SUCCESS && size) {
+    text = malloc(size);
+    if (text && api->zeModuleBuildLogGetString(log, &size, text) != ZE_RESULT_SUCCESS) {
+      free(text);
+      text = NULL;
+    }
+  }
+  if (log) api->zeModuleBuildLogDestroy(log);
+  accel_status_t st = accel_ze_host->set_error(
+      ACCEL_ERROR_BACKEND, "zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) failed: %s (0x%x); build log: %s",
+      accel_ze_result_name(r), (unsigned)r, text && text[0] ? text : "(empty)");
+  free(text);
+  return st;
+}
+
+static accel_status_t accel_ze_create_kernels(accel_ze_device_t *dev) {
+  const accel_ze_api_t *api = dev->api;
+  for (int i = 0; i < ACCEL_KERNEL_COUNT; ++i) {
+    ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
+                           .pKernelName = accel_kernel_names[i]};
+    ze_result_t r = api->zeKernelCreate(dev->module, &kd, &dev->kernels[i]);
+    if (r != ZE_RESULT_SUCCESS) {
+      dev->kernels[i] = NULL;
+      return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
+                                      "zeKernelCreate(\"%s\") failed: %s (0x%x)",
+                                      accel_kernel_names[i], accel_ze_result_name(r),
+                                      (unsigned)r);
+    }
+    ACCEL_ZE_TRY(api, zeKernelSetGroupSize, dev->kernels[i], ACCEL_KERNEL_BLOCK, 1, 1);
+    /* Kernels read tensor pointers from chunk tables in device memory: indirect access. */
+    ACCEL_ZE_TRY(api, zeKernelSetIndirectAccess, dev->kernels[i],
+                 ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST);
+  }
+  return ACCEL_OK;
+}
+#endif
+
+/* Called with kernel_lock held. A failed build is not cached: the next launch retries. */
+static accel_status_t accel_ze_module_ensure(accel_ze_device_t *dev) {
+  if (dev->module) return ACCEL_OK;
+#if ACCEL_ZE_HAVE_SPIRV
+  if (accel_ze_host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
+    return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
+                                    "zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) failed: injected fault");
+  const accel_ze_api_t *api = dev->api;
+  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                           .inputSize = accel_ze_spirv_size,
+                           .pInputModule = accel_ze_spirv,
+                           /* exact IEEE division and sqrt, no fast math: bitwise identical
+                            * results across backends */
+                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
+  ze_module_build_log_handle_t log = NULL;
+  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, &dev->module, &log);
+  if (r != ZE_RESULT_SUCCESS) {
+    dev->module = NULL;
+    return accel_ze_build_failed(api, r, log);
+  }
+  if (log) api->zeModuleBuildLogDestroy(log);
+  accel_status_t st = accel_ze_create_kernels(dev);
+  if (st != ACCEL_OK) accel_ze_module_release(dev);
+  return st;
+#else
+  (void)dev;
+  return accel_ze_host->set_error(ACCEL_ERROR_UNAVAILABLE,
+                                  "level_zero plugin was built without the SPIR-V kernel module "
+                                  "(the kernels_cl_flat source was not part of the build)");
+#endif
+}
+
+void accel_ze_module_release(accel_ze_device_t *dev) {
+  for (int i = 0; i < ACCEL_KERNEL_COUNT; ++i) {
+    if (dev->kernels[i]) dev->api->zeKernelDestroy(dev->kernels[i]);
+    dev->kernels[i] = NULL;
+  }
+  if (dev->module) dev->api->zeModuleDestroy(dev->module);
+  dev->module = NULL;
+}
+
+static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
+                                                    ze_command_list_handle_t list,
+                                                    const accel_kernel_launch_t *launch) {
+  accel_status_t st = accel_ze_module_ensure(dev);
+  if (st != ACCEL_OK) return st;
+  if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: kernel id %u (%s) not in this plugin's module",
+                                    launch->kernel_id, launch->kernel_name);
+  if (accel_ze_host->fault_should_fail(ACCEL_FAULT_LAUNCH))
+    return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
+                                    "zeCommandListAppendLaunchKernel(%s) failed: injected fault",
+                                    launch->kernel_name);
+  const accel_ze_api_t *api = dev->api;
+  ze_kernel_handle_t k = dev->kernels[launch->kernel_id];
+  /* Argument values are captured at append time, so the kernel object can be reused. */
+  ACCEL_ZE_TRY(api, zeKernelSetArgumentValue, k, 0, launch->params_size, launch->params);
+  /* Kernels are grid-stride: fewer groups than num_blocks compute the same bits. */
+  uint32_t groups = launch->num_blocks;
+  if (dev->compute.maxGroupCountX && groups > dev->compute.maxGroupCountX)
+    groups = dev->compute.maxGroupCountX;
+  ze_group_count_t count = {groups, 1, 1};
+  ACCEL_ZE_TRY(api, zeCommandListAppendLaunchKernel, list, k, &count, NULL, 0, NULL);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_ze_append_kernel(accel_ze_device_t *dev, ze_command_list_handle_t list,
+                                      const accel_kernel_launch_t *launch) {
+  pthread_mutex_lock(&dev->kernel_lock);
+  accel_status_t st = accel_ze_append_kernel_locked(dev, list, launch);
+  pthread_mutex_unlock(&dev->kernel_lock);
+  return st;
+}

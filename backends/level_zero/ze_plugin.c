@@ -1,0 +1,66 @@
+/* The plugin entry point and the backend vtable of the Level Zero backend. */
+#include <stdio.h>
+
+#include "ze_internal.h"
+
+const accel_host_api_t *accel_ze_host;
+
+accel_status_t accel_ze_fail(const char *call, ze_result_t r) {
+  accel_status_t st = (r == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ||
+                       r == ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)
+                          ? ACCEL_ERROR_OUT_OF_MEMORY
+                          : ACCEL_ERROR_BACKEND;
+  return accel_ze_host->set_error(st, "%s failed: %s (0x%x)", call, accel_ze_result_name(r),
+                                  (unsigned)r);
+}
+
+static const accel_backend_vtable_t accel_ze_vtable = {
+    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(accel_backend_vtable_t),
+    .name = "level_zero",
+    .description = "oneAPI Level Zero (USM, SPIR-V kernels, lazy by default)",
+    .backend_init = accel_ze_backend_init,
+    .backend_shutdown = accel_ze_backend_shutdown,
+    .device_count = accel_ze_device_count,
+    .device_info = accel_ze_device_info,
+    .device_open = accel_ze_device_open,
+    .device_close = accel_ze_device_close,
+    .mem_alloc = accel_ze_mem_alloc,
+    .mem_free = accel_ze_mem_free,
+    .host_alloc = accel_ze_host_alloc,
+    .host_free = accel_ze_host_free,
+    .stream_create = accel_ze_stream_create,
+    .stream_destroy = accel_ze_stream_destroy,
+    .stream_synchronize = accel_ze_stream_synchronize,
+    .stream_query = accel_ze_stream_query,
+    .stream_wait_event = accel_ze_stream_wait_event,
+    .event_create = accel_ze_event_create,
+    .event_destroy = accel_ze_event_destroy,
+    .event_record = accel_ze_event_record,
+    .event_synchronize = accel_ze_event_synchronize,
+    .event_query = accel_ze_event_query,
+    .event_elapsed_ms = accel_ze_event_elapsed_ms,
+    .memcpy_async = accel_ze_memcpy_async,
+    .memset_async = accel_ze_memset_async,
+    .launch_host_func = accel_ze_launch_host_func,
+    .launch_kernel = accel_ze_launch_kernel,
+    .submit_batch = accel_ze_submit_batch,
+    .graph_instantiate = accel_ze_graph_instantiate,
+    .graph_launch = accel_ze_graph_launch,
+    .graph_destroy = accel_ze_graph_destroy,
+    .device_synchronize = NULL, /* the core synchronizes each stream */
+    .mem_info = accel_ze_mem_info,
+};
+
+ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
+                                                      const accel_host_api_t *host,
+                                                      const accel_backend_vtable_t **out) {
+  if (!host || !out) return ACCEL_ERROR_INVALID_ARGUMENT;
+  if (host_abi != ACCEL_PLUGIN_ABI_VERSION)
+    return host->set_error(ACCEL_ERROR_PLUGIN,
+                           "level_zero plugin built for accel plugin ABI %u, host has ABI %u",
+                           ACCEL_PLUGIN_ABI_VERSION, host_abi);
+  accel_ze_host = host;
+  *out = &accel_ze_vtable;
+  return ACCEL_OK;
+}
