@@ -1,0 +1,147 @@
+/*
+ * Vendor shim: maps the gpu_* vocabulary of backends/gpu_common onto the CUDA driver API.
+ *
+ * Force-included (-include) into every gpu_common source when building libaccel-cuda.so. It
+ * declares only the handful of types and constants the backend uses, so the plugin neither
+ * includes cuda.h nor links libcuda: the driver is dlopen'ed and every entry point is fetched
+ * with cuGetProcAddress_v2 pinned to GPU_API_VERSION, which selects the _v2 / _v3 variant each
+ * base name had in that CUDA version. backends/cuda/vendor_abi_check.c compares every value and
+ * prototype below with the real cuda.h at build time.
+ */
+#ifndef ACCEL_VENDOR_CUDA_H
+#define ACCEL_VENDOR_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPU_VENDOR_CUDA 1
+#define GPU_BACKEND_NAME "cuda"
+#define GPU_BACKEND_DESCRIPTION "NVIDIA GPUs through the CUDA driver API (dlopen libcuda)"
+#define GPU_VENDOR_STRING "NVIDIA"
+#define GPU_VISIBLE_DEVICES_ENV "CUDA_VISIBLE_DEVICES"
+#define GPU_LIBRARY_NAMES {"libcuda.so.1", "libcuda.so"}
+/* CUDA keeps one primary context per device; it is retained per open device and made current
+ * on the calling thread in every entry point. */
+#define GPU_HAS_PRIMARY_CONTEXT 1
+
+/* The entry points are resolved through this symbol (dlsym), with the ABI of CUDA 12.0:
+ * base names ("cuMemAlloc") then resolve to the version current in 12.0 ("cuMemAlloc_v2"). */
+#define GPU_PROC_ADDRESS_SYMBOL "cuGetProcAddress_v2"
+#define GPU_API_VERSION 12000
+#define GPU_PROC_ADDRESS_LEGACY_STREAM 1ull /* CU_GET_PROC_ADDRESS_LEGACY_STREAM: no _ptsz */
+#define GPU_PROC_ADDRESS_SUCCESS 0          /* CU_GET_PROC_ADDRESS_SUCCESS */
+
+typedef unsigned gpuError_t;            /* CUresult (an enum of unsigned int) */
+typedef int gpuDevice_t;                /* CUdevice */
+typedef unsigned long long gpuDevicePtr_t; /* CUdeviceptr (64-bit) */
+typedef struct CUctx_st *gpuContext_t;
+typedef struct CUstream_st *gpuStream_t;
+typedef struct CUevent_st *gpuEvent_t;
+typedef struct CUmod_st *gpuModule_t;
+typedef struct CUfunc_st *gpuFunction_t;
+typedef struct CUgraph_st *gpuGraph_t;
+typedef struct CUgraphExec_st *gpuGraphExec_t;
+typedef void (*gpuHostFn_t)(void *user);
+
+#define GPU_SUCCESS 0                    /* CUDA_SUCCESS */
+#define GPU_ERROR_OUT_OF_MEMORY 2        /* CUDA_ERROR_OUT_OF_MEMORY */
+#define GPU_ERROR_NOT_READY 600          /* CUDA_ERROR_NOT_READY */
+#define GPU_STREAM_NON_BLOCKING 0x1u     /* CU_STREAM_NON_BLOCKING */
+#define GPU_EVENT_DEFAULT 0x0u           /* CU_EVENT_DEFAULT */
+#define GPU_EVENT_DISABLE_TIMING 0x2u    /* CU_EVENT_DISABLE_TIMING */
+#define GPU_HOST_ALLOC_PORTABLE 0x1u     /* CU_MEMHOSTALLOC_PORTABLE */
+#define GPU_CAPTURE_MODE_THREAD_LOCAL 1  /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */
+#define GPU_ATTR_MULTIPROCESSOR_COUNT 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+#define GPU_ATTR_CC_MAJOR 75             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define GPU_ATTR_CC_MINOR 76             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+
+/*
+ * Entry points: X(field, lookup name, name in messages, return type, parameters).
+ * REQ entries must resolve; OPT entries may be missing (the field stays NULL).
+ */
+#define GPU_API_TABLE(REQ, OPT)                                                                  \
+  REQ(Init, "cuInit", "cuInit", gpuError_t, (unsigned flags))                                    \
+  REQ(DriverGetVersion, "cuDriverGetVersion", "cuDriverGetVersion", gpuError_t, (int *version))  \
+  REQ(DeviceGetCount, "cuDeviceGetCount", "cuDeviceGetCount", gpuError_t, (int *count))          \
+  REQ(DeviceGet, "cuDeviceGet", "cuDeviceGet", gpuError_t, (gpuDevice_t * dev, int ordinal))     \
+  REQ(DeviceGetName, "cuDeviceGetName", "cuDeviceGetName", gpuError_t,                           \
+      (char *name, int len, gpuDevice_t dev))                                                    \
+  REQ(DeviceGetAttribute, "cuDeviceGetAttribute", "cuDeviceGetAttribute", gpuError_t,            \
+      (int *value, unsigned attribute, gpuDevice_t dev))                                              \
+  REQ(DeviceTotalMem, "cuDeviceTotalMem", "cuDeviceTotalMem_v2", gpuError_t,                     \
+      (size_t * bytes, gpuDevice_t dev))                                                         \
+  REQ(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", gpuError_t,      \
+      (gpuContext_t * ctx, gpuDevice_t dev))                                                     \
+  REQ(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2",            \
+      gpuError_t, (gpuDevice_t dev))                                                             \
+  REQ(CtxSetCurrent, "cuCtxSetCurrent", "cuCtxSetCurrent", gpuError_t, (gpuContext_t ctx))       \
+  REQ(DeviceSynchronize, "cuCtxSynchronize", "cuCtxSynchronize", gpuError_t, (void))             \
+  REQ(MemGetInfo, "cuMemGetInfo", "cuMemGetInfo_v2", gpuError_t,                                 \
+      (size_t * free_bytes, size_t *total_bytes))                                                \
+  REQ(MemAlloc, "cuMemAlloc", "cuMemAlloc_v2", gpuError_t, (gpuDevicePtr_t * ptr, size_t size))  \
+  REQ(MemFree, "cuMemFree", "cuMemFree_v2", gpuError_t, (gpuDevicePtr_t ptr))                    \
+  REQ(HostAlloc, "cuMemHostAlloc", "cuMemHostAlloc", gpuError_t,                                 \
+      (void **ptr, size_t size, unsigned flags))                                                 \
+  REQ(HostFree, "cuMemFreeHost", "cuMemFreeHost", gpuError_t, (void *ptr))                       \
+  REQ(StreamCreate, "cuStreamCreate", "cuStreamCreate", gpuError_t,                              \
+      (gpuStream_t * stream, unsigned flags))                                                    \
+  REQ(StreamDestroy, "cuStreamDestroy", "cuStreamDestroy_v2", gpuError_t, (gpuStream_t stream))  \
+  REQ(StreamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize", gpuError_t,               \
+      (gpuStream_t stream))                                                                      \
+  REQ(StreamQuery, "cuStreamQuery", "cuStreamQuery", gpuError_t, (gpuStream_t stream))           \
+  REQ(StreamWaitEvent, "cuStreamWaitEvent", "cuStreamWaitEvent", gpuError_t,                     \
+      (gpuStream_t stream, gpuEvent_t event, unsigned flags))                                    \
+  REQ(EventCreate, "cuEventCreate", "cuEventCreate", gpuError_t,                                 \
+      (gpuEvent_t * event, unsigned flags))                                                      \
+  REQ(EventDestroy, "cuEventDestroy", "cuEventDestroy_v2", gpuError_t, (gpuEvent_t event))       \
+  REQ(EventRecord, "cuEventRecord", "cuEventRecord", gpuError_t,                                 \
+      (gpuEvent_t event, gpuStream_t stream))                                                    \
+  REQ(EventSynchronize, "cuEventSynchronize", "cuEventSynchronize", gpuError_t,                  \
+      (gpuEvent_t event))                                                                        \
+  REQ(EventQuery, "cuEventQuery", "cuEventQuery", gpuError_t, (gpuEvent_t event))                \
+  REQ(EventElapsedTime, "cuEventElapsedTime", "cuEventElapsedTime", gpuError_t,                  \
+      (float *ms, gpuEvent_t start, gpuEvent_t end))                                             \
+  REQ(MemcpyAsync, "cuMemcpyAsync", "cuMemcpyAsync", gpuError_t,                                 \
+      (gpuDevicePtr_t dst, gpuDevicePtr_t src, size_t size, gpuStream_t stream))                 \
+  REQ(MemsetD8Async, "cuMemsetD8Async", "cuMemsetD8Async", gpuError_t,                           \
+      (gpuDevicePtr_t dst, unsigned char value, size_t size, gpuStream_t stream))                \
+  REQ(LaunchHostFunc, "cuLaunchHostFunc", "cuLaunchHostFunc", gpuError_t,                        \
+      (gpuStream_t stream, gpuHostFn_t fn, void *user))                                          \
+  REQ(ModuleLoadData, "cuModuleLoadData", "cuModuleLoadData", gpuError_t,                        \
+      (gpuModule_t * module, const void *image))                                                 \
+  REQ(ModuleUnload, "cuModuleUnload", "cuModuleUnload", gpuError_t, (gpuModule_t module))        \
+  REQ(ModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", gpuError_t,               \
+      (gpuFunction_t * fn, gpuModule_t module, const char *name))                                \
+  REQ(LaunchKernel, "cuLaunchKernel", "cuLaunchKernel", gpuError_t,                              \
+      (gpuFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
+       unsigned bz, unsigned shared_bytes, gpuStream_t stream, void **params, void **extra))     \
+  REQ(StreamBeginCapture, "cuStreamBeginCapture", "cuStreamBeginCapture_v2", gpuError_t,         \
+      (gpuStream_t stream, unsigned mode))                                                            \
+  REQ(StreamEndCapture, "cuStreamEndCapture", "cuStreamEndCapture", gpuError_t,                  \
+      (gpuStream_t stream, gpuGraph_t * graph))                                                  \
+  REQ(GraphInstantiate, "cuGraphInstantiateWithFlags", "cuGraphInstantiateWithFlags",            \
+      gpuError_t, (gpuGraphExec_t * exec, gpuGraph_t graph, unsigned long long flags))           \
+  REQ(GraphLaunch, "cuGraphLaunch", "cuGraphLaunch", gpuError_t,                                 \
+      (gpuGraphExec_t exec, gpuStream_t stream))                                                 \
+  REQ(GraphExecDestroy, "cuGraphExecDestroy", "cuGraphExecDestroy", gpuError_t,                  \
+      (gpuGraphExec_t exec))                                                                     \
+  REQ(GraphDestroy, "cuGraphDestroy", "cuGraphDestroy", gpuError_t, (gpuGraph_t graph))          \
+  OPT(GetErrorName, "cuGetErrorName", "cuGetErrorName", gpuError_t,                              \
+      (gpuError_t error, const char **name))
+
+/* Calls whose shape differs between vendors. */
+#define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
+#define GPU_VPTR(d) ((void *)(uintptr_t)(d))
+#define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \
+  (api)->MemcpyAsync(GPU_DPTR(dst), GPU_DPTR(src), (size), (stream))
+/* Stores the error's name in *name (NULL when unknown). */
+#define GPU_ERROR_NAME(api, err, name)                                                    \
+  do {                                                                                    \
+    *(name) = NULL;                                                                       \
+    if ((api)->GetErrorName && (api)->GetErrorName((err), (name)) != GPU_SUCCESS) *(name) = NULL; \
+  } while (0)
+/* "13.0" from 13000. */
+#define GPU_FORMAT_DRIVER_VERSION(buf, size, v) \
+  snprintf((buf), (size), "CUDA %d.%d", (v) / 1000, ((v) % 1000) / 10)
+
+#endif /* ACCEL_VENDOR_CUDA_H */

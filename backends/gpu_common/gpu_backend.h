@@ -1,0 +1,147 @@
+/*
+ * Internal declarations of the CUDA/HIP backend. The sources in this directory are compiled
+ * twice, once with backends/cuda/vendor_cuda.h and once with backends/hip/vendor_hip.h
+ * force-included; the shim maps the gpu* vocabulary (types, constants, the GPU_API_TABLE of
+ * entry points) onto one vendor.
+ */
+#ifndef ACCEL_GPU_BACKEND_H
+#define ACCEL_GPU_BACKEND_H
+
+#ifndef GPU_BACKEND_NAME
+#error "compile with -include vendor_cuda.h or -include vendor_hip.h"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel_plugin.h"
+#include "accel_kernel_ids.h"
+
+/* Vendor entry points, resolved from the dlopen'ed runtime (gpu_loader.c). */
+typedef struct gpu_api {
+#define GPU_API_FIELD(field, lookup, display, ret, params) ret(*field) params;
+  GPU_API_TABLE(GPU_API_FIELD, GPU_API_FIELD)
+#undef GPU_API_FIELD
+} gpu_api_t;
+
+/* Name of each entry point as it appears in error messages (e.g. "cuMemAlloc_v2"). */
+typedef struct gpu_api_names {
+#define GPU_API_NAME(field, lookup, display, ret, params) const char *field;
+  GPU_API_TABLE(GPU_API_NAME, GPU_API_NAME)
+#undef GPU_API_NAME
+} gpu_api_names_t;
+extern const gpu_api_names_t gpu_api_names;
+
+/* The host services given to accel_plugin_query / backend_init. */
+extern const accel_host_api_t *gpu_host;
+
+typedef struct gpu_backend {
+  void *library; /* the vendor runtime; never closed (see gpu_loader.c) */
+  char library_path[64];
+  gpu_api_t api;
+  int device_count;
+  int driver_version;
+} gpu_backend_t;
+
+typedef struct gpu_device {
+  gpu_backend_t *backend;
+  int ordinal;
+  gpuDevice_t handle;
+#if GPU_HAS_PRIMARY_CONTEXT
+  gpuContext_t context; /* retained primary context */
+#endif
+  gpuModule_t module;   /* the embedded kernels; NULL when built without them */
+  gpuFunction_t functions[ACCEL_KERNEL_COUNT];
+  uint32_t max_grid;    /* cap on launched blocks (kernels are grid-stride) */
+} gpu_device_t;
+
+typedef struct gpu_stream {
+  gpu_device_t *device;
+  gpuStream_t handle;
+} gpu_stream_t;
+
+typedef struct gpu_event {
+  gpu_device_t *device;
+  gpuEvent_t handle;
+} gpu_event_t;
+
+typedef struct gpu_graph {
+  gpu_device_t *device;
+  gpuGraph_t graph;
+  gpuGraphExec_t exec;
+} gpu_graph_t;
+
+/* Turns a vendor result into a status: ACCEL_OK for success, else sets the thread's error
+ * "<call> failed: <ERROR_NAME> (<code>)" and returns OUT_OF_MEMORY or BACKEND. */
+accel_status_t gpu_check(const gpu_backend_t *backend, gpuError_t err, const char *call);
+#define GPU_TRY(backend, field, ...) \
+  gpu_check((backend), (backend)->api.field(__VA_ARGS__), gpu_api_names.field)
+/* The vendor's name of an error ("CUDA_ERROR_NO_DEVICE"), or "unknown error". */
+const char *gpu_error_name(const gpu_backend_t *backend, gpuError_t err);
+/* Logs a failure of a call whose caller cannot report it (destroy paths). */
+void gpu_warn(const gpu_backend_t *backend, gpuError_t err, const char *call);
+#define GPU_WARN(backend, field, ...) \
+  gpu_warn((backend), (backend)->api.field(__VA_ARGS__), gpu_api_names.field)
+
+/* Nonzero when fault injection asks the call at site to fail. */
+int gpu_fault(accel_fault_site_t site);
+
+/* Opens the vendor runtime and resolves GPU_API_TABLE; UNAVAILABLE with every path tried. */
+accel_status_t gpu_loader_open(gpu_backend_t *backend);
+
+/* Makes the device current on the calling thread (every entry point calls it first). */
+accel_status_t gpu_make_current(gpu_device_t *device);
+
+/* Loads the embedded kernel image and looks up every kernel (gpu_module.c). */
+accel_status_t gpu_module_load(gpu_device_t *device);
+void gpu_module_unload(gpu_device_t *device);
+
+/* Issues one KERNEL/MEMCPY/MEMSET/HOST_FUNC command on a vendor stream (gpu_stream.c). */
+accel_status_t gpu_issue(gpu_device_t *device, gpuStream_t stream, const accel_cmd_t *cmd);
+accel_status_t gpu_launch(gpu_device_t *device, gpuStream_t stream,
+                          const accel_kernel_launch_t *launch);
+
+/* vtable entries, grouped by file. */
+accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
+void gpu_backend_shutdown(accel_be_backend_t *backend);
+accel_status_t gpu_device_count(accel_be_backend_t *backend, int *count);
+accel_status_t gpu_device_info(accel_be_backend_t *backend, int index, accel_device_info_t *info);
+
+accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
+void gpu_device_close(accel_be_device_t *device);
+accel_status_t gpu_device_synchronize(accel_be_device_t *device);
+accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                            uint64_t *total_bytes);
+
+accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void gpu_mem_free(accel_be_device_t *device, void *ptr);
+accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void gpu_host_free(accel_be_device_t *device, void *ptr);
+
+accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+void gpu_stream_destroy(accel_be_stream_t *stream);
+accel_status_t gpu_stream_synchronize(accel_be_stream_t *stream);
+accel_status_t gpu_stream_query(accel_be_stream_t *stream);
+accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+accel_status_t gpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind);
+accel_status_t gpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size);
+accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
+accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
+accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+
+accel_status_t gpu_event_create(accel_be_device_t *device, unsigned flags,
+                                accel_be_event_t **out);
+void gpu_event_destroy(accel_be_event_t *event);
+accel_status_t gpu_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
+accel_status_t gpu_event_synchronize(accel_be_event_t *event);
+accel_status_t gpu_event_query(accel_be_event_t *event);
+accel_status_t gpu_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
+
+accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                     size_t n, accel_be_graph_t **out);
+accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
+void gpu_graph_destroy(accel_be_graph_t *graph);
+
+#endif /* ACCEL_GPU_BACKEND_H */

@@ -1,0 +1,73 @@
+/* Opening a device: context, kernel module, launch limits. */
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+/* Blocks per compute unit when a launch asks for more: enough resident 256-lane blocks to
+ * fill every unit; the kernels are grid-stride so the result does not depend on it. */
+#define GPU_BLOCKS_PER_UNIT 8u
+
+accel_status_t gpu_make_current(gpu_device_t *d) {
+#if GPU_HAS_PRIMARY_CONTEXT
+  return GPU_TRY(d->backend, CtxSetCurrent, d->context);
+#else
+  return GPU_TRY(d->backend, SetDevice, d->ordinal);
+#endif
+}
+
+accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
+  gpu_backend_t *be = backend;
+  gpu_device_t *d = calloc(1, sizeof *d);
+  if (!d) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: device state", GPU_BACKEND_NAME);
+  d->backend = be;
+  d->ordinal = index;
+  int units = 0;
+  accel_status_t st = GPU_TRY(be, DeviceGet, &d->handle, index);
+#if GPU_HAS_PRIMARY_CONTEXT
+  if (st == ACCEL_OK) {
+    st = GPU_TRY(be, PrimaryCtxRetain, &d->context, d->handle);
+    if (st != ACCEL_OK) d->context = NULL;
+  }
+#endif
+  if (st == ACCEL_OK) st = gpu_make_current(d);
+  if (st == ACCEL_OK)
+    st = GPU_TRY(be, DeviceGetAttribute, &units, GPU_ATTR_MULTIPROCESSOR_COUNT, d->handle);
+  if (st == ACCEL_OK) st = gpu_module_load(d);
+  if (st != ACCEL_OK) {
+#if GPU_HAS_PRIMARY_CONTEXT
+    if (d->context) GPU_WARN(be, PrimaryCtxRelease, d->handle);
+#endif
+    free(d);
+    return st;
+  }
+  d->max_grid = (units > 0 ? (uint32_t)units : 1u) * GPU_BLOCKS_PER_UNIT;
+  *out = d;
+  return ACCEL_OK;
+}
+
+void gpu_device_close(accel_be_device_t *device) {
+  gpu_device_t *d = device;
+  if (gpu_make_current(d) == ACCEL_OK) gpu_module_unload(d);
+#if GPU_HAS_PRIMARY_CONTEXT
+  GPU_WARN(d->backend, PrimaryCtxRelease, d->handle);
+#endif
+  free(d);
+}
+
+accel_status_t gpu_device_synchronize(accel_be_device_t *device) {
+  gpu_device_t *d = device;
+  accel_status_t st = gpu_make_current(d);
+  return st != ACCEL_OK ? st : GPU_TRY(d->backend, DeviceSynchronize);
+}
+
+accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                            uint64_t *total_bytes) {
+  gpu_device_t *d = device;
+  size_t free_now = 0, total = 0;
+  accel_status_t st = gpu_make_current(d);
+  if (st == ACCEL_OK) st = GPU_TRY(d->backend, MemGetInfo, &free_now, &total);
+  if (st != ACCEL_OK) return st;
+  *free_bytes = free_now;
+  *total_bytes = total;
+  return ACCEL_OK;
+}

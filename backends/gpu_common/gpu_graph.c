@@ -1,0 +1,143 @@
+/*
+ * Native graphs by stream capture.
+ *
+ * The core records the user's capture itself (it enforces the GLOBAL / THREAD_LOCAL / RELAXED
+ * rules for every backend) and hands the command list over at capture_end. Here the list is
+ * replayed into a vendor capture on private streams, one per stream slot, with one vendor
+ * event per event slot for the fork/join edges, and the resulting graph is instantiated. The
+ * vendor capture lives only inside this call on this thread, so it uses THREAD_LOCAL mode:
+ * it must not invalidate, nor be invalidated by, unrelated vendor calls of other threads.
+ *
+ * Every slot is forked from the origin stream right after the capture begins and joined back
+ * before it ends, so commands on any slot are always part of the capture and the graph is
+ * complete even if a slot's own fork/join edges were elided.
+ */
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+typedef struct capture {
+  gpu_device_t *device;
+  uint32_t stream_count, event_count;
+  gpuStream_t *streams;
+  gpuEvent_t *events;
+  unsigned char *recorded;
+  gpuEvent_t edge; /* fork/join of the slots; each wait uses the most recent record */
+} capture_t;
+
+static void capture_free(capture_t *c) {
+  gpu_backend_t *be = c->device->backend;
+  for (uint32_t i = 0; c->streams && i < c->stream_count; i++)
+    if (c->streams[i]) GPU_WARN(be, StreamDestroy, c->streams[i]);
+  for (uint32_t i = 0; c->events && i < c->event_count; i++)
+    if (c->events[i]) GPU_WARN(be, EventDestroy, c->events[i]);
+  if (c->edge) GPU_WARN(be, EventDestroy, c->edge);
+  free(c->streams);
+  free(c->events);
+  free(c->recorded);
+}
+
+static accel_status_t capture_alloc(capture_t *c, const accel_cmd_t *cmds, size_t n) {
+  gpu_backend_t *be = c->device->backend;
+  c->stream_count = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (cmds[i].stream_slot >= c->stream_count) c->stream_count = cmds[i].stream_slot + 1;
+    if ((cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT) &&
+        cmds[i].u.event.event_slot >= c->event_count)
+      c->event_count = cmds[i].u.event.event_slot + 1;
+  }
+  c->streams = calloc(c->stream_count, sizeof *c->streams);
+  c->events = calloc(c->event_count ? c->event_count : 1, sizeof *c->events);
+  c->recorded = calloc(c->event_count ? c->event_count : 1, 1);
+  if (!c->streams || !c->events || !c->recorded)
+    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph capture state",
+                               GPU_BACKEND_NAME);
+  accel_status_t st = GPU_TRY(be, EventCreate, &c->edge, GPU_EVENT_DISABLE_TIMING);
+  for (uint32_t i = 0; i < c->stream_count && st == ACCEL_OK; i++)
+    st = GPU_TRY(be, StreamCreate, &c->streams[i], GPU_STREAM_NON_BLOCKING);
+  for (uint32_t i = 0; i < c->event_count && st == ACCEL_OK; i++)
+    st = GPU_TRY(be, EventCreate, &c->events[i], GPU_EVENT_DISABLE_TIMING);
+  return st;
+}
+
+static accel_status_t capture_cmd(capture_t *c, const accel_cmd_t *cmd) {
+  gpu_backend_t *be = c->device->backend;
+  gpuStream_t s = c->streams[cmd->stream_slot];
+  uint32_t slot = cmd->u.event.event_slot;
+  switch (cmd->type) {
+    case ACCEL_CMD_EVENT_RECORD:
+      c->recorded[slot] = 1;
+      return GPU_TRY(be, EventRecord, c->events[slot], s);
+    case ACCEL_CMD_EVENT_WAIT:
+      if (!c->recorded[slot])
+        return gpu_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                                   "%s: graph waits on event slot %u before it is recorded",
+                                   GPU_BACKEND_NAME, slot);
+      return GPU_TRY(be, StreamWaitEvent, s, c->events[slot], 0u);
+    default:
+      return gpu_issue(c->device, s, cmd);
+  }
+}
+
+/* Forks (join = 0) or joins (join = 1) every slot with the origin stream. */
+static accel_status_t capture_edges(capture_t *c, int join) {
+  gpu_backend_t *be = c->device->backend;
+  accel_status_t st = ACCEL_OK;
+  for (uint32_t i = 1; i < c->stream_count && st == ACCEL_OK; i++) {
+    gpuStream_t from = join ? c->streams[i] : c->streams[0];
+    gpuStream_t to = join ? c->streams[0] : c->streams[i];
+    st = GPU_TRY(be, EventRecord, c->edge, from);
+    if (st == ACCEL_OK) st = GPU_TRY(be, StreamWaitEvent, to, c->edge, 0u);
+  }
+  return st;
+}
+
+accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                     size_t n, accel_be_graph_t **out) {
+  gpu_device_t *d = device;
+  gpu_backend_t *be = d->backend;
+  capture_t c = {.device = d};
+  gpu_graph_t *g = calloc(1, sizeof *g);
+  if (!g) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph", GPU_BACKEND_NAME);
+  g->device = d;
+  accel_status_t st = gpu_make_current(d);
+  if (st == ACCEL_OK) st = capture_alloc(&c, cmds, n);
+  if (st == ACCEL_OK)
+    st = GPU_TRY(be, StreamBeginCapture, c.streams[0], GPU_CAPTURE_MODE_THREAD_LOCAL);
+  if (st == ACCEL_OK) {
+    st = capture_edges(&c, 0);
+    for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = capture_cmd(&c, &cmds[i]);
+    /* Join even after a failure so that the capture can be ended cleanly; the first error
+     * is the one reported. */
+    accel_status_t join = capture_edges(&c, 1);
+    if (st == ACCEL_OK) st = join;
+    gpuError_t err = be->api.StreamEndCapture(c.streams[0], &g->graph);
+    if (st == ACCEL_OK) st = gpu_check(be, err, gpu_api_names.StreamEndCapture);
+  }
+  if (st == ACCEL_OK) st = GPU_TRY(be, GraphInstantiate, &g->exec, g->graph, 0ull);
+  capture_free(&c);
+  if (st != ACCEL_OK) {
+    if (g->graph) GPU_WARN(be, GraphDestroy, g->graph);
+    free(g);
+    return st;
+  }
+  *out = g;
+  return ACCEL_OK;
+}
+
+accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream) {
+  gpu_graph_t *g = graph;
+  gpu_stream_t *s = stream;
+  accel_status_t st = gpu_make_current(g->device);
+  return st != ACCEL_OK ? st : GPU_TRY(g->device->backend, GraphLaunch, g->exec, s->handle);
+}
+
+void gpu_graph_destroy(accel_be_graph_t *graph) {
+  gpu_graph_t *g = graph;
+  gpu_backend_t *be = g->device->backend;
+  if (gpu_make_current(g->device) == ACCEL_OK) {
+    GPU_WARN(be, GraphExecDestroy, g->exec);
+    GPU_WARN(be, GraphDestroy, g->graph);
+  }
+  free(g);
+}

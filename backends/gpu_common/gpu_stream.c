@@ -1,0 +1,145 @@
+/* Streams and the commands issued on them. */
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
+  gpu_device_t *d = device;
+  gpu_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: stream", GPU_BACKEND_NAME);
+  s->device = d;
+  /* Non-blocking: no implicit synchronisation with the legacy NULL stream, which other code
+   * in the process may use (and which cannot take part in a capture). */
+  accel_status_t st = gpu_make_current(d);
+  if (st == ACCEL_OK) st = GPU_TRY(d->backend, StreamCreate, &s->handle, GPU_STREAM_NON_BLOCKING);
+  if (st != ACCEL_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  return ACCEL_OK;
+}
+
+void gpu_stream_destroy(accel_be_stream_t *stream) {
+  gpu_stream_t *s = stream;
+  if (gpu_make_current(s->device) == ACCEL_OK)
+    GPU_WARN(s->device->backend, StreamDestroy, s->handle);
+  free(s);
+}
+
+accel_status_t gpu_stream_synchronize(accel_be_stream_t *stream) {
+  gpu_stream_t *s = stream;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st : GPU_TRY(s->device->backend, StreamSynchronize, s->handle);
+}
+
+accel_status_t gpu_stream_query(accel_be_stream_t *stream) {
+  gpu_stream_t *s = stream;
+  accel_status_t st = gpu_make_current(s->device);
+  if (st != ACCEL_OK) return st;
+  gpuError_t err = s->device->backend->api.StreamQuery(s->handle);
+  if (err == GPU_ERROR_NOT_READY) return ACCEL_ERROR_NOT_READY;
+  return gpu_check(s->device->backend, err, gpu_api_names.StreamQuery);
+}
+
+accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
+  gpu_stream_t *s = stream;
+  gpu_event_t *e = event;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st
+                        : GPU_TRY(s->device->backend, StreamWaitEvent, s->handle, e->handle, 0u);
+}
+
+accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
+                          const accel_kernel_launch_t *launch) {
+  if (!d->module)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "%s: plugin built without kernels, cannot launch %s",
+                               GPU_BACKEND_NAME, launch->kernel_name);
+  if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: unknown kernel id %u (%s)",
+                               GPU_BACKEND_NAME, launch->kernel_id, launch->kernel_name);
+  if (gpu_fault(ACCEL_FAULT_LAUNCH))
+    return gpu_host->set_error(ACCEL_ERROR_BACKEND, "%s failed: fault injected (%s)",
+                               gpu_api_names.LaunchKernel, launch->kernel_name);
+  unsigned grid = launch->num_blocks < d->max_grid ? launch->num_blocks : d->max_grid;
+  /* The kernel's one argument is the by-value parameter struct; the driver copies
+   * params_size bytes from here before the call returns (also when capturing). */
+  void *args[1] = {(void *)launch->params};
+  return GPU_TRY(d->backend, LaunchKernel, d->functions[launch->kernel_id], grid, 1u, 1u,
+                 ACCEL_KERNEL_BLOCK, 1u, 1u, 0u, stream, args, NULL);
+}
+
+accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t *cmd) {
+  gpu_backend_t *be = d->backend;
+  switch ((accel_cmd_type_t)cmd->type) {
+    case ACCEL_CMD_KERNEL:
+      return gpu_launch(d, stream, &cmd->u.kernel);
+    case ACCEL_CMD_MEMCPY:
+      /* Unified addressing: the runtime infers the direction from the pointers. */
+      return gpu_check(be,
+                       GPU_MEMCPY_ASYNC(&be->api, cmd->u.memcpy.dst, cmd->u.memcpy.src,
+                                        cmd->u.memcpy.size, stream),
+                       gpu_api_names.MemcpyAsync);
+    case ACCEL_CMD_MEMSET:
+      return GPU_TRY(be, MemsetD8Async, GPU_DPTR(cmd->u.memset.dst),
+                     (unsigned char)cmd->u.memset.value, cmd->u.memset.size, stream);
+    case ACCEL_CMD_HOST_FUNC:
+      if (!be->api.LaunchHostFunc)
+        return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %s does not export %s",
+                                   GPU_BACKEND_NAME, be->library_path,
+                                   gpu_api_names.LaunchHostFunc);
+      return GPU_TRY(be, LaunchHostFunc, stream, cmd->u.host_func.fn, cmd->u.host_func.user);
+    case ACCEL_CMD_EVENT_RECORD:
+    case ACCEL_CMD_EVENT_WAIT:
+      break;
+  }
+  return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: command type %u not valid here",
+                             GPU_BACKEND_NAME, cmd->type);
+}
+
+accel_status_t gpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind) {
+  gpu_stream_t *s = stream;
+  accel_cmd_t cmd = {.type = ACCEL_CMD_MEMCPY};
+  cmd.u.memcpy.dst = dst;
+  cmd.u.memcpy.src = src;
+  cmd.u.memcpy.size = size;
+  cmd.u.memcpy.kind = (uint32_t)kind;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+}
+
+accel_status_t gpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size) {
+  gpu_stream_t *s = stream;
+  accel_cmd_t cmd = {.type = ACCEL_CMD_MEMSET};
+  cmd.u.memset.dst = dst;
+  cmd.u.memset.size = size;
+  cmd.u.memset.value = value;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+}
+
+accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
+  gpu_stream_t *s = stream;
+  accel_cmd_t cmd = {.type = ACCEL_CMD_HOST_FUNC};
+  cmd.u.host_func.fn = fn;
+  cmd.u.host_func.user = user;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+}
+
+accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
+  gpu_stream_t *s = stream;
+  accel_status_t st = gpu_make_current(s->device);
+  return st != ACCEL_OK ? st : gpu_launch(s->device, s->handle, launch);
+}
+
+/* Vendor streams already queue asynchronously, so a batch is the commands in order. */
+accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
+  gpu_stream_t *s = stream;
+  accel_status_t st = gpu_make_current(s->device);
+  for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = gpu_issue(s->device, s->handle, &cmds[i]);
+  return st;
+}

@@ -1,0 +1,129 @@
+/*
+ * Vendor shim: maps the gpu_* vocabulary of backends/gpu_common onto the HIP runtime API.
+ *
+ * Force-included (-include) into every gpu_common source when building libaccel-hip.so. It
+ * declares only what the backend uses, so the plugin neither includes hip_runtime_api.h nor
+ * links libamdhip64: the runtime is dlopen'ed and entry points are looked up with dlsym by
+ * their exported names. backends/hip/vendor_abi_check.c compares every value and prototype
+ * below with the installed hip_runtime_api.h at build time.
+ */
+#ifndef ACCEL_VENDOR_HIP_H
+#define ACCEL_VENDOR_HIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPU_VENDOR_HIP 1
+#define GPU_BACKEND_NAME "hip"
+#define GPU_BACKEND_DESCRIPTION "AMD GPUs through the HIP runtime (dlopen libamdhip64)"
+#define GPU_VENDOR_STRING "AMD"
+#define GPU_VISIBLE_DEVICES_ENV "HIP_VISIBLE_DEVICES"
+#define GPU_LIBRARY_NAMES {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
+/* HIP has no primary-context API worth using: the device is made current on the calling
+ * thread with hipSetDevice in every entry point. */
+#define GPU_HAS_PRIMARY_CONTEXT 0
+
+typedef unsigned gpuError_t;            /* hipError_t (an enum of unsigned int) */
+typedef int gpuDevice_t;                /* hipDevice_t */
+typedef void *gpuDevicePtr_t;           /* hipDeviceptr_t */
+typedef struct ihipStream_t *gpuStream_t;
+typedef struct ihipEvent_t *gpuEvent_t;
+typedef struct ihipModule_t *gpuModule_t;
+typedef struct ihipModuleSymbol_t *gpuFunction_t;
+typedef struct ihipGraph *gpuGraph_t;
+typedef struct hipGraphExec *gpuGraphExec_t;
+typedef void (*gpuHostFn_t)(void *user);
+
+#define GPU_SUCCESS 0                    /* hipSuccess */
+#define GPU_ERROR_OUT_OF_MEMORY 2        /* hipErrorOutOfMemory */
+#define GPU_ERROR_NOT_READY 600          /* hipErrorNotReady */
+#define GPU_STREAM_NON_BLOCKING 0x1u     /* hipStreamNonBlocking */
+#define GPU_EVENT_DEFAULT 0x0u           /* hipEventDefault */
+#define GPU_EVENT_DISABLE_TIMING 0x2u    /* hipEventDisableTiming */
+#define GPU_HOST_ALLOC_PORTABLE 0x1u     /* hipHostMallocPortable */
+#define GPU_CAPTURE_MODE_THREAD_LOCAL 1  /* hipStreamCaptureModeThreadLocal */
+#define GPU_MEMCPY_DEFAULT 4             /* hipMemcpyDefault: direction from unified addressing */
+#define GPU_ATTR_MULTIPROCESSOR_COUNT 63 /* hipDeviceAttributeMultiprocessorCount */
+#define GPU_ATTR_CC_MAJOR 23             /* hipDeviceAttributeComputeCapabilityMajor */
+#define GPU_ATTR_CC_MINOR 61             /* hipDeviceAttributeComputeCapabilityMinor */
+
+/*
+ * Entry points: X(field, lookup name, name in messages, return type, parameters).
+ * REQ entries must resolve; OPT entries may be missing (the field stays NULL).
+ */
+#define GPU_API_TABLE(REQ, OPT)                                                                  \
+  REQ(DriverGetVersion, "hipDriverGetVersion", "hipDriverGetVersion", gpuError_t, (int *version))\
+  REQ(DeviceGetCount, "hipGetDeviceCount", "hipGetDeviceCount", gpuError_t, (int *count))        \
+  REQ(DeviceGet, "hipDeviceGet", "hipDeviceGet", gpuError_t, (gpuDevice_t * dev, int ordinal))   \
+  REQ(DeviceGetName, "hipDeviceGetName", "hipDeviceGetName", gpuError_t,                         \
+      (char *name, int len, gpuDevice_t dev))                                                    \
+  REQ(DeviceGetAttribute, "hipDeviceGetAttribute", "hipDeviceGetAttribute", gpuError_t,         \
+      (int *value, unsigned attribute, int dev))                                                      \
+  REQ(DeviceTotalMem, "hipDeviceTotalMem", "hipDeviceTotalMem", gpuError_t,                      \
+      (size_t * bytes, gpuDevice_t dev))                                                         \
+  REQ(SetDevice, "hipSetDevice", "hipSetDevice", gpuError_t, (int ordinal))                      \
+  REQ(DeviceSynchronize, "hipDeviceSynchronize", "hipDeviceSynchronize", gpuError_t, (void))     \
+  REQ(MemGetInfo, "hipMemGetInfo", "hipMemGetInfo", gpuError_t,                                  \
+      (size_t * free_bytes, size_t *total_bytes))                                                \
+  REQ(MemAlloc, "hipMalloc", "hipMalloc", gpuError_t, (void **ptr, size_t size))                 \
+  REQ(MemFree, "hipFree", "hipFree", gpuError_t, (void *ptr))                                    \
+  REQ(HostAlloc, "hipHostMalloc", "hipHostMalloc", gpuError_t,                                   \
+      (void **ptr, size_t size, unsigned flags))                                                 \
+  REQ(HostFree, "hipHostFree", "hipHostFree", gpuError_t, (void *ptr))                           \
+  REQ(StreamCreate, "hipStreamCreateWithFlags", "hipStreamCreateWithFlags", gpuError_t,          \
+      (gpuStream_t * stream, unsigned flags))                                                    \
+  REQ(StreamDestroy, "hipStreamDestroy", "hipStreamDestroy", gpuError_t, (gpuStream_t stream))   \
+  REQ(StreamSynchronize, "hipStreamSynchronize", "hipStreamSynchronize", gpuError_t,             \
+      (gpuStream_t stream))                                                                      \
+  REQ(StreamQuery, "hipStreamQuery", "hipStreamQuery", gpuError_t, (gpuStream_t stream))         \
+  REQ(StreamWaitEvent, "hipStreamWaitEvent", "hipStreamWaitEvent", gpuError_t,                   \
+      (gpuStream_t stream, gpuEvent_t event, unsigned flags))                                    \
+  REQ(EventCreate, "hipEventCreateWithFlags", "hipEventCreateWithFlags", gpuError_t,             \
+      (gpuEvent_t * event, unsigned flags))                                                      \
+  REQ(EventDestroy, "hipEventDestroy", "hipEventDestroy", gpuError_t, (gpuEvent_t event))        \
+  REQ(EventRecord, "hipEventRecord", "hipEventRecord", gpuError_t,                               \
+      (gpuEvent_t event, gpuStream_t stream))                                                    \
+  REQ(EventSynchronize, "hipEventSynchronize", "hipEventSynchronize", gpuError_t,                \
+      (gpuEvent_t event))                                                                        \
+  REQ(EventQuery, "hipEventQuery", "hipEventQuery", gpuError_t, (gpuEvent_t event))              \
+  REQ(EventElapsedTime, "hipEventElapsedTime", "hipEventElapsedTime", gpuError_t,                \
+      (float *ms, gpuEvent_t start, gpuEvent_t end))                                             \
+  REQ(MemcpyAsync, "hipMemcpyAsync", "hipMemcpyAsync", gpuError_t,                               \
+      (void *dst, const void *src, size_t size, unsigned kind, gpuStream_t stream))                   \
+  REQ(MemsetD8Async, "hipMemsetD8Async", "hipMemsetD8Async", gpuError_t,                         \
+      (gpuDevicePtr_t dst, unsigned char value, size_t size, gpuStream_t stream))                \
+  /* Exported from ROCm 5.3 on; without it host functions report UNSUPPORTED. */            \
+  OPT(LaunchHostFunc, "hipLaunchHostFunc", "hipLaunchHostFunc", gpuError_t,                      \
+      (gpuStream_t stream, gpuHostFn_t fn, void *user))                                          \
+  REQ(ModuleLoadData, "hipModuleLoadData", "hipModuleLoadData", gpuError_t,                      \
+      (gpuModule_t * module, const void *image))                                                 \
+  REQ(ModuleUnload, "hipModuleUnload", "hipModuleUnload", gpuError_t, (gpuModule_t module))      \
+  REQ(ModuleGetFunction, "hipModuleGetFunction", "hipModuleGetFunction", gpuError_t,             \
+      (gpuFunction_t * fn, gpuModule_t module, const char *name))                                \
+  REQ(LaunchKernel, "hipModuleLaunchKernel", "hipModuleLaunchKernel", gpuError_t,                \
+      (gpuFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
+       unsigned bz, unsigned shared_bytes, gpuStream_t stream, void **params, void **extra))     \
+  REQ(StreamBeginCapture, "hipStreamBeginCapture", "hipStreamBeginCapture", gpuError_t,          \
+      (gpuStream_t stream, unsigned mode))                                                            \
+  REQ(StreamEndCapture, "hipStreamEndCapture", "hipStreamEndCapture", gpuError_t,                \
+      (gpuStream_t stream, gpuGraph_t * graph))                                                  \
+  REQ(GraphInstantiate, "hipGraphInstantiateWithFlags", "hipGraphInstantiateWithFlags",          \
+      gpuError_t, (gpuGraphExec_t * exec, gpuGraph_t graph, unsigned long long flags))           \
+  REQ(GraphLaunch, "hipGraphLaunch", "hipGraphLaunch", gpuError_t,                               \
+      (gpuGraphExec_t exec, gpuStream_t stream))                                                 \
+  REQ(GraphExecDestroy, "hipGraphExecDestroy", "hipGraphExecDestroy", gpuError_t,                \
+      (gpuGraphExec_t exec))                                                                     \
+  REQ(GraphDestroy, "hipGraphDestroy", "hipGraphDestroy", gpuError_t, (gpuGraph_t graph))        \
+  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))
+
+/* Calls whose shape differs between vendors. */
+#define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
+#define GPU_VPTR(d) ((void *)(d))
+#define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \
+  (api)->MemcpyAsync((dst), (src), (size), GPU_MEMCPY_DEFAULT, (stream))
+/* Stores the error's name in *name (NULL when unknown). */
+#define GPU_ERROR_NAME(api, err, name) \
+  (*(name) = (api)->GetErrorName ? (api)->GetErrorName(err) : NULL)
+#define GPU_FORMAT_DRIVER_VERSION(buf, size, v) snprintf((buf), (size), "HIP %d", (v))
+
+#endif /* ACCEL_VENDOR_HIP_H */
