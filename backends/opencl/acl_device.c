@@ -1,0 +1,112 @@
+/*
+ * device_open / device_close: context, SVM mode, command-buffer entry points.
+ * Kernels are NOT built here (first launch builds them, see acl_program.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl_internal.h"
+
+/* Work-groups per launch: kernels are grid-stride, so a few groups per compute unit keep every
+ * unit busy without paying for thousands of tiny groups. */
+#define ACL_BLOCKS_PER_CU 4u
+
+static void load_cmdbuf_fns(acl_device_t *dev) {
+  cl_platform_id p = dev->phys->platform;
+#define LOAD(field, sym) \
+  dev->cb.field = (sym##_fn)clGetExtensionFunctionAddressForPlatform(p, #sym)
+  LOAD(create, clCreateCommandBufferKHR);
+  LOAD(finalize, clFinalizeCommandBufferKHR);
+  LOAD(release, clReleaseCommandBufferKHR);
+  LOAD(enqueue, clEnqueueCommandBufferKHR);
+  LOAD(ndrange, clCommandNDRangeKernelKHR);
+  LOAD(copy_buffer, clCommandCopyBufferKHR);
+  LOAD(fill_buffer, clCommandFillBufferKHR);
+#undef LOAD
+}
+
+static int cmdbuf_complete(const acl_cmdbuf_fns_t *f) {
+  return f->create && f->finalize && f->release && f->enqueue && f->ndrange &&
+         f->copy_buffer && f->fill_buffer;
+}
+
+accel_status_t acl_queue_create(acl_device_t *dev, cl_command_queue *out) {
+  cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q =
+      clCreateCommandQueueWithProperties(dev->ctx, dev->phys->id, props, &err);
+  if (err != CL_SUCCESS) return acl_fail("clCreateCommandQueueWithProperties", err);
+  *out = q;
+  return ACCEL_OK;
+}
+
+accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
+  acl_backend_t *be = backend;
+  acl_phys_t *phys = &be->devs[index];
+  cl_device_svm_capabilities svm = phys->svm_caps;
+  if (!(svm & (CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER |
+               CL_DEVICE_SVM_FINE_GRAIN_SYSTEM)))
+    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "OpenCL device %d (%s) has no shared virtual memory "
+                               "(CL_DEVICE_SVM_CAPABILITIES = 0); the opencl backend needs SVM "
+                               "(OpenCL 2.0+) so that device memory is a plain pointer",
+                               index, phys->name);
+  acl_device_t *dev = calloc(1, sizeof *dev);
+  if (!dev) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl device_open: out of memory");
+  dev->backend = be;
+  dev->phys = phys;
+  dev->index = index;
+  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)phys->platform,
+                                    0};
+  cl_int err = CL_SUCCESS;
+  dev->ctx = clCreateContext(cprops, 1, &phys->id, NULL, NULL, &err);
+  if (err != CL_SUCCESS) {
+    free(dev);
+    return acl_fail("clCreateContext", err);
+  }
+  int fine_buffer = (svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER) != 0;
+  dev->fine_grain_system = (svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM) != 0;
+  /* Fine-grained buffers let the host dereference device pointers (host_accessible). */
+  dev->svm_flags = CL_MEM_READ_WRITE | (fine_buffer ? CL_MEM_SVM_FINE_GRAIN_BUFFER : 0);
+  dev->host_svm = fine_buffer;
+  uint32_t cu = phys->compute_units ? phys->compute_units : 1;
+  dev->max_blocks = cu * ACL_BLOCKS_PER_CU;
+  if (phys->correct_div_sqrt) {
+    dev->build_options = "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt";
+  } else {
+    dev->build_options = "-cl-std=CL1.2";
+    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN,
+                  "%s: no correctly rounded fp32 divide/sqrt; norms may differ from other "
+                  "backends in the last bit", phys->name);
+  }
+  if (acl_wants_command_buffer(phys)) {
+    load_cmdbuf_fns(dev);
+    dev->use_command_buffer = cmdbuf_complete(&dev->cb);
+    if (!dev->use_command_buffer)
+      acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN,
+                    "%s: cl_khr_command_buffer advertised but an entry point is missing; "
+                    "graphs use plain enqueue", phys->name);
+  }
+  pthread_mutex_init(&dev->lock, NULL);
+  pthread_mutex_init(&dev->program_lock, NULL);
+  dev->alloc_generation = 1;
+  *out = dev;
+  return ACCEL_OK;
+}
+
+void acl_device_close(accel_be_device_t *device) {
+  acl_device_t *dev = device;
+  if (dev->program) clReleaseProgram(dev->program);
+  /* The core frees every allocation before closing; anything left is released here. */
+  for (size_t i = 0; i < dev->alloc_count; i++) {
+    if (!dev->allocs[i].host)
+      __atomic_fetch_sub(&dev->phys->allocated, dev->allocs[i].size, __ATOMIC_RELAXED);
+    clSVMFree(dev->ctx, dev->allocs[i].base);
+  }
+  free(dev->allocs);
+  free(dev->svm_ptrs);
+  clReleaseContext(dev->ctx);
+  pthread_mutex_destroy(&dev->lock);
+  pthread_mutex_destroy(&dev->program_lock);
+  free(dev);
+}

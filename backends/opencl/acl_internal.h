@@ -1,0 +1,208 @@
+/*
+ * OpenCL backend (libaccel-opencl.so): internal types shared by the plugin's files.
+ *
+ * Device memory is OpenCL SVM (clSVMAlloc), so the core sees plain `void *` addresses. Kernels
+ * read device addresses out of parameter structs and chunk tables (u64 -> __global pointer), so
+ * every kernel object carries the list of live SVM allocations (CL_KERNEL_EXEC_INFO_SVM_PTRS)
+ * unless the device has fine-grained system SVM.
+ */
+#ifndef ACCEL_OPENCL_INTERNAL_H
+#define ACCEL_OPENCL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel_plugin.h"
+#include "accel_kernel_ids.h"
+
+#define ACL_DOMAIN "opencl"
+
+/* The plugin's host services (set once by accel_plugin_query). */
+extern const accel_host_api_t *acl_host;
+
+/* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL_UNKNOWN_ERROR". */
+const char *acl_error_name(cl_int code);
+/* host->set_error(ACCEL_ERROR_BACKEND or OUT_OF_MEMORY, "<call>: <name> (<code>)"). */
+accel_status_t acl_fail(const char *call, cl_int code);
+
+/* --- cl_khr_command_buffer 0.9.0 entry points (NULL when the extension is absent) ---------- */
+typedef struct acl_cmdbuf_fns {
+  clCreateCommandBufferKHR_fn create;
+  clFinalizeCommandBufferKHR_fn finalize;
+  clReleaseCommandBufferKHR_fn release;
+  clEnqueueCommandBufferKHR_fn enqueue;
+  clCommandNDRangeKernelKHR_fn ndrange;
+  clCommandCopyBufferKHR_fn copy_buffer;
+  clCommandFillBufferKHR_fn fill_buffer;
+} acl_cmdbuf_fns_t;
+
+/* One OpenCL device as enumerated at backend_init (index = position across all platforms). */
+typedef struct acl_phys {
+  cl_platform_id platform;
+  cl_device_id id;
+  char name[256];
+  char vendor[128];
+  char driver[64];
+  cl_device_type type;
+  cl_ulong global_mem;
+  cl_uint compute_units;
+  cl_device_svm_capabilities svm_caps;
+  int fp16;
+  int has_cmdbuf;           /* cl_khr_command_buffer with simultaneous use */
+  int correct_div_sqrt;     /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
+  /* In-memory program binary cache (survives device close/reopen). */
+  pthread_mutex_t lock;
+  unsigned char *binary;
+  size_t binary_size;
+  uint64_t allocated;       /* bytes of SVM this process holds on the device (atomic) */
+} acl_phys_t;
+
+typedef struct acl_backend {
+  int count;
+  acl_phys_t *devs;
+} acl_backend_t;
+
+/* A live SVM allocation (device memory or SVM host memory). clSVMAlloc cannot promise more
+ * alignment than the largest OpenCL C type (128 bytes), so device memory is over-allocated and
+ * ptr rounded up to 256: base/span is what clSVMAlloc returned, ptr/size what the core sees. */
+typedef struct acl_alloc {
+  void *ptr;
+  size_t size;
+  void *base;
+  size_t span;
+  int host; /* from host_alloc (not counted as device memory) */
+} acl_alloc_t;
+
+typedef struct acl_device {
+  acl_backend_t *backend;
+  acl_phys_t *phys;
+  int index;
+  cl_context ctx;
+  cl_mem_flags svm_flags;        /* flags for device allocations */
+  int host_svm;                  /* host_alloc uses fine-grained SVM */
+  int fine_grain_system;         /* kernels may dereference any host address */
+  uint32_t max_blocks;           /* cap on work-groups per launch */
+  int use_command_buffer;        /* native graphs chosen (ACCEL_OPENCL_COMMAND_BUFFER=1) */
+  acl_cmdbuf_fns_t cb;
+  const char *build_options;
+
+  pthread_mutex_t program_lock;  /* guards program (held while building) */
+  cl_program program;            /* built on first kernel launch */
+
+  pthread_mutex_t lock;          /* guards the allocation table below */
+  acl_alloc_t *allocs;           /* live SVM allocations, sorted by address */
+  size_t alloc_count, alloc_cap;
+  void **svm_ptrs;               /* their bases, for CL_KERNEL_EXEC_INFO_SVM_PTRS */
+  uint64_t alloc_generation;     /* bumped on every alloc/free */
+} acl_device_t;
+
+/* A kernel object per kernel id, owned by one stream or one graph (clSetKernelArg is not
+ * thread-safe on a shared cl_kernel). */
+typedef struct acl_kernel_set {
+  cl_kernel k[ACCEL_KERNEL_COUNT];
+  uint64_t svm_generation[ACCEL_KERNEL_COUNT]; /* alloc_generation last applied, 0 = never */
+} acl_kernel_set_t;
+
+typedef struct acl_hostq acl_hostq_t; /* host-function thread of a stream (acl_hostfn.c) */
+
+typedef struct acl_stream {
+  acl_device_t *dev;
+  acl_hostq_t *hostq; /* created on the first host function */
+  cl_command_queue queue;
+  cl_event last; /* event of the last enqueued command (in-order queue: completes last) */
+  acl_kernel_set_t kernels;
+} acl_stream_t;
+
+typedef struct acl_event {
+  acl_device_t *dev;
+  pthread_mutex_t lock;
+  cl_event ev; /* marker of the last record; NULL when never recorded */
+} acl_event_t;
+
+/* --- backend.c ----------------------------------------------------------------------------- */
+/* 1 when graphs are replayed through cl_khr_command_buffer on this device: the extension with
+ * simultaneous use is present and ACCEL_OPENCL_COMMAND_BUFFER=1 (plain enqueue measured faster
+ * on PoCL, see docs/backends/opencl.md). */
+int acl_wants_command_buffer(const acl_phys_t *d);
+
+/* --- device.c ------------------------------------------------------------------------------ */
+accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
+void acl_device_close(accel_be_device_t *device);
+/* In-order queue with profiling on dev. */
+accel_status_t acl_queue_create(acl_device_t *dev, cl_command_queue *out);
+
+/* --- memory.c ------------------------------------------------------------------------------ */
+accel_status_t acl_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void acl_mem_free(accel_be_device_t *device, void *ptr);
+accel_status_t acl_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void acl_host_free(accel_be_device_t *device, void *ptr);
+accel_status_t acl_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                            uint64_t *total_bytes);
+/* Finds the live SVM allocation containing [ptr, ptr+size); 0 when none (caller holds no lock). */
+int acl_alloc_lookup(acl_device_t *dev, const void *ptr, size_t size, acl_alloc_t *out);
+
+/* --- program.c ----------------------------------------------------------------------------- */
+/* Builds (or loads from the caches) the kernel program on first use. */
+accel_status_t acl_program_get(acl_device_t *dev, cl_program *out);
+/* Prepares set->k[launch->kernel_id] for launch: kernel object, SVM pointer list, argument;
+ * computes the NDRange. */
+accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
+                                  const accel_kernel_launch_t *launch, cl_kernel *kernel,
+                                  size_t *global, size_t *local);
+void acl_kernel_set_release(acl_kernel_set_t *set);
+
+/* --- cache.c ------------------------------------------------------------------------------- */
+/* Loads a binary stored under key; 0 on success (*data malloc'ed), -1 when absent or corrupt. */
+int acl_cache_load(const char *key, unsigned char **data, size_t *size);
+/* Stores data under key atomically (temp file + rename). Failures are logged, not fatal. */
+void acl_cache_store(const char *key, const unsigned char *data, size_t size);
+
+/* --- stream.c ------------------------------------------------------------------------------ */
+accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+void acl_stream_destroy(accel_be_stream_t *stream);
+accel_status_t acl_stream_synchronize(accel_be_stream_t *stream);
+accel_status_t acl_stream_query(accel_be_stream_t *stream);
+accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+accel_status_t acl_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind);
+accel_status_t acl_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size);
+accel_status_t acl_launch_kernel(accel_be_stream_t *stream,
+                                 const accel_kernel_launch_t *launch);
+accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+
+/* Takes ownership of ev, the event of the command just enqueued on s. */
+void acl_stream_set_last(acl_stream_t *s, cl_event ev);
+/* Status of a command: ACCEL_OK when complete, NOT_READY while pending, an error (message
+ * names what) when the command or one it waited for failed. */
+accel_status_t acl_event_status(cl_event ev, const char *what);
+
+/* --- hostfn.c ------------------------------------------------------------------------------ */
+accel_status_t acl_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
+/* The same without the final clFlush (for submit_batch). */
+accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user);
+/* Stops and joins a stream's host-function thread (its queue must be drained). NULL: no-op. */
+void acl_hostq_destroy(acl_hostq_t *q);
+
+/* --- event.c ------------------------------------------------------------------------------- */
+accel_status_t acl_event_create(accel_be_device_t *device, unsigned flags,
+                                accel_be_event_t **out);
+void acl_event_destroy(accel_be_event_t *event);
+accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
+accel_status_t acl_event_synchronize(accel_be_event_t *event);
+accel_status_t acl_event_query(accel_be_event_t *event);
+accel_status_t acl_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
+/* The event's current marker with a new reference (NULL if never recorded). */
+cl_event acl_event_retain_marker(acl_event_t *e);
+
+/* --- graph.c ------------------------------------------------------------------------------- */
+accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                     size_t n, accel_be_graph_t **out);
+accel_status_t acl_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
+void acl_graph_destroy(accel_be_graph_t *graph);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * Streams are in-order command queues with profiling. Every entry point that enqueues ends
+ * with clFlush so that the work starts and queries make progress; submit_batch enqueues a
+ * whole list and flushes once.
+ */
+#include <stdlib.h>
+
+#include "acl_internal.h"
+
+accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
+  acl_device_t *dev = device;
+  acl_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl stream_create: out of memory");
+  s->dev = dev;
+  accel_status_t st = acl_queue_create(dev, &s->queue);
+  if (st != ACCEL_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  return ACCEL_OK;
+}
+
+void acl_stream_destroy(accel_be_stream_t *stream) {
+  acl_stream_t *s = stream;
+  clFinish(s->queue); /* also waits for pending host functions (their barriers) */
+  acl_hostq_destroy(s->hostq);
+  if (s->last) clReleaseEvent(s->last);
+  acl_kernel_set_release(&s->kernels);
+  clReleaseCommandQueue(s->queue);
+  free(s);
+}
+
+accel_status_t acl_stream_synchronize(accel_be_stream_t *stream) {
+  cl_int err = clFinish(((acl_stream_t *)stream)->queue);
+  return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clFinish", err);
+}
+
+accel_status_t acl_event_status(cl_event ev, const char *what) {
+  cl_int status = CL_QUEUED;
+  cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                              NULL);
+  if (err != CL_SUCCESS) return acl_fail("clGetEventInfo(COMMAND_EXECUTION_STATUS)", err);
+  if (status == CL_COMPLETE) return ACCEL_OK;
+  if (status < 0)
+    return acl_host->set_error(ACCEL_ERROR_BACKEND, "%s: command failed with %s (%d)", what,
+                               acl_error_name(status), (int)status);
+  return ACCEL_ERROR_NOT_READY;
+}
+
+void acl_stream_set_last(acl_stream_t *s, cl_event ev) {
+  if (s->last) clReleaseEvent(s->last);
+  s->last = ev;
+}
+
+/* The queue is in order, so its last command's status is the stream's. (A fresh marker would
+ * not do: it is not complete right after enqueue even on an idle queue.) */
+accel_status_t acl_stream_query(accel_be_stream_t *stream) {
+  acl_stream_t *s = stream;
+  return s->last ? acl_event_status(s->last, "stream_query") : ACCEL_OK;
+}
+
+accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
+  acl_stream_t *s = stream;
+  cl_event marker = acl_event_retain_marker(event);
+  if (!marker) return ACCEL_OK; /* never recorded: nothing to wait for */
+  cl_event ev = NULL;
+  cl_int err = clEnqueueBarrierWithWaitList(s->queue, 1, &marker, &ev);
+  clReleaseEvent(marker);
+  if (err == CL_SUCCESS) acl_stream_set_last(s, ev);
+  if (err == CL_SUCCESS) err = clFlush(s->queue);
+  return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clEnqueueBarrierWithWaitList", err);
+}
+
+/* --- commands, enqueued without a flush (the callers flush) ------------------------------- */
+
+static accel_status_t enqueue_memcpy(acl_stream_t *s, void *dst, const void *src, size_t size) {
+  /* clEnqueueSVMMemcpy accepts SVM and ordinary host pointers on either side. */
+  cl_event ev = NULL;
+  cl_int err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, dst, src, size, 0, NULL, &ev);
+  if (err != CL_SUCCESS) return acl_fail("clEnqueueSVMMemcpy", err);
+  acl_stream_set_last(s, ev);
+  return ACCEL_OK;
+}
+
+static accel_status_t enqueue_memset(acl_stream_t *s, void *dst, uint8_t value, size_t size) {
+  cl_event ev = NULL;
+  cl_int err = clEnqueueSVMMemFill(s->queue, dst, &value, 1, size, 0, NULL, &ev);
+  if (err != CL_SUCCESS) return acl_fail("clEnqueueSVMMemFill", err);
+  acl_stream_set_last(s, ev);
+  return ACCEL_OK;
+}
+
+static accel_status_t enqueue_kernel(acl_stream_t *s, const accel_kernel_launch_t *launch) {
+  cl_kernel k;
+  size_t global, local;
+  accel_status_t st = acl_kernel_prepare(s->dev, &s->kernels, launch, &k, &global, &local);
+  if (st != ACCEL_OK) return st;
+  cl_event ev = NULL;
+  cl_int err = clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &global, &local, 0, NULL, &ev);
+  if (err != CL_SUCCESS) return acl_fail("clEnqueueNDRangeKernel", err);
+  acl_stream_set_last(s, ev);
+  return ACCEL_OK;
+}
+
+static accel_status_t flush(acl_stream_t *s, accel_status_t st) {
+  cl_int err = clFlush(s->queue);
+  if (st == ACCEL_OK && err != CL_SUCCESS) return acl_fail("clFlush", err);
+  return st;
+}
+
+accel_status_t acl_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind) {
+  (void)kind; /* SVM: one call for every direction */
+  acl_stream_t *s = stream;
+  if (size == 0) return ACCEL_OK;
+  return flush(s, enqueue_memcpy(s, dst, src, size));
+}
+
+accel_status_t acl_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size) {
+  acl_stream_t *s = stream;
+  if (size == 0) return ACCEL_OK;
+  return flush(s, enqueue_memset(s, dst, value, size));
+}
+
+accel_status_t acl_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
+  acl_stream_t *s = stream;
+  return flush(s, enqueue_kernel(s, launch));
+}
+
+accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
+  acl_stream_t *s = stream;
+  accel_status_t st = ACCEL_OK;
+  for (size_t i = 0; i < n && st == ACCEL_OK; i++) {
+    const accel_cmd_t *c = &cmds[i];
+    switch (c->type) {
+      case ACCEL_CMD_KERNEL: st = enqueue_kernel(s, &c->u.kernel); break;
+      case ACCEL_CMD_MEMCPY:
+        if (c->u.memcpy.size)
+          st = enqueue_memcpy(s, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size);
+        break;
+      case ACCEL_CMD_MEMSET:
+        if (c->u.memset.size)
+          st = enqueue_memset(s, c->u.memset.dst, (uint8_t)c->u.memset.value, c->u.memset.size);
+        break;
+      case ACCEL_CMD_HOST_FUNC:
+        st = acl_enqueue_host_func(s, c->u.host_func.fn, c->u.host_func.user);
+        break;
+      default:
+        st = acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                                 "submit_batch: command %zu has type %u (not allowed here)", i,
+                                 c->type);
+    }
+  }
+  /* Flush what was enqueued even when a later command failed: it must still run. */
+  return flush(s, st);
+}
