@@ -1,5 +1,5 @@
 /*
- * The CPU form of the shared kernels (built from kernels/*.h with the C prelude).
+ * The CPU form of the shared kernels (built from the bodies in kernels/ with the C prelude).
  * The CPU backend calls fn(params, b0, b1) to run logical blocks [b0, b1) of a launch; any split
  * of [0, num_blocks) over threads gives bitwise identical results.
  */

@@ -1,0 +1,128 @@
+/*
+ * The by-value parameter struct of every kernel and the chunk table entry, shared by the host
+ * (C) and by every kernel target (C, CUDA, HIP, OpenCL C).
+ *
+ * Portability rules: only acc_u64 / acc_u32 / acc_f32 fields (the including prelude or
+ * accel_kernel_abi_host.h defines them), 8-byte fields first, then 4-byte fields, and an even
+ * number of 4-byte fields, so no struct has padding and the layout is identical everywhere.
+ * Device addresses are acc_u64; kernels cast them to global pointers (OpenCL runs with SVM).
+ */
+#ifndef ACCEL_KERNEL_ABI_H
+#define ACCEL_KERNEL_ABI_H
+
+/* Elements per chunk. A chunk never crosses a tensor boundary; it is one logical block of a
+ * launch and one norm partial. Changing it changes norm bits (the reduction order). */
+#define ACC_CHUNK 65536u
+/* Lanes per block (ACCEL_KERNEL_BLOCK in accel_plugin.h). */
+#define ACC_BLOCK 256u
+
+/* Element types (values of accel_dtype_t). */
+#define ACC_DT_F32 0u
+#define ACC_DT_F16 1u
+#define ACC_DT_BF16 2u
+
+/* Norm kinds (how |x| is mapped before summing, and how the sum is finished). */
+#define ACC_NORM_L1 0u  /* sum |x| */
+#define ACC_NORM_L2 1u  /* sqrt(sum x*x) */
+#define ACC_NORM_INF 2u /* max |x|, NaN propagating */
+#define ACC_NORM_P 3u   /* (sum |x|^p)^(1/p) */
+
+/* One chunk: up to four element addresses (already offset to the chunk start) for the lists of
+ * the operation, in the order the operation documents, and the element count. */
+typedef struct acc_chunk {
+  acc_u64 ptr[4];
+  acc_u32 count;  /* 1..ACC_CHUNK */
+  acc_u32 tensor; /* index of the tensor in its list (diagnostics) */
+} acc_chunk_t;
+
+/* accel_k_norm_partial: ptr[0] = data; partials[b] = partial of chunk b. */
+typedef struct acc_norm_partial_params {
+  acc_u64 chunks;
+  acc_u64 partials; /* f32[num_chunks] */
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+  acc_u32 kind; /* ACC_NORM_* */
+  acc_f32 p;    /* exponent for ACC_NORM_P */
+} acc_norm_partial_params_t;
+
+/* accel_k_norm_final: one logical block; out[0] = finish(reduce(partials)); 0 partials -> 0. */
+typedef struct acc_norm_final_params {
+  acc_u64 partials;
+  acc_u64 out;
+  acc_u32 num_partials;
+  acc_u32 kind;
+  acc_f32 p;
+  acc_u32 reserved;
+} acc_norm_final_params_t;
+
+/* accel_k_clip: ptr[0] = data. coef = max_norm / (total_norm[0] + eps); logical block 0 stores
+ * it to coef_out (when nonzero); data *= min(coef, 1) with NaN kept. */
+typedef struct acc_clip_params {
+  acc_u64 chunks;
+  acc_u64 total_norm;
+  acc_u64 coef_out; /* 0: not stored */
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+  acc_f32 max_norm;
+  acc_f32 eps;
+} acc_clip_params_t;
+
+/* accel_k_update_hp: ptr[0] = lp (lp_dtype), ptr[1] = hp (f32). hp += float(lp); lp = 0. */
+typedef struct acc_update_hp_params {
+  acc_u64 chunks;
+  acc_u32 num_chunks;
+  acc_u32 lp_dtype;
+  acc_u32 zero_lp;
+  acc_u32 reserved;
+} acc_update_hp_params_t;
+
+/* accel_k_unscale: ptr[0] = data. data *= inv_scale[0]; a non-finite result stores 1.0f to
+ * found_inf[0] (never anything else). */
+typedef struct acc_unscale_params {
+  acc_u64 chunks;
+  acc_u64 inv_scale;
+  acc_u64 found_inf;
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+} acc_unscale_params_t;
+
+/* accel_k_adam: ptr[0] = param, ptr[1] = grad (grad_dtype), ptr[2] = exp_avg,
+ * ptr[3] = exp_avg_sq. args points to accel_adam_args_t (acc_adam_args_t below). */
+typedef struct acc_adam_params {
+  acc_u64 chunks;
+  acc_u64 args;
+  acc_u32 num_chunks;
+  acc_u32 grad_dtype;
+} acc_adam_params_t;
+
+/* Device layout of accel_adam_args_t (accel_kernels.h); kept in sync by a static assert in
+ * core/kernel_ops.c. */
+typedef struct acc_adam_args {
+  acc_f32 lr;
+  acc_f32 beta1;
+  acc_f32 beta2;
+  acc_f32 eps;
+  acc_f32 weight_decay;
+  acc_u32 step;
+  acc_u32 adamw;
+  acc_f32 found_inf;
+} acc_adam_args_t;
+
+/* accel_k_fill: ptr[0] = data; every element = value rounded to dtype. */
+typedef struct acc_fill_params {
+  acc_u64 chunks;
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+  acc_f32 value;
+  acc_u32 reserved;
+} acc_fill_params_t;
+
+/* accel_k_scale: ptr[0] = data; data *= scale[0]. */
+typedef struct acc_scale_params {
+  acc_u64 chunks;
+  acc_u64 scale;
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+} acc_scale_params_t;
+
+#endif

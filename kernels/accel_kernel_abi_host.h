@@ -1,0 +1,24 @@
+/* accel_kernel_abi.h for host C code: defines the ABI scalar types, then includes it. */
+#ifndef ACCEL_KERNEL_ABI_HOST_H
+#define ACCEL_KERNEL_ABI_HOST_H
+
+#include <stdint.h>
+
+typedef uint64_t acc_u64;
+typedef uint32_t acc_u32;
+typedef float acc_f32;
+
+#include "accel_kernel_abi.h"
+
+_Static_assert(sizeof(acc_chunk_t) == 40, "acc_chunk_t has padding");
+_Static_assert(sizeof(acc_norm_partial_params_t) == 32, "norm_partial params padded");
+_Static_assert(sizeof(acc_norm_final_params_t) == 32, "norm_final params padded");
+_Static_assert(sizeof(acc_clip_params_t) == 40, "clip params padded");
+_Static_assert(sizeof(acc_update_hp_params_t) == 24, "update_hp params padded");
+_Static_assert(sizeof(acc_unscale_params_t) == 32, "unscale params padded");
+_Static_assert(sizeof(acc_adam_params_t) == 24, "adam params padded");
+_Static_assert(sizeof(acc_adam_args_t) == 32, "adam args padded");
+_Static_assert(sizeof(acc_fill_params_t) == 24, "fill params padded");
+_Static_assert(sizeof(acc_scale_params_t) == 24, "scale params padded");
+
+#endif

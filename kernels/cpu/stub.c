@@ -1,1 +1,0 @@
-/* placeholder until the kernels land */ typedef int accel_cpu_kernels_placeholder;

@@ -1,0 +1,82 @@
+/* Elementwise multi-tensor kernels: plain fp32 arithmetic in a fixed expression order. */
+#ifndef ACCEL_KERNELS_ELEMENTWISE_H
+#define ACCEL_KERNELS_ELEMENTWISE_H
+
+/* torch.nn.utils.clip_grad_norm_: coef = max_norm / (total + eps), clamped to at most 1 (a NaN
+ * coefficient stays NaN); the tensors are multiplied by it. Multiplying by exactly 1 changes no
+ * bits, so that pass is skipped. With no chunks a single block still stores coef_out. */
+ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
+  const acc_f32 coef = P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps);
+  const acc_f32 c = coef > 1.0f ? 1.0f : coef;
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_FOR_BLOCKS(b, P.num_chunks > 0u ? P.num_chunks : 1u) {
+    if (b == 0u && P.coef_out != 0u) {
+      ACC_LANE0(ACC_PTR(acc_f32, P.coef_out)[0] = coef;)
+    }
+    if (b < P.num_chunks && c != 1.0f) {
+      const acc_u64 dst = chunks[b].ptr[0];
+      const acc_u32 count = chunks[b].count;
+      ACC_DTYPE_SWITCH(P.dtype, DT,
+        ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, acc_load(dst, i, DT) * c);))
+    }
+  }
+}
+
+/* hp += float(lp); then lp = 0 (all-zero bits in every dtype) when zero_lp. */
+ACC_KERNEL(accel_k_update_hp, acc_update_hp_params_t, P) {
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 lp = chunks[b].ptr[0];
+    ACC_GPTR(acc_f32) hp = ACC_PTR(acc_f32, chunks[b].ptr[1]);
+    const acc_u32 count = chunks[b].count;
+    ACC_DTYPE_SWITCH(P.lp_dtype, DT,
+      if (P.zero_lp) {
+        ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT); acc_store(lp, i, DT, 0.0f);)
+      } else {
+        ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT);)
+      })
+  }
+}
+
+/* t *= inv_scale; any non-finite stored value makes the block store 1.0f to found_inf (only
+ * ever 1.0f, so blocks racing on it agree). */
+ACC_KERNEL(accel_k_unscale, acc_unscale_params_t, P) {
+  ACC_SHARED(acc_u32, red, ACC_BLOCK);
+  const acc_f32 s = ACC_PTR(const acc_f32, P.inv_scale)[0];
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_PRIVATE(acc_u32, bad);
+  ACC_LANES(ACC_LV(bad) = 0u;)
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 dst = chunks[b].ptr[0];
+    const acc_u32 count = chunks[b].count;
+    ACC_DTYPE_SWITCH(P.dtype, DT,
+      ACC_LANE_LOOP(i, count,
+        ACC_LV(bad) = ACC_LV(bad) | acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
+  }
+  ACC_LANES(red[lane] = ACC_LV(bad);)
+  ACC_BARRIER();
+  ACC_TREE(red, acc_or_u32, 0u)
+  ACC_LANE0(if (red[0] != 0u) ACC_PTR(acc_f32, P.found_inf)[0] = 1.0f;)
+}
+
+ACC_KERNEL(accel_k_fill, acc_fill_params_t, P) {
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 dst = chunks[b].ptr[0];
+    const acc_u32 count = chunks[b].count;
+    ACC_DTYPE_SWITCH(P.dtype, DT, ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, P.value);))
+  }
+}
+
+ACC_KERNEL(accel_k_scale, acc_scale_params_t, P) {
+  const acc_f32 s = ACC_PTR(const acc_f32, P.scale)[0];
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 dst = chunks[b].ptr[0];
+    const acc_u32 count = chunks[b].count;
+    ACC_DTYPE_SWITCH(P.dtype, DT,
+      ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
+  }
+}
+
+#endif

@@ -1,0 +1,7 @@
+/*
+ * The CUDA and HIP form of the shared kernels: one translation unit that both nvcc
+ * (-fmad=false) and hipcc (-ffp-contract=off) compile. Kernel symbols are extern "C" and named
+ * as in accel_kernel_list.h; each takes its parameter struct by value.
+ */
+#include "../prelude_gpu.h"
+#include "../accel_kernels_all.h"

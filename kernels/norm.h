@@ -1,0 +1,53 @@
+/*
+ * Multi-tensor norm in two launches with one fixed reduction order:
+ *  partial: per chunk, lane l folds elements l, l+256, ... in increasing order, then the fixed
+ *           pairwise tree (s = 128 ... 1) gives one partial per chunk;
+ *  final:   one block folds the partials the same way and finishes (sqrt, pow 1/p, identity).
+ */
+#ifndef ACCEL_KERNELS_NORM_H
+#define ACCEL_KERNELS_NORM_H
+
+ACC_KERNEL(accel_k_norm_partial, acc_norm_partial_params_t, P) {
+  ACC_SHARED(acc_f32, red, ACC_BLOCK);
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_GPTR(acc_f32) partials = ACC_PTR(acc_f32, P.partials);
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 src = chunks[b].ptr[0];
+    const acc_u32 count = chunks[b].count;
+    ACC_PRIVATE(acc_f32, a);
+    ACC_LANES(ACC_LV(a) = 0.0f;)
+    ACC_DTYPE_SWITCH(P.dtype, DT,
+      ACC_NORM_KIND_SWITCH(P.kind, KIND,
+        ACC_LANE_LOOP(i, count,
+          ACC_LV(a) = acc_norm_step(ACC_LV(a), acc_load(src, i, DT), KIND, P.p);)))
+    ACC_LANES(red[lane] = ACC_LV(a);)
+    ACC_BARRIER();
+    ACC_TREE(red, acc_norm_combine, P.kind)
+    ACC_LANE0(partials[b] = red[0];)
+    ACC_BARRIER();
+  }
+}
+
+ACC_INLINE acc_f32 acc_norm_finish(acc_f32 s, acc_u32 kind, acc_f32 p) {
+  if (kind == ACC_NORM_L2) return ACC_SQRTF(s);
+  if (kind == ACC_NORM_P) return ACC_POWF(s, 1.0f / p);
+  return s;
+}
+
+ACC_KERNEL(accel_k_norm_final, acc_norm_final_params_t, P) {
+  ACC_SHARED(acc_f32, red, ACC_BLOCK);
+  ACC_GPTR(const acc_f32) partials = ACC_PTR(const acc_f32, P.partials);
+  ACC_GPTR(acc_f32) out = ACC_PTR(acc_f32, P.out);
+  ACC_FOR_BLOCKS(b, 1u) {
+    ACC_PRIVATE(acc_f32, a);
+    ACC_LANES(ACC_LV(a) = 0.0f;)
+    ACC_LANE_LOOP(i, P.num_partials,
+      ACC_LV(a) = acc_norm_combine(ACC_LV(a), partials[i], P.kind);)
+    ACC_LANES(red[lane] = ACC_LV(a);)
+    ACC_BARRIER();
+    ACC_TREE(red, acc_norm_combine, P.kind)
+    ACC_LANE0(out[0] = acc_norm_finish(red[0], P.kind, P.p);)
+  }
+}
+
+#endif

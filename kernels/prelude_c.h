@@ -1,0 +1,111 @@
+/*
+ * Kernel dialect -> C (the CPU backend).
+ *
+ * A logical block of ACC_BLOCK lanes runs on one host thread. Every lane-parallel statement is
+ * a loop over the lanes, so the compiler vectorises it; lane-private variables are arrays
+ * indexed by the lane; a barrier is the boundary between two such loops and needs no code.
+ * See docs/KERNELS.md for the dialect.
+ */
+#ifndef ACCEL_PRELUDE_C_H
+#define ACCEL_PRELUDE_C_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef uint64_t acc_u64;
+typedef uint32_t acc_u32;
+typedef uint16_t acc_u16;
+typedef float acc_f32;
+/* Element index inside a chunk: 64-bit on the CPU so that the compiler can prove the accesses
+ * of a row contiguous (a 32-bit index might wrap) and vectorise them. */
+typedef uint64_t acc_idx;
+
+#define ACC_INLINE static inline __attribute__((always_inline))
+#define ACC_GPTR(T) T *
+#define ACC_PTR(T, addr) ((T *)(uintptr_t)(addr))
+
+ACC_INLINE acc_f32 acc_as_f32(acc_u32 u) {
+  acc_f32 f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
+  acc_u32 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+#define ACC_AS_F32(u) acc_as_f32(u)
+#define ACC_AS_U32(f) acc_as_u32(f)
+/* sqrtf is correctly rounded (IEEE 754); the kernels are built with -fno-math-errno so that it
+ * becomes the vector instruction. */
+#define ACC_SQRTF(x) sqrtf(x)
+#define ACC_POWF(x, y) powf((x), (y))
+#define ACC_FABSF(x) fabsf(x)
+
+/* Per-ISA copies of every kernel, chosen at load time from cpuid (GCC/clang function
+ * multi-versioning through an ifunc resolver). */
+#if defined(__x86_64__) && !defined(ACC_NO_TARGET_CLONES)
+#define ACC_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define ACC_CPU_CLONES
+#endif
+
+/* A kernel is `static void name(const void *params, acc_u32 block_begin, acc_u32 block_end)`
+ * running logical blocks [block_begin, block_end); the body sees its parameters as P. */
+#define ACC_KERNEL(name, T, P)                                                       \
+  ACC_CPU_CLONES static void name##_impl(const T P, acc_u32 acc_b0_, acc_u32 acc_b1_); \
+  static void name(const void *acc_params_, acc_u32 acc_b0_, acc_u32 acc_b1_) {      \
+    T acc_p_;                                                                         \
+    memcpy(&acc_p_, acc_params_, sizeof acc_p_);                                      \
+    name##_impl(acc_p_, acc_b0_, acc_b1_);                                            \
+  }                                                                                   \
+  ACC_CPU_CLONES static void name##_impl(const T P, acc_u32 acc_b0_, acc_u32 acc_b1_)
+
+#define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = acc_b0_; b < acc_b1_ && b < (n); ++b)
+
+#define ACC_SHARED(T, name, n) T name[n]
+#define ACC_PRIVATE(T, name) T name[ACC_BLOCK]
+#define ACC_LV(name) name[lane]
+#define ACC_BARRIER() ((void)0)
+
+#define ACC_LANES(...)                                          \
+  for (acc_u32 lane = 0; lane < ACC_BLOCK; ++lane) {            \
+    __VA_ARGS__                                                 \
+  }
+#define ACC_LANE0(...) \
+  {                    \
+    __VA_ARGS__        \
+  }
+
+/* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
+ * lanes innermost (contiguous, vectorisable). */
+#define ACC_LANE_LOOP(i, n, ...)                                                        \
+  {                                                                                     \
+    const acc_u32 acc_n_ = (n);                                                         \
+    acc_idx acc_row_ = 0;                                                               \
+    for (; acc_n_ - acc_row_ >= ACC_BLOCK; acc_row_ += ACC_BLOCK)                       \
+      for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                                \
+        const acc_idx i = acc_row_ + lane;                                              \
+        __VA_ARGS__                                                                     \
+      }                                                                                 \
+    for (acc_idx lane = 0; lane < acc_n_ - acc_row_; ++lane) {                          \
+      const acc_idx i = acc_row_ + lane;                                                \
+      __VA_ARGS__                                                                       \
+    }                                                                                   \
+  }
+
+/* Independent elements: any order. */
+#define ACC_ELEM_LOOP(i, n, ...)              \
+  for (acc_idx i = 0; i < (n); ++i) {         \
+    __VA_ARGS__                               \
+  }
+
+/* Fixed pairwise tree over red[0..ACC_BLOCK): red[l] = FN(red[l], red[l + s], ARG) for
+ * s = ACC_BLOCK/2 ... 1, l < s. The result is red[0]. */
+#define ACC_TREE(red, FN, ARG)                                  \
+  for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) \
+    for (acc_u32 acc_l_ = 0; acc_l_ < acc_s_; ++acc_l_)          \
+      (red)[acc_l_] = FN((red)[acc_l_], (red)[acc_l_ + acc_s_], (ARG));
+
+#endif

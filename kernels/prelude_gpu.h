@@ -1,0 +1,69 @@
+/*
+ * Kernel dialect -> CUDA and HIP (one source; nvcc and hipcc both compile it).
+ *
+ * A logical block is a thread block of ACC_BLOCK threads; the lane is threadIdx.x, shared
+ * arrays are __shared__, a barrier is __syncthreads(). Lane-private variables are registers.
+ * Build flags carry the numerics: nvcc -fmad=false (with its default -prec-div/-prec-sqrt),
+ * hipcc -ffp-contract=off (division and sqrt are correctly rounded by default).
+ */
+#ifndef ACCEL_PRELUDE_GPU_H
+#define ACCEL_PRELUDE_GPU_H
+
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_runtime.h>
+#elif !defined(__CUDACC__)
+#error "prelude_gpu.h needs nvcc or hipcc"
+#endif
+
+typedef unsigned long long acc_u64;
+typedef unsigned int acc_u32;
+typedef unsigned short acc_u16;
+typedef float acc_f32;
+typedef acc_u32 acc_idx; /* element index inside a chunk */
+
+#define ACC_INLINE static __device__ __forceinline__
+#define ACC_GPTR(T) T *
+#define ACC_PTR(T, addr) ((T *)(addr))
+
+#define ACC_AS_F32(u) __uint_as_float(u)
+#define ACC_AS_U32(f) __float_as_uint(f)
+#define ACC_SQRTF(x) sqrtf(x)
+#define ACC_POWF(x, y) powf((x), (y))
+#define ACC_FABSF(x) fabsf(x)
+
+#define ACC_KERNEL(name, T, P) \
+  extern "C" __global__ void __launch_bounds__(256) name(const T P)
+
+#define ACC_LANE_ID_ ((acc_u32)threadIdx.x)
+#define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = (acc_u32)blockIdx.x; b < (n); b += (acc_u32)gridDim.x)
+
+#define ACC_SHARED(T, name, n) __shared__ T name[n]
+#define ACC_PRIVATE(T, name) T name
+#define ACC_LV(name) name
+#define ACC_BARRIER() __syncthreads()
+
+#define ACC_LANES(...)                       \
+  {                                          \
+    const acc_u32 lane = ACC_LANE_ID_;       \
+    (void)lane;                              \
+    __VA_ARGS__                              \
+  }
+#define ACC_LANE0(...)            \
+  if (ACC_LANE_ID_ == 0u) {       \
+    __VA_ARGS__                   \
+  }
+
+#define ACC_LANE_LOOP(i, n, ...)                                       \
+  for (acc_idx i = ACC_LANE_ID_; i < (n); i += ACC_BLOCK) {            \
+    __VA_ARGS__                                                        \
+  }
+#define ACC_ELEM_LOOP(i, n, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
+
+#define ACC_TREE(red, FN, ARG)                                            \
+  for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
+    if (ACC_LANE_ID_ < acc_s_)                                            \
+      (red)[ACC_LANE_ID_] = FN((red)[ACC_LANE_ID_], (red)[ACC_LANE_ID_ + acc_s_], (ARG)); \
+    __syncthreads();                                                      \
+  }
+
+#endif

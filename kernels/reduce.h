@@ -1,0 +1,42 @@
+/* Combiners for ACC_TREE and the norm accumulators (shared by the norm and unscale kernels). */
+#ifndef ACCEL_KERNELS_REDUCE_H
+#define ACCEL_KERNELS_REDUCE_H
+
+/* max that propagates NaN from either side (torch semantics for the inf norm). */
+ACC_INLINE acc_f32 acc_nanmax(acc_f32 m, acc_f32 v) { return ((acc_u32)(v > m) | (acc_u32)(v != v)) ? v : m; }
+
+/* How two partial norm values combine: max for the inf norm, a sum otherwise. */
+ACC_INLINE acc_f32 acc_norm_combine(acc_f32 a, acc_f32 b, acc_u32 kind) {
+  return kind == ACC_NORM_INF ? acc_nanmax(a, b) : a + b;
+}
+
+/* Accumulates element x into a lane's running value. */
+ACC_INLINE acc_f32 acc_norm_step(acc_f32 acc, acc_f32 x, acc_u32 kind, acc_f32 p) {
+  if (kind == ACC_NORM_L2) return acc + x * x;
+  if (kind == ACC_NORM_L1) return acc + ACC_FABSF(x);
+  if (kind == ACC_NORM_INF) return acc_nanmax(acc, ACC_FABSF(x));
+  return acc + ACC_POWF(ACC_FABSF(x), p);
+}
+
+ACC_INLINE acc_u32 acc_or_u32(acc_u32 a, acc_u32 b, acc_u32 unused) {
+  (void)unused;
+  return a | b;
+}
+
+/* Runs the statement with KIND bound to the constant norm kind (specialised hot loops). */
+#define ACC_NORM_KIND_SWITCH(kind, KIND, ...)           \
+  if ((kind) == ACC_NORM_L2) {                          \
+    const acc_u32 KIND = ACC_NORM_L2;                   \
+    __VA_ARGS__                                         \
+  } else if ((kind) == ACC_NORM_L1) {                   \
+    const acc_u32 KIND = ACC_NORM_L1;                   \
+    __VA_ARGS__                                         \
+  } else if ((kind) == ACC_NORM_INF) {                  \
+    const acc_u32 KIND = ACC_NORM_INF;                  \
+    __VA_ARGS__                                         \
+  } else {                                              \
+    const acc_u32 KIND = ACC_NORM_P;                    \
+    __VA_ARGS__                                         \
+  }
+
+#endif

@@ -1,0 +1,388 @@
+/*
+ * Standalone test of the shared kernels without libaccel: runs every kernel's CPU form through
+ * accel_cpu_kernel_lookup on chunk tables over host memory, checks it against double-precision
+ * references, checks that any split of the logical blocks (all at once, one by one in reverse)
+ * gives the same bits, and, when built with OpenCL (KT_OPENCL), runs the OpenCL C form on the
+ * first OpenCL platform (PoCL here, fine-grained SVM) with several grid sizes and requires the
+ * same bits as the CPU form. Exit 77 from the OpenCL part when no usable device exists.
+ */
+#include "accel_cpu_kernels.h"
+#include "accel_kernel_ids.h"
+#include "kt_common.h"
+
+#ifdef KT_OPENCL
+#define CL_TARGET_OPENCL_VERSION 200
+#include <CL/cl.h>
+#include "accel_kernels_cl.h"
+#endif
+
+/* Sizes: empty, tiny, around the lane count and around the chunk. */
+static const size_t kSizes[] = {0, 1, 3, 255, 256, 257, ACC_CHUNK - 1, ACC_CHUNK, ACC_CHUNK + 1, 200003};
+#define NT (sizeof kSizes / sizeof kSizes[0])
+
+typedef struct run_ctx {
+  int split; /* 0: one call over all blocks; 1: one block per call, last block first */
+} run_ctx_t;
+
+static void run_cpu(uint32_t id, const void *params, uint32_t nblocks, int split) {
+  accel_cpu_kernel_fn fn = accel_cpu_kernel_lookup(id);
+  if (!split) {
+    fn(params, 0, nblocks);
+  } else {
+    for (uint32_t b = nblocks; b-- > 0;) fn(params, b, b + 1);
+  }
+}
+
+#ifdef KT_OPENCL
+static cl_context g_ctx;
+static cl_command_queue g_q;
+static cl_program g_prog;
+static int g_cl_ok;
+
+static int cl_setup(void) {
+  cl_platform_id plat;
+  cl_device_id dev;
+  cl_uint np = 0;
+  if (clGetPlatformIDs(1, &plat, &np) != CL_SUCCESS || np == 0) return 0;
+  if (clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) return 0;
+  cl_device_svm_capabilities svm = 0;
+  if (clGetDeviceInfo(dev, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL) != CL_SUCCESS ||
+      !(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER)) {
+    fprintf(stderr, "OpenCL device has no fine-grained buffer SVM\n");
+    return 0;
+  }
+  cl_int err;
+  g_ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  if (err) return 0;
+  g_q = clCreateCommandQueueWithProperties(g_ctx, dev, NULL, &err);
+  if (err) return 0;
+  const char *src = accel_kernels_cl_source;
+  g_prog = clCreateProgramWithSource(g_ctx, 1, &src, NULL, &err);
+  if (err) return 0;
+  err = clBuildProgram(g_prog, 1, &dev, "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt",
+                       NULL, NULL);
+  if (err) {
+    char log[16384] = "";
+    clGetProgramBuildInfo(g_prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    fprintf(stderr, "clBuildProgram: %d\n%s\n", err, log);
+    ++kt_failures;
+    return 0;
+  }
+  return 1;
+}
+
+/* Launches kernel id with `groups` work-groups of 256 (grid-stride over nblocks). */
+static void run_cl(uint32_t id, const void *params, size_t psize, uint32_t groups) {
+  cl_int err;
+  cl_kernel k = clCreateKernel(g_prog, accel_kernel_names[id], &err);
+  KT_CHECK(err == CL_SUCCESS, "clCreateKernel %s: %d", accel_kernel_names[id], err);
+  if (err) return;
+  err = clSetKernelArg(k, 0, psize, params);
+  KT_CHECK(err == CL_SUCCESS, "clSetKernelArg: %d", err);
+  size_t local = ACC_BLOCK, global = (size_t)groups * ACC_BLOCK;
+  err = clEnqueueNDRangeKernel(g_q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+  KT_CHECK(err == CL_SUCCESS, "clEnqueueNDRangeKernel: %d", err);
+  clFinish(g_q);
+  clReleaseKernel(k);
+}
+static void *xalloc(size_t n) {
+  return clSVMAlloc(g_ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, n ? n : 4, 64);
+}
+static void xfree(void *p) { clSVMFree(g_ctx, p); }
+#else
+static void *xalloc(size_t n) { return aligned_alloc(64, ((n ? n : 4) + 63) / 64 * 64); }
+static void xfree(void *p) { free(p); }
+#endif
+
+static size_t esize(uint32_t dt) { return dt == ACC_DT_F32 ? 4 : 2; }
+static float ld(const void *p, size_t i, uint32_t dt) {
+  uint16_t h;
+  if (dt == ACC_DT_F32) return ((const float *)p)[i];
+  h = ((const uint16_t *)p)[i];
+  if (dt == ACC_DT_BF16) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  _Float16 v;
+  memcpy(&v, &h, 2);
+  return (float)v;
+}
+static void st(void *p, size_t i, uint32_t dt, float v) {
+  if (dt == ACC_DT_F32) {
+    ((float *)p)[i] = v;
+  } else if (dt == ACC_DT_F16) {
+    _Float16 h = (_Float16)v;
+    memcpy((uint16_t *)p + i, &h, 2);
+  } else {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    ((uint16_t *)p)[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+
+/* Tensors of kSizes in dtype dt with values in [-scale, scale). */
+static void make_tensors(void **t, uint32_t dt, float scale, uint64_t seed) {
+  uint64_t s = seed;
+  for (size_t k = 0; k < NT; ++k) {
+    t[k] = xalloc(kSizes[k] * esize(dt));
+    for (size_t i = 0; i < kSizes[k]; ++i) st(t[k], i, dt, kt_uniform(&s) * scale);
+  }
+}
+
+static uint32_t total_chunks(void) {
+  uint32_t c = 0;
+  for (size_t k = 0; k < NT; ++k) c += (uint32_t)((kSizes[k] + ACC_CHUNK - 1) / ACC_CHUNK);
+  return c;
+}
+
+/* Norm of the tensor list: CPU (two splits), OpenCL (grid sizes 1, 3, all); returns CPU bits. */
+static void test_norm(uint32_t dt, uint32_t kind, float p) {
+  void *t[NT];
+  make_tensors(t, dt, 3.0f, 1000 + dt * 7 + kind);
+  size_t es[1] = {esize(dt)};
+  void *const *lists[1] = {t};
+  const uint32_t nc = total_chunks();
+  acc_chunk_t *chunks = xalloc(nc * sizeof *chunks);
+  kt_chunks(chunks, 1, lists, es, kSizes, NT);
+  float *partials = xalloc(nc * sizeof(float));
+  float *out = xalloc(4 * sizeof(float));
+  acc_norm_partial_params_t pp = {(acc_u64)(uintptr_t)chunks, (acc_u64)(uintptr_t)partials, nc, dt, kind, p};
+  acc_norm_final_params_t fp = {(acc_u64)(uintptr_t)partials, (acc_u64)(uintptr_t)out, nc, kind, p, 0};
+  float res[2];
+  for (int split = 0; split < 2; ++split) {
+    run_cpu(ACCEL_KERNEL_NORM_PARTIAL, &pp, nc, split);
+    run_cpu(ACCEL_KERNEL_NORM_FINAL, &fp, 1, split);
+    res[split] = out[0];
+  }
+  KT_CHECK(memcmp(&res[0], &res[1], 4) == 0, "norm dt %u kind %u: split changes bits %a vs %a",
+           dt, kind, res[0], res[1]);
+  /* double reference */
+  double acc = 0;
+  for (size_t k = 0; k < NT; ++k)
+    for (size_t i = 0; i < kSizes[k]; ++i) {
+      const double x = fabs((double)ld(t[k], i, dt));
+      if (kind == ACC_NORM_INF) acc = x > acc ? x : acc;
+      else if (kind == ACC_NORM_L2) acc += x * x;
+      else if (kind == ACC_NORM_L1) acc += x;
+      else acc += pow(x, p);
+    }
+  const double ref = kind == ACC_NORM_L2 ? sqrt(acc) : kind == ACC_NORM_P ? pow(acc, 1.0 / p) : acc;
+  const double rel = fabs(res[0] - ref) / ref;
+  KT_CHECK(rel < 1e-5, "norm dt %u kind %u: %.9g vs ref %.9g (rel %g)", dt, kind, res[0], ref, rel);
+#ifdef KT_OPENCL
+  if (g_cl_ok) {
+    const uint32_t grids[3] = {1, 3, nc};
+    for (int g = 0; g < 3; ++g) {
+      out[0] = -1.0f;
+      run_cl(ACCEL_KERNEL_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
+      run_cl(ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
+      if (kind != ACC_NORM_P) /* pow differs across math libraries: not bitwise */
+        KT_CHECK(memcmp(&out[0], &res[0], 4) == 0, "norm dt %u kind %u grid %u: OpenCL %a != CPU %a",
+                 dt, kind, grids[g], out[0], res[0]);
+      else
+        KT_CHECK(fabs(out[0] - ref) / ref < 1e-5, "norm P OpenCL %g vs %g", out[0], ref);
+    }
+  }
+#endif
+  for (size_t k = 0; k < NT; ++k) xfree(t[k]);
+  xfree(chunks);
+  xfree(partials);
+  xfree(out);
+}
+
+/* Runs an elementwise kernel on copies of the same data on the CPU (both splits) and OpenCL;
+ * all results must be bitwise equal. Returns via `out` the CPU result lists. */
+typedef struct ew_case {
+  uint32_t id;
+  int nl;              /* lists */
+  uint32_t dt[4];      /* dtype per list */
+  float scale[4];      /* data range per list */
+  size_t psize;
+  void (*make_params)(void *params, acc_u64 chunks, uint32_t nc, acc_u64 scalars);
+  void (*reference)(void *const *const *lists, const float *scalars); /* in-place on host copies */
+  double tol;
+} ew_case_t;
+
+static void p_clip(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_clip_params_t p = {c, sc, sc + 4, nc, ACC_DT_F32, 0.25f, 1e-6f};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_update(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  (void)sc;
+  acc_update_hp_params_t p = {c, nc, ACC_DT_BF16, 1, 0};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_unscale(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_unscale_params_t p = {c, sc, sc + 4, nc, ACC_DT_F16};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_adam(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_adam_params_t p = {c, sc + 8, nc, ACC_DT_BF16};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_fill(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  (void)sc;
+  acc_fill_params_t p = {c, nc, ACC_DT_BF16, 0.3f, 0};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_scale(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_scale_params_t p = {c, sc, nc, ACC_DT_F32};
+  memcpy(pp, &p, sizeof p);
+}
+
+static void test_elementwise(const ew_case_t *ec) {
+  const uint32_t nc = total_chunks();
+  enum { NRUN = 2
+#ifdef KT_OPENCL
+                + 2
+#endif
+  };
+  void *t[NRUN][4][NT];
+  float *scal[NRUN];
+  size_t es[4];
+  for (int l = 0; l < ec->nl; ++l) es[l] = esize(ec->dt[l]);
+  const int nrun = NRUN;
+  for (int r = 0; r < nrun; ++r) {
+    for (int l = 0; l < ec->nl; ++l) make_tensors(t[r][l], ec->dt[l], ec->scale[l], 77 + l);
+    scal[r] = xalloc(64);
+    const acc_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, 1, 0.0f};
+    scal[r][0] = 0.5f; /* clip: total norm; unscale/scale: factor */
+    scal[r][1] = 0.0f; /* clip coef_out / found_inf */
+    memcpy(&scal[r][2], &args, sizeof args);
+  }
+  /* a non-finite value for the unscale check */
+  if (ec->id == ACCEL_KERNEL_UNSCALE)
+    for (int r = 0; r < nrun; ++r) st(t[r][0][NT - 1], 12345, ec->dt[0], INFINITY);
+  unsigned char params[64];
+  for (int r = 0; r < nrun; ++r) {
+    void *const *lists[4] = {t[r][0], t[r][1], t[r][2], t[r][3]};
+    acc_chunk_t *chunks = xalloc(nc * sizeof *chunks);
+    kt_chunks(chunks, ec->nl, lists, es, kSizes, NT);
+    ec->make_params(params, (acc_u64)(uintptr_t)chunks, nc, (acc_u64)(uintptr_t)scal[r]);
+    if (r < 2) {
+      run_cpu(ec->id, params, nc, r);
+    }
+#ifdef KT_OPENCL
+    else if (g_cl_ok) {
+      run_cl(ec->id, params, ec->psize, r == 2 ? 2 : nc);
+    } else {
+      xfree(chunks);
+      continue;
+    }
+#endif
+    xfree(chunks);
+    for (int l = 0; l < ec->nl && r > 0; ++l)
+      for (size_t k = 0; k < NT; ++k)
+        KT_CHECK(memcmp(t[r][l][k], t[0][l][k], kSizes[k] * es[l]) == 0,
+                 "kernel %s run %d list %d tensor %zu differs from CPU", accel_kernel_names[ec->id], r, l, k);
+    if (r > 0)
+      KT_CHECK(memcmp(scal[r], scal[0], 40) == 0, "kernel %s run %d scalars differ",
+               accel_kernel_names[ec->id], r);
+  }
+  /* reference on fresh data */
+  void *ref[4][NT];
+  for (int l = 0; l < ec->nl; ++l) make_tensors(ref[l], ec->dt[l], ec->scale[l], 77 + l);
+  if (ec->id == ACCEL_KERNEL_UNSCALE) st(ref[0][NT - 1], 12345, ec->dt[0], INFINITY);
+  void *const *rl[4] = {ref[0], ref[1], ref[2], ref[3]};
+  ec->reference(rl, scal[0]);
+  for (int l = 0; l < ec->nl; ++l) {
+    double num = 0, den = 0;
+    for (size_t k = 0; k < NT; ++k)
+      for (size_t i = 0; i < kSizes[k]; ++i) {
+        const double g = ld(t[0][l][k], i, ec->dt[l]), w = ld(ref[l][k], i, ec->dt[l]);
+        if (isfinite(w)) {
+          num += (g - w) * (g - w);
+          den += w * w;
+        } else {
+          KT_CHECK(isnan(w) ? isnan(g) : g == w, "%s: non-finite mismatch", accel_kernel_names[ec->id]);
+        }
+      }
+    const double nmse = den > 0 ? num / den : num;
+    KT_CHECK(nmse <= ec->tol, "%s list %d: NMSE %g > %g", accel_kernel_names[ec->id], l, nmse, ec->tol);
+  }
+  for (int r = 0; r < nrun; ++r) {
+    for (int l = 0; l < ec->nl; ++l)
+      for (size_t k = 0; k < NT; ++k) xfree(t[r][l][k]);
+    xfree(scal[r]);
+  }
+  for (int l = 0; l < ec->nl; ++l)
+    for (size_t k = 0; k < NT; ++k) xfree(ref[l][k]);
+}
+
+#define FOR_ALL(l, k, i) \
+  for (size_t k = 0; k < NT; ++k) for (size_t i = 0; i < kSizes[k]; ++i)
+
+static void r_clip(void *const *const *L, const float *s) {
+  const float coef = 0.25f / (s[0] + 1e-6f); /* total norm 0.5, max_norm 0.25 */
+  FOR_ALL(l, k, i) st(L[0][k], i, ACC_DT_F32, (float)((double)ld(L[0][k], i, 0) * coef));
+}
+static void r_update(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(l, k, i) {
+    st(L[1][k], i, ACC_DT_F32, ld(L[1][k], i, ACC_DT_F32) + ld(L[0][k], i, ACC_DT_BF16));
+    st(L[0][k], i, ACC_DT_BF16, 0.0f);
+  }
+}
+static void r_unscale(void *const *const *L, const float *s) {
+  FOR_ALL(l, k, i) st(L[0][k], i, ACC_DT_F16, (float)((double)ld(L[0][k], i, ACC_DT_F16) * s[0]));
+}
+static void r_adam(void *const *const *L, const float *s) {
+  acc_adam_args_t a;
+  memcpy(&a, &s[2], sizeof a);
+  const double bc1 = 1 - pow(a.beta1, a.step), bc2 = 1 - pow(a.beta2, a.step);
+  FOR_ALL(l, k, i) {
+    double p = ld(L[0][k], i, 0), g = ld(L[1][k], i, ACC_DT_BF16), m = ld(L[2][k], i, 0),
+           v = ld(L[3][k], i, 0);
+    p *= 1 - (double)a.lr * a.weight_decay;
+    m = a.beta1 * m + (1 - a.beta1) * g;
+    v = a.beta2 * v + (1 - a.beta2) * g * g;
+    p -= a.lr / bc1 * m / (sqrt(v) / sqrt(bc2) + a.eps);
+    st(L[0][k], i, 0, (float)p);
+    st(L[2][k], i, 0, (float)m);
+    st(L[3][k], i, 0, (float)v);
+  }
+}
+static void r_fill(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(l, k, i) st(L[0][k], i, ACC_DT_BF16, 0.3f);
+}
+static void r_scale(void *const *const *L, const float *s) {
+  FOR_ALL(l, k, i) st(L[0][k], i, ACC_DT_F32, (float)((double)ld(L[0][k], i, 0) * s[0]));
+}
+
+int main(void) {
+#ifdef KT_OPENCL
+  g_cl_ok = cl_setup();
+  if (!g_cl_ok && !kt_failures) {
+    fprintf(stderr, "test_kernels: no usable OpenCL device; skipped\n");
+    return 77;
+  }
+#endif
+  for (uint32_t dt = 0; dt < 3; ++dt) {
+    test_norm(dt, ACC_NORM_L1, 1.0f);
+    test_norm(dt, ACC_NORM_L2, 2.0f);
+    test_norm(dt, ACC_NORM_INF, 0.0f);
+    test_norm(dt, ACC_NORM_P, 3.5f);
+  }
+  const ew_case_t cases[] = {
+      {ACCEL_KERNEL_CLIP, 1, {0}, {1}, sizeof(acc_clip_params_t), p_clip, r_clip, 1e-14},
+      {ACCEL_KERNEL_UPDATE_HP, 2, {ACC_DT_BF16, 0}, {1, 1}, sizeof(acc_update_hp_params_t), p_update, r_update, 1e-14},
+      {ACCEL_KERNEL_UNSCALE, 1, {ACC_DT_F16}, {100}, sizeof(acc_unscale_params_t), p_unscale, r_unscale, 1e-12},
+      {ACCEL_KERNEL_ADAM, 4, {0, ACC_DT_BF16, 0, 0}, {1, 1, 0.1f, 0.01f}, sizeof(acc_adam_params_t), p_adam, r_adam, 1e-10},
+      {ACCEL_KERNEL_FILL, 1, {ACC_DT_BF16}, {1}, sizeof(acc_fill_params_t), p_fill, r_fill, 0},
+      {ACCEL_KERNEL_SCALE, 1, {0}, {1}, sizeof(acc_scale_params_t), p_scale, r_scale, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) test_elementwise(&cases[c]);
+  if (kt_failures) {
+    fprintf(stderr, "test_kernels: %d failures\n", kt_failures);
+    return 1;
+  }
+#ifdef KT_OPENCL
+  printf("test_kernels: CPU and OpenCL forms agree bitwise; references OK\n");
+#else
+  printf("test_kernels: CPU form OK (references, block splits)\n");
+#endif
+  return 0;
+}
