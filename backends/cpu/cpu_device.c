@@ -1,0 +1,116 @@
+#include "cpu_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_sysinfo.h"
+
+accel_status_t cpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out) {
+  cpu_backend_t *b = calloc(1, sizeof(*b));
+  if (b == NULL)
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: backend_init: calloc(%zu) failed",
+                           sizeof(*b));
+  b->host = host;
+  atomic_init(&b->open_pool_size, 0u);
+  *out = b;
+  return ACCEL_OK;
+}
+
+void cpu_backend_shutdown(accel_be_backend_t *backend) { free(backend); }
+
+accel_status_t cpu_device_count(accel_be_backend_t *backend, int *count) {
+  (void)backend;
+  *count = 1;
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_device_info(accel_be_backend_t *backend, int index,
+                               accel_device_info_t *info) {
+  cpu_backend_t *b = backend;
+  uint64_t total = 0, avail = 0;
+  int rc = cpu_sysinfo_memory(&total, &avail);
+  if (rc != 0) {
+    char err[128];
+    return b->host->set_error(ACCEL_ERROR_BACKEND,
+                              "cpu: device_info: /proc/meminfo unreadable and sysinfo failed: %s",
+                              cpu_strerror(rc, err, sizeof(err)));
+  }
+  memset(info, 0, sizeof(*info));
+  cpu_sysinfo_processor(info->name, sizeof(info->name), info->vendor, sizeof(info->vendor));
+  snprintf(info->backend, sizeof(info->backend), "cpu");
+  cpu_sysinfo_os_version(info->driver_version, sizeof(info->driver_version));
+  info->index = index;
+  info->type = ACCEL_DEVICE_TYPE_CPU;
+  info->memory_total = total;
+  info->memory_free = avail;
+  unsigned open_size = atomic_load(&b->open_pool_size);
+  info->compute_units = open_size != 0 ? open_size : cpu_sysinfo_thread_count(b->host);
+  /* F16/BF16 run everywhere through conversion to F32. */
+  info->supports_fp16 = 1;
+  info->supports_bf16 = 1;
+  info->native_graphs = 0; /* graphs replay through submit_batch */
+  info->lazy_default = 0;
+  info->host_accessible = 1;
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
+                               accel_be_device_t **out) {
+  cpu_backend_t *b = backend;
+  const accel_host_api_t *host = b->host;
+  char err[128];
+  if (index != 0)
+    return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "cpu: device_open: index %d out of range (1 CPU device)", index);
+  cpu_device_t *dev = calloc(1, sizeof(*dev));
+  if (dev == NULL)
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: device_open: calloc(%zu) failed",
+                           sizeof(*dev));
+  dev->backend = b;
+  dev->host = host;
+  atomic_init(&dev->next_stream_id, 0u);
+  int rc = cpu_notifier_init(&dev->record_done);
+  if (rc != 0) {
+    free(dev);
+    return host->set_error(ACCEL_ERROR_BACKEND,
+                           "cpu: device_open: pthread_mutex_init/pthread_cond_init failed: %s",
+                           cpu_strerror(rc, err, sizeof(err)));
+  }
+  unsigned threads = cpu_sysinfo_thread_count(host);
+  const char *call = "";
+  rc = cpu_pool_create(threads, &dev->pool, &call);
+  if (rc != 0) {
+    cpu_notifier_destroy(&dev->record_done);
+    free(dev);
+    return host->set_error(ACCEL_ERROR_BACKEND,
+                           "cpu: device_open: %s for a pool of %u threads failed: %s", call,
+                           threads, cpu_strerror(rc, err, sizeof(err)));
+  }
+  atomic_store(&b->open_pool_size, cpu_pool_size(dev->pool));
+  host->log(ACCEL_LOG_INFO, "cpu", "device opened with a pool of %u threads",
+            cpu_pool_size(dev->pool));
+  *out = dev;
+  return ACCEL_OK;
+}
+
+void cpu_device_close(accel_be_device_t *device) {
+  cpu_device_t *dev = device;
+  atomic_store(&dev->backend->open_pool_size, 0u);
+  cpu_pool_destroy(dev->pool);
+  cpu_notifier_destroy(&dev->record_done);
+  free(dev);
+}
+
+accel_status_t cpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                            uint64_t *total_bytes) {
+  cpu_device_t *dev = device;
+  int rc = cpu_sysinfo_memory(total_bytes, free_bytes);
+  if (rc != 0) {
+    char err[128];
+    return dev->host->set_error(ACCEL_ERROR_BACKEND,
+                                "cpu: mem_info: /proc/meminfo unreadable and sysinfo failed: %s",
+                                cpu_strerror(rc, err, sizeof(err)));
+  }
+  return ACCEL_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * Backend and device objects of the CPU backend, and the helpers shared by its files.
+ */
+#ifndef ACCEL_CPU_DEVICE_H
+#define ACCEL_CPU_DEVICE_H
+
+#include <stdatomic.h>
+
+#include "accel/accel_plugin.h"
+#include "cpu_pool.h"
+#include "cpu_sync.h"
+
+typedef struct cpu_backend {
+  const accel_host_api_t *host;
+  /* Pool size of the open device (0 while none is open), reported as compute units. */
+  atomic_uint open_pool_size;
+} cpu_backend_t;
+
+typedef struct cpu_device {
+  cpu_backend_t *backend;
+  const accel_host_api_t *host;
+  cpu_pool_t *pool;
+  /* Broadcast whenever an event record completes; stream workers and event_synchronize
+   * callers waiting for a record sleep here. */
+  cpu_notifier_t record_done;
+  atomic_uint next_stream_id; /* names worker threads accel-cpu-s<N> */
+} cpu_device_t;
+
+/* Backend entry points (cpu_device.c). */
+accel_status_t cpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
+void cpu_backend_shutdown(accel_be_backend_t *backend);
+accel_status_t cpu_device_count(accel_be_backend_t *backend, int *count);
+accel_status_t cpu_device_info(accel_be_backend_t *backend, int index,
+                               accel_device_info_t *info);
+accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
+                               accel_be_device_t **out);
+void cpu_device_close(accel_be_device_t *device);
+accel_status_t cpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
+                            uint64_t *total_bytes);
+
+/* Memory (cpu_memory.c). */
+accel_status_t cpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void cpu_mem_free(accel_be_device_t *device, void *ptr);
+accel_status_t cpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
+void cpu_host_free(accel_be_device_t *device, void *ptr);
+
+/* Writes the text of errno value err into buf (thread safe) and returns buf. */
+const char *cpu_strerror(int err, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,124 @@
+#include "cpu_exec.h"
+
+#include <string.h>
+
+#include "cpu_event.h"
+
+typedef struct kernel_job {
+  accel_cpu_kernel_fn fn;
+  const void *params;
+} kernel_job_t;
+
+static void kernel_range(void *ctx, uint64_t begin, uint64_t end) {
+  const kernel_job_t *job = ctx;
+  job->fn(job->params, (uint32_t)begin, (uint32_t)end);
+}
+
+void cpu_exec_kernel_split(cpu_device_t *device, accel_cpu_kernel_fn fn, const void *params,
+                           uint32_t num_blocks, unsigned parts) {
+  kernel_job_t job = {fn, params};
+  cpu_pool_run(device->pool, kernel_range, &job, num_blocks, parts);
+}
+
+static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
+  uint32_t blocks = op->u.kernel.num_blocks;
+  unsigned threads = cpu_pool_size(device->pool);
+  if (blocks > 1u && threads > 1u) {
+    uint64_t work =
+        accel_cpu_kernel_block_bytes(op->u.kernel.kernel_id, op->u.kernel.params) * blocks;
+    if (work >= CPU_KERNEL_SPLIT_BYTES) {
+      uint64_t parts = work / CPU_KERNEL_PART_BYTES;
+      cpu_exec_kernel_split(device, op->u.kernel.fn, op->u.kernel.params, blocks,
+                            parts < threads ? (unsigned)parts : threads);
+      return;
+    }
+  }
+  op->u.kernel.fn(op->u.kernel.params, 0, blocks);
+}
+
+/* Copies and fills are split on 64-byte units so that parts start on cache lines. */
+#define COPY_UNIT 64u
+
+static void byte_range(const cpu_op_t *op, uint64_t begin, uint64_t end, size_t *off,
+                       size_t *len) {
+  size_t size = op->type == CPU_OP_MEMCPY ? op->u.copy.size : op->u.fill.size;
+  size_t b = (size_t)begin * COPY_UNIT, e = (size_t)end * COPY_UNIT;
+  *off = b;
+  *len = (e < size ? e : size) - b;
+}
+
+static void copy_range(void *ctx, uint64_t begin, uint64_t end) {
+  const cpu_op_t *op = ctx;
+  size_t off, len;
+  byte_range(op, begin, end, &off, &len);
+  memcpy((char *)op->u.copy.dst + off, (const char *)op->u.copy.src + off, len);
+}
+
+static void fill_range(void *ctx, uint64_t begin, uint64_t end) {
+  const cpu_op_t *op = ctx;
+  size_t off, len;
+  byte_range(op, begin, end, &off, &len);
+  memset((char *)op->u.fill.dst + off, op->u.fill.value, len);
+}
+
+/* Number of pool parts for size bytes (1: run inline). */
+static unsigned byte_parts(cpu_device_t *device, size_t size) {
+  unsigned threads = cpu_pool_size(device->pool);
+  if (threads <= 1u || size < CPU_COPY_SPLIT_BYTES) return 1u;
+  size_t parts = size / CPU_COPY_PART_BYTES;
+  return parts < threads ? (unsigned)parts : threads;
+}
+
+static void exec_memcpy(cpu_device_t *device, const cpu_op_t *op) {
+  const char *src = op->u.copy.src;
+  char *dst = op->u.copy.dst;
+  size_t size = op->u.copy.size;
+  uintptr_t s = (uintptr_t)src, d = (uintptr_t)dst;
+  /* Overlapping ranges are copied with memmove, in one piece: a split would race. */
+  if (d < s + size && s < d + size) {
+    memmove(dst, src, size);
+    return;
+  }
+  unsigned parts = byte_parts(device, size);
+  if (parts <= 1u) {
+    memcpy(dst, src, size);
+    return;
+  }
+  cpu_pool_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+}
+
+static void exec_memset(cpu_device_t *device, const cpu_op_t *op) {
+  size_t size = op->u.fill.size;
+  unsigned parts = byte_parts(device, size);
+  if (parts <= 1u) {
+    memset(op->u.fill.dst, op->u.fill.value, size);
+    return;
+  }
+  cpu_pool_run(device->pool, fill_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+}
+
+void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op) {
+  switch (op->type) {
+    case CPU_OP_KERNEL:
+      exec_kernel(device, op);
+      break;
+    case CPU_OP_MEMCPY:
+      exec_memcpy(device, op);
+      break;
+    case CPU_OP_MEMSET:
+      exec_memset(device, op);
+      break;
+    case CPU_OP_HOST_FUNC:
+      op->u.host.fn(op->u.host.user);
+      break;
+    case CPU_OP_RECORD:
+      cpu_record_complete(device, op->u.record.record, op->u.record.timed);
+      break;
+    case CPU_OP_WAIT:
+      cpu_record_wait(device, op->u.record.record);
+      break;
+    case CPU_OP_BATCH:
+      for (size_t i = 0; i < op->u.batch.count; ++i) cpu_op_execute(device, &op->u.batch.ops[i]);
+      break;
+  }
+}

@@ -1,0 +1,65 @@
+/*
+ * The operations a CPU stream executes, and how they run.
+ *
+ * Large kernel launches and large copies/fills are split over the device's thread pool in
+ * contiguous ranges; everything else runs on the calling stream worker. Kernels guarantee that
+ * any split of [0, num_blocks) gives the same bits, so the split is a pure speed decision.
+ */
+#ifndef ACCEL_CPU_EXEC_H
+#define ACCEL_CPU_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel_plugin.h"
+#include "accel_cpu_kernels.h"
+#include "cpu_device.h"
+
+/* A launch whose blocks touch fewer bytes than this in all runs inline on the stream worker:
+ * waking pool threads costs tens of microseconds. */
+#define CPU_KERNEL_SPLIT_BYTES (512u * 1024u)
+/* Each pool part of a split launch covers at least this many bytes. */
+#define CPU_KERNEL_PART_BYTES (128u * 1024u)
+/* Copies and fills from this size on are split; each part moves at least CPU_COPY_PART_BYTES. */
+#define CPU_COPY_SPLIT_BYTES (4u * 1024u * 1024u)
+#define CPU_COPY_PART_BYTES (1u * 1024u * 1024u)
+
+typedef enum cpu_op_type {
+  CPU_OP_KERNEL = 0,
+  CPU_OP_MEMCPY,
+  CPU_OP_MEMSET,
+  CPU_OP_HOST_FUNC,
+  CPU_OP_RECORD, /* completes an event record */
+  CPU_OP_WAIT,   /* waits for an event record (of any stream) to complete */
+  CPU_OP_BATCH   /* a list of KERNEL/MEMCPY/MEMSET/HOST_FUNC ops run in order */
+} cpu_op_type_t;
+
+typedef struct cpu_record cpu_record_t;
+typedef struct cpu_op cpu_op_t;
+
+struct cpu_op {
+  cpu_op_type_t type;
+  union {
+    struct {
+      accel_cpu_kernel_fn fn;
+      const void *params; /* copy owned by the queue entry or the batch */
+      uint32_t kernel_id;
+      uint32_t num_blocks;
+    } kernel;
+    struct { void *dst; const void *src; size_t size; } copy;
+    struct { void *dst; size_t size; uint8_t value; } fill;
+    struct { accel_host_fn_t fn; void *user; } host;
+    struct { cpu_record_t *record; int timed; } record; /* RECORD and WAIT */
+    struct { const cpu_op_t *ops; size_t count; } batch;
+  } u;
+};
+
+/* Runs op on the calling stream worker (helped by the device's pool for large work). */
+void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op);
+
+/* Runs a kernel's blocks [0, num_blocks) split into `parts` contiguous ranges over the pool
+ * (exposed for tests: any `parts` must give the same result). */
+void cpu_exec_kernel_split(cpu_device_t *device, accel_cpu_kernel_fn fn, const void *params,
+                           uint32_t num_blocks, unsigned parts);
+
+#endif

@@ -1,0 +1,151 @@
+#include "cpu_stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cpu_event.h"
+
+/* Drops what an executed entry owns. */
+static void entry_release(cpu_entry_t *e) {
+  if (e->op.type == CPU_OP_RECORD || e->op.type == CPU_OP_WAIT)
+    cpu_record_release(e->op.u.record.record);
+  free(e->heap);
+}
+
+static int worker_should_wake(void *arg) {
+  cpu_stream_t *s = arg;
+  return s->queue.taken != cpu_queue_submitted(&s->queue) || atomic_load(&s->shutdown);
+}
+
+static void *worker_main(void *arg) {
+  cpu_stream_t *s = arg;
+  for (;;) {
+    cpu_entry_t *e = cpu_queue_peek(&s->queue);
+    if (e == NULL) {
+      /* Shutdown is only honoured once the queue is drained. */
+      if (atomic_load(&s->shutdown)) break;
+      cpu_notifier_wait(&s->work_available, worker_should_wake, s, CPU_SPIN_ITERATIONS);
+      continue;
+    }
+    cpu_op_execute(s->device, &e->op);
+    entry_release(e);
+    cpu_queue_pop(&s->queue);
+    cpu_notifier_notify(&s->work_done);
+  }
+  return NULL;
+}
+
+accel_status_t cpu_stream_reserve(cpu_stream_t *stream, const char *what, cpu_entry_t **entry) {
+  cpu_entry_t *e = cpu_queue_reserve(&stream->queue);
+  if (e == NULL)
+    return stream->device->host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
+                                           "cpu: %s: malloc of a stream queue chunk failed",
+                                           what);
+  *entry = e;
+  return ACCEL_OK;
+}
+
+void cpu_stream_submit(cpu_stream_t *stream) {
+  cpu_queue_publish(&stream->queue);
+  cpu_notifier_notify(&stream->work_available);
+}
+
+accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
+  cpu_device_t *dev = device;
+  const accel_host_api_t *host = dev->host;
+  char err[128];
+  cpu_stream_t *s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: stream_create: calloc(%zu) failed",
+                           sizeof(*s));
+  s->device = dev;
+  atomic_init(&s->shutdown, 0);
+  int rc = cpu_queue_init(&s->queue);
+  if (rc != 0) {
+    free(s);
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
+                           "cpu: stream_create: malloc of the queue failed");
+  }
+  const char *call = "pthread_mutex_init/pthread_cond_init";
+  rc = cpu_notifier_init(&s->work_available);
+  if (rc == 0) {
+    rc = cpu_notifier_init(&s->work_done);
+    if (rc != 0) cpu_notifier_destroy(&s->work_available);
+  }
+  if (rc == 0) {
+    call = "pthread_create";
+    rc = pthread_create(&s->worker, NULL, worker_main, s);
+    if (rc != 0) {
+      cpu_notifier_destroy(&s->work_done);
+      cpu_notifier_destroy(&s->work_available);
+    }
+  }
+  if (rc != 0) {
+    cpu_queue_destroy(&s->queue);
+    free(s);
+    return host->set_error(ACCEL_ERROR_BACKEND, "cpu: stream_create: %s failed: %s", call,
+                           cpu_strerror(rc, err, sizeof(err)));
+  }
+  char name[16];
+  snprintf(name, sizeof(name), "accel-cpu-s%u", atomic_fetch_add(&dev->next_stream_id, 1u));
+  pthread_setname_np(s->worker, name);
+  *out = s;
+  return ACCEL_OK;
+}
+
+void cpu_stream_destroy(accel_be_stream_t *stream) {
+  cpu_stream_t *s = stream;
+  atomic_store(&s->shutdown, 1);
+  cpu_notifier_notify(&s->work_available);
+  pthread_join(s->worker, NULL);
+  cpu_notifier_destroy(&s->work_done);
+  cpu_notifier_destroy(&s->work_available);
+  cpu_queue_destroy(&s->queue);
+  free(s);
+}
+
+typedef struct sync_target {
+  cpu_stream_t *stream;
+  uint64_t submitted;
+} sync_target_t;
+
+static int reached(void *arg) {
+  const sync_target_t *t = arg;
+  return cpu_queue_completed(&t->stream->queue) >= t->submitted;
+}
+
+accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream) {
+  cpu_stream_t *s = stream;
+  sync_target_t t = {s, cpu_queue_submitted(&s->queue)};
+  cpu_notifier_wait(&s->work_done, reached, &t, CPU_SPIN_ITERATIONS);
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_stream_query(accel_be_stream_t *stream) {
+  cpu_stream_t *s = stream;
+  return cpu_queue_completed(&s->queue) == cpu_queue_submitted(&s->queue) ? ACCEL_OK
+                                                                          : ACCEL_ERROR_NOT_READY;
+}
+
+accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
+  cpu_stream_t *s = stream;
+  cpu_record_t *r = cpu_event_last_record(event);
+  /* Never recorded, or already complete: nothing to wait for. */
+  if (r == NULL) return ACCEL_OK;
+  if (cpu_record_is_done(r)) {
+    cpu_record_release(r);
+    return ACCEL_OK;
+  }
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "stream_wait_event", &e);
+  if (st != ACCEL_OK) {
+    cpu_record_release(r);
+    return st;
+  }
+  e->op.type = CPU_OP_WAIT;
+  e->op.u.record.record = r;
+  e->op.u.record.timed = 0;
+  e->heap = NULL;
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * Streams of the CPU backend: an asynchronous in-order queue (cpu_queue.h) drained by one
+ * worker thread per stream.
+ *
+ * The worker executes entries in order. When the queue is empty it spins briefly, then sleeps
+ * (cpu_sync.h); a producer only pays for a wake-up when the worker actually sleeps. Waiting for
+ * the stream (synchronize) spins and sleeps the same way on the `completed` counter.
+ */
+#ifndef ACCEL_CPU_STREAM_H
+#define ACCEL_CPU_STREAM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "accel/accel_plugin.h"
+#include "cpu_device.h"
+#include "cpu_queue.h"
+#include "cpu_sync.h"
+
+typedef struct cpu_stream {
+  cpu_device_t *device;
+  cpu_queue_t queue;
+  cpu_notifier_t work_available; /* the worker sleeps here when the queue is empty */
+  cpu_notifier_t work_done;      /* synchronize callers sleep here */
+  atomic_int shutdown;
+  pthread_t worker;
+} cpu_stream_t;
+
+/* Producer side, used by every enqueueing entry point: reserve an entry (ACCEL_ERROR_OUT_OF_
+ * MEMORY with a message naming `what` on failure), fill entry->op and entry->heap, submit. */
+accel_status_t cpu_stream_reserve(cpu_stream_t *stream, const char *what, cpu_entry_t **entry);
+void cpu_stream_submit(cpu_stream_t *stream);
+
+/* vtable entry points: stream objects (cpu_stream.c) */
+accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+void cpu_stream_destroy(accel_be_stream_t *stream);
+accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream);
+accel_status_t cpu_stream_query(accel_be_stream_t *stream);
+accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+
+/* vtable entry points: commands (cpu_submit.c) */
+accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind);
+accel_status_t cpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size);
+accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
+accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
+accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+
+#endif

@@ -1,0 +1,175 @@
+/* The enqueueing entry points of a CPU stream: copies, fills, host functions, kernels and
+ * batches. Each fills one queue entry; nothing runs on the caller's thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel_kernel_ids.h"
+#include "cpu_stream.h"
+
+accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
+                                size_t size, accel_copy_kind_t kind) {
+  (void)kind; /* host and device memory are the same memory on the CPU */
+  cpu_stream_t *s = stream;
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "memcpy_async", &e);
+  if (st != ACCEL_OK) return st;
+  e->op.type = CPU_OP_MEMCPY;
+  e->op.u.copy.dst = dst;
+  e->op.u.copy.src = src;
+  e->op.u.copy.size = size;
+  e->heap = NULL;
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
+                                size_t size) {
+  cpu_stream_t *s = stream;
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "memset_async", &e);
+  if (st != ACCEL_OK) return st;
+  e->op.type = CPU_OP_MEMSET;
+  e->op.u.fill.dst = dst;
+  e->op.u.fill.size = size;
+  e->op.u.fill.value = value;
+  e->heap = NULL;
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
+  cpu_stream_t *s = stream;
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "launch_host_func", &e);
+  if (st != ACCEL_OK) return st;
+  e->op.type = CPU_OP_HOST_FUNC;
+  e->op.u.host.fn = fn;
+  e->op.u.host.user = user;
+  e->heap = NULL;
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}
+
+/* The CPU function of a launch, or NULL with the error set. */
+static accel_cpu_kernel_fn resolve_kernel(const accel_host_api_t *host, const char *what,
+                                          const accel_kernel_launch_t *launch) {
+  accel_cpu_kernel_fn fn = accel_cpu_kernel_lookup(launch->kernel_id);
+  if (fn == NULL)
+    host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                    "cpu: %s: no CPU implementation of kernel id %u (%s; %u kernels known)",
+                    what, launch->kernel_id,
+                    launch->kernel_name != NULL ? launch->kernel_name : "unnamed",
+                    (unsigned)ACCEL_KERNEL_COUNT);
+  return fn;
+}
+
+static void set_kernel_op(cpu_op_t *op, accel_cpu_kernel_fn fn,
+                          const accel_kernel_launch_t *launch, const void *params) {
+  op->type = CPU_OP_KERNEL;
+  op->u.kernel.fn = fn;
+  op->u.kernel.params = params;
+  op->u.kernel.kernel_id = launch->kernel_id;
+  op->u.kernel.num_blocks = launch->num_blocks;
+}
+
+accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
+  cpu_stream_t *s = stream;
+  const accel_host_api_t *host = s->device->host;
+  if (host->fault_should_fail(ACCEL_FAULT_LAUNCH))
+    return host->set_error(ACCEL_ERROR_BACKEND,
+                           "cpu: launch_kernel(%s): injected failure (ACCEL_FAULT_LAUNCH)",
+                           launch->kernel_name != NULL ? launch->kernel_name : "unnamed");
+  accel_cpu_kernel_fn fn = resolve_kernel(host, "launch_kernel", launch);
+  if (fn == NULL) return ACCEL_ERROR_UNSUPPORTED;
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "launch_kernel", &e);
+  if (st != ACCEL_OK) return st;
+  /* Execution is deferred: the parameter block is copied into the entry (or the heap). */
+  void *params = e->params;
+  e->heap = NULL;
+  if (launch->params_size > CPU_PARAMS_INLINE) {
+    params = e->heap = malloc(launch->params_size);
+    if (params == NULL)
+      return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
+                             "cpu: launch_kernel: malloc(%u) for the parameter block failed",
+                             launch->params_size);
+  }
+  if (launch->params_size > 0) memcpy(params, launch->params, launch->params_size);
+  set_kernel_op(&e->op, fn, launch, params);
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}
+
+/* Parameter blocks inside a batch's storage start on this alignment. */
+#define BATCH_PARAMS_ALIGN 16u
+
+static size_t align_up(size_t v) { return (v + BATCH_PARAMS_ALIGN - 1u) & ~(size_t)(BATCH_PARAMS_ALIGN - 1u); }
+
+accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
+  cpu_stream_t *s = stream;
+  const accel_host_api_t *host = s->device->host;
+  if (n == 0) return ACCEL_OK;
+  /* One allocation holds the op list followed by every kernel's parameter block. */
+  size_t bytes = align_up(n * sizeof(cpu_op_t));
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t type = cmds[i].type;
+    if (type == ACCEL_CMD_KERNEL) {
+      if (resolve_kernel(host, "submit_batch", &cmds[i].u.kernel) == NULL)
+        return ACCEL_ERROR_UNSUPPORTED;
+      bytes += align_up(cmds[i].u.kernel.params_size);
+    } else if (type != ACCEL_CMD_MEMCPY && type != ACCEL_CMD_MEMSET &&
+               type != ACCEL_CMD_HOST_FUNC) {
+      return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                             "cpu: submit_batch: command %zu has type %u; a batch holds only "
+                             "kernel, memcpy, memset and host-function commands", i, type);
+    }
+  }
+  unsigned char *storage = malloc(bytes);
+  if (storage == NULL)
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: submit_batch: malloc(%zu) failed",
+                           bytes);
+  cpu_op_t *ops = (cpu_op_t *)storage;
+  unsigned char *params = storage + align_up(n * sizeof(cpu_op_t));
+  for (size_t i = 0; i < n; ++i) {
+    const accel_cmd_t *c = &cmds[i];
+    cpu_op_t *op = &ops[i];
+    switch (c->type) {
+      case ACCEL_CMD_KERNEL: {
+        const accel_kernel_launch_t *k = &c->u.kernel;
+        if (k->params_size > 0) memcpy(params, k->params, k->params_size);
+        set_kernel_op(op, accel_cpu_kernel_lookup(k->kernel_id), k, params);
+        params += align_up(k->params_size);
+        break;
+      }
+      case ACCEL_CMD_MEMCPY:
+        op->type = CPU_OP_MEMCPY;
+        op->u.copy.dst = c->u.memcpy.dst;
+        op->u.copy.src = c->u.memcpy.src;
+        op->u.copy.size = c->u.memcpy.size;
+        break;
+      case ACCEL_CMD_MEMSET:
+        op->type = CPU_OP_MEMSET;
+        op->u.fill.dst = c->u.memset.dst;
+        op->u.fill.size = c->u.memset.size;
+        op->u.fill.value = (uint8_t)c->u.memset.value;
+        break;
+      default: /* ACCEL_CMD_HOST_FUNC, the only type left after the check above */
+        op->type = CPU_OP_HOST_FUNC;
+        op->u.host.fn = c->u.host_func.fn;
+        op->u.host.user = c->u.host_func.user;
+        break;
+    }
+  }
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(s, "submit_batch", &e);
+  if (st != ACCEL_OK) {
+    free(storage);
+    return st;
+  }
+  e->op.type = CPU_OP_BATCH;
+  e->op.u.batch.ops = ops;
+  e->op.u.batch.count = n;
+  e->heap = storage;
+  cpu_stream_submit(s);
+  return ACCEL_OK;
+}
