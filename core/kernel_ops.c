@@ -1,0 +1,649 @@
+/*
+ * The tensor operations of accel_kernels.h: validation, chunk tables, launches.
+ *
+ * Every operation is a constant number of launches of the shared kernels (the bodies in kernels/) over a
+ * chunk table: one entry per ACC_CHUNK elements of every non-empty tensor, holding the element
+ * addresses of every list of the operation. Tables live in internal device memory and are
+ * cached per device, keyed by the exact list contents (addresses, sizes, dtypes, operation; and
+ * the stream for norms, whose table carries the partials scratch), so repeated calls and
+ * captured graphs reuse them. A launch passes its table as keepalive, so graphs and lazy
+ * queues keep it alive; the cache evicts only entries nobody else holds, only while no capture
+ * is active, and only after draining the device (eager work may still read them).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/accel_kernels.h"
+#include "accel_kernel_abi_host.h"
+#include "accel_kernel_ids.h"
+#include "kernel_support.h"
+
+_Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
+                   offsetof(accel_adam_args_t, found_inf) == offsetof(acc_adam_args_t, found_inf),
+               "accel_adam_args_t and acc_adam_args_t differ");
+
+/* Entries kept per device before unused ones are evicted. */
+#define KOP_CACHE_MAX 64u
+
+size_t accel_dtype_size(accel_dtype_t dtype) {
+  switch (dtype) {
+  case ACCEL_F32: return 4;
+  case ACCEL_F16: return 2;
+  case ACCEL_BF16: return 2;
+  }
+  return 0;
+}
+
+const char *accel_dtype_name(accel_dtype_t dtype) {
+  switch (dtype) {
+  case ACCEL_F32: return "F32";
+  case ACCEL_F16: return "F16";
+  case ACCEL_BF16: return "BF16";
+  }
+  return "unknown";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests: the lists and device scalars of one call, validated together
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kop_list {
+  const accel_tensor_t *t;
+  const char *name;
+  int written;    /* the kernel stores to it */
+  int require_f32;
+} kop_list_t;
+
+typedef struct kop_scalar {
+  const void *ptr; /* NULL: absent (optional output) */
+  size_t size;
+  const char *name;
+  int written;
+} kop_scalar_t;
+
+typedef struct kop_req {
+  const char *fn;
+  accel_stream_t *stream;
+  accel_device_t *dev;
+  uint32_t op;    /* kernel id of the table's user */
+  int nl;
+  kop_list_t lists[4];
+  size_t n;
+  int ns;
+  kop_scalar_t scalars[3];
+  /* filled by validation */
+  uint64_t num_chunks;
+} kop_req_t;
+
+typedef struct kop_interval {
+  uintptr_t begin, end;
+  const char *name;
+  size_t index; /* tensor index, or SIZE_MAX for a scalar */
+  int written;
+} kop_interval_t;
+
+static int interval_cmp(const void *a, const void *b) {
+  const kop_interval_t *x = a, *y = b;
+  return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static accel_status_t overlap_error(const kop_req_t *r, const kop_interval_t *a,
+                                    const kop_interval_t *b) {
+  char an[64], bn[64];
+  if (a->index == SIZE_MAX) snprintf(an, sizeof an, "%s", a->name);
+  else snprintf(an, sizeof an, "%s[%zu]", a->name, a->index);
+  if (b->index == SIZE_MAX) snprintf(bn, sizeof bn, "%s", b->name);
+  else snprintf(bn, sizeof bn, "%s[%zu]", b->name, b->index);
+  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s overlaps %s", r->fn, an, bn);
+}
+
+/* Any two intervals that overlap where at least one is written is an error. Sorted by start,
+ * a sweep keeps the farthest end of any interval and of any written interval seen so far:
+ * an interval overlaps an earlier written one iff it starts before the written end, and a
+ * written interval overlaps any earlier one iff it starts before the overall end. */
+static accel_status_t check_overlaps(const kop_req_t *r, kop_interval_t *iv, size_t count) {
+  qsort(iv, count, sizeof *iv, interval_cmp);
+  const kop_interval_t *far_any = NULL, *far_written = NULL;
+  for (size_t k = 0; k < count; ++k) {
+    const kop_interval_t *c = &iv[k];
+    if (far_written && c->begin < far_written->end) return overlap_error(r, far_written, c);
+    if (c->written && far_any && c->begin < far_any->end) return overlap_error(r, far_any, c);
+    if (!far_any || c->end > far_any->end) far_any = c;
+    if (c->written && (!far_written || c->end > far_written->end)) far_written = c;
+  }
+  return ACCEL_OK;
+}
+
+static accel_status_t check_tensor(kop_req_t *r, int l, size_t i, accel_dtype_t list_dtype,
+                                   size_t *bytes) {
+  const kop_list_t *L = &r->lists[l];
+  const accel_tensor_t *t = &L->t[i];
+  const size_t es = accel_dtype_size(t->dtype);
+  if (es == 0)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu] has unknown dtype %d",
+                           r->fn, L->name, i, (int)t->dtype);
+  if (t->dtype != list_dtype)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] is %s but %s[0] is %s (one dtype per list)", r->fn,
+                           L->name, i, accel_dtype_name(t->dtype), L->name,
+                           accel_dtype_name(list_dtype));
+  if (L->require_f32 && t->dtype != ACCEL_F32)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu] must be F32, not %s",
+                           r->fn, L->name, i, accel_dtype_name(t->dtype));
+  if (l > 0 && t->numel != r->lists[0].t[i].numel)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] has %zu elements but %s[%zu] has %zu", r->fn, L->name, i,
+                           t->numel, r->lists[0].name, i, r->lists[0].t[i].numel);
+  if (t->numel > SIZE_MAX / es)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu]: %zu elements overflow",
+                           r->fn, L->name, i, t->numel);
+  *bytes = t->numel * es;
+  if (t->numel == 0) return ACCEL_OK; /* nothing is accessed */
+  if (!t->data)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu].data is NULL with %zu elements",
+                           r->fn, L->name, i, t->numel);
+  if ((uintptr_t)t->data % es)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu].data %p is not %zu-byte aligned",
+                           r->fn, L->name, i, t->data, es);
+  if ((uintptr_t)t->data > UINTPTR_MAX - *bytes)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu] wraps the address space",
+                           r->fn, L->name, i);
+  if (!accel_device_range_is_valid(r->dev, t->data, *bytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] [%p, +%zu bytes) is not inside a live allocation of the "
+                           "stream's device", r->fn, L->name, i, t->data, *bytes);
+  return ACCEL_OK;
+}
+
+/* Validates the stream, every list and every scalar of r, and counts the chunks. */
+static accel_status_t kop_validate(kop_req_t *r) {
+  accel_status_t st = accel_stream_check(r->stream, r->fn, &r->dev);
+  if (st != ACCEL_OK) return st;
+  for (int l = 0; l < r->nl; ++l)
+    if (r->n > 0 && !r->lists[l].t)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with n = %zu", r->fn,
+                             r->lists[l].name, r->n);
+  if (r->n > SIZE_MAX / sizeof(kop_interval_t) / 5)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: n = %zu is too large", r->fn, r->n);
+  for (int s = 0; s < r->ns; ++s) {
+    const kop_scalar_t *S = &r->scalars[s];
+    if (!S->ptr) continue;
+    if ((uintptr_t)S->ptr % 4)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s %p is not 4-byte aligned",
+                             r->fn, S->name, S->ptr);
+    if (!accel_device_range_is_valid(r->dev, S->ptr, S->size))
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                             "%s: %s %p (%zu bytes) is not inside a live allocation of the "
+                             "stream's device", r->fn, S->name, S->ptr, S->size);
+  }
+  kop_interval_t *iv = malloc(((size_t)r->nl * r->n + (size_t)r->ns) * sizeof *iv + 1);
+  if (!iv) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
+  size_t count = 0;
+  uint64_t chunks = 0;
+  for (int l = 0; l < r->nl; ++l) {
+    const accel_dtype_t list_dtype = r->n ? r->lists[l].t[0].dtype : ACCEL_F32;
+    for (size_t i = 0; i < r->n; ++i) {
+      size_t bytes = 0;
+      st = check_tensor(r, l, i, list_dtype, &bytes);
+      if (st != ACCEL_OK) {
+        free(iv);
+        return st;
+      }
+      if (bytes == 0) continue;
+      if (l == 0) chunks += (r->lists[0].t[i].numel + ACC_CHUNK - 1) / ACC_CHUNK;
+      iv[count++] = (kop_interval_t){(uintptr_t)r->lists[l].t[i].data,
+                                     (uintptr_t)r->lists[l].t[i].data + bytes,
+                                     r->lists[l].name, i, r->lists[l].written};
+    }
+  }
+  for (int s = 0; s < r->ns; ++s)
+    if (r->scalars[s].ptr)
+      iv[count++] = (kop_interval_t){(uintptr_t)r->scalars[s].ptr,
+                                     (uintptr_t)r->scalars[s].ptr + r->scalars[s].size,
+                                     r->scalars[s].name, SIZE_MAX, r->scalars[s].written};
+  st = check_overlaps(r, iv, count);
+  free(iv);
+  if (st != ACCEL_OK) return st;
+  if (chunks > UINT32_MAX)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %llu chunks exceed one launch",
+                           r->fn, (unsigned long long)chunks);
+  r->num_chunks = chunks;
+  return ACCEL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Chunk-table cache
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kop_key_elem {
+  uintptr_t data;
+  size_t numel;
+  uint64_t dtype;
+} kop_key_elem_t;
+
+typedef struct kop_entry {
+  accel_keepalive_t keep; /* first: the keepalive is the entry */
+  accel_device_t *dev;
+  struct kop_entry *next;
+  uint64_t hash;
+  uint64_t last_use;
+  uint32_t op;
+  const void *stream; /* NULL unless the table carries per-stream scratch */
+  kop_key_elem_t *key;
+  size_t key_len;
+  void *mem;          /* chunk table, then partials */
+  uint32_t num_chunks;
+  uint64_t chunks_addr;
+  uint64_t partials_addr;
+} kop_entry_t;
+
+typedef struct kop_state {
+  pthread_mutex_t mu;
+  kop_entry_t *entries;
+  size_t count;
+  uint64_t tick;
+} kop_state_t;
+
+static pthread_mutex_t g_state_create_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static kop_state_t *kop_state(accel_device_t *dev) {
+  void **slot = accel_device_kernel_state(dev);
+  kop_state_t *s = __atomic_load_n((kop_state_t **)slot, __ATOMIC_ACQUIRE);
+  if (s) return s;
+  pthread_mutex_lock(&g_state_create_mu);
+  s = *slot;
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (s) {
+      pthread_mutex_init(&s->mu, NULL);
+      __atomic_store_n((kop_state_t **)slot, s, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&g_state_create_mu);
+  return s;
+}
+
+static void kop_entry_free(kop_entry_t *e) {
+  accel_device_internal_free(e->dev, e->mem);
+  free(e->key);
+  free(e);
+}
+
+/* Last reference gone: only reached from accel_kernel_state_destroy (the device is drained),
+ * since eviction frees entries directly and only when the cache holds the sole reference. */
+static void kop_entry_release(accel_keepalive_t *k) { kop_entry_free((kop_entry_t *)k); }
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t size) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static kop_key_elem_t *kop_make_key(const kop_req_t *r, size_t *len) {
+  *len = (size_t)r->nl * r->n;
+  kop_key_elem_t *key = calloc(*len + 1, sizeof *key);
+  if (!key) return NULL;
+  for (int l = 0; l < r->nl; ++l)
+    for (size_t i = 0; i < r->n; ++i) {
+      const accel_tensor_t *t = &r->lists[l].t[i];
+      key[(size_t)l * r->n + i] = (kop_key_elem_t){(uintptr_t)t->data, t->numel, (uint64_t)t->dtype};
+    }
+  return key;
+}
+
+static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry_t *e) {
+  const size_t table_bytes = (size_t)r->num_chunks * sizeof(acc_chunk_t);
+  const size_t bytes = table_bytes + (with_partials ? (size_t)r->num_chunks * sizeof(float) : 0);
+  acc_chunk_t *host = calloc(r->num_chunks ? r->num_chunks : 1, sizeof *host);
+  if (!host) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
+  uint32_t c = 0;
+  for (size_t i = 0; i < r->n; ++i) {
+    const size_t numel = r->lists[0].t[i].numel;
+    for (size_t off = 0; off < numel; off += ACC_CHUNK) {
+      for (int l = 0; l < r->nl; ++l) {
+        const accel_tensor_t *t = &r->lists[l].t[i];
+        host[c].ptr[l] = (acc_u64)((uintptr_t)t->data + off * accel_dtype_size(t->dtype));
+      }
+      host[c].count = (acc_u32)(numel - off < ACC_CHUNK ? numel - off : ACC_CHUNK);
+      host[c].tensor = (acc_u32)i;
+      ++c;
+    }
+  }
+  accel_status_t st = accel_device_internal_alloc(r->dev, bytes, &e->mem);
+  if (st == ACCEL_OK) {
+    st = accel_device_upload(r->dev, e->mem, host, table_bytes);
+    if (st != ACCEL_OK) accel_device_internal_free(r->dev, e->mem);
+  }
+  free(host);
+  if (st != ACCEL_OK) return st;
+  e->num_chunks = c;
+  e->chunks_addr = (uint64_t)(uintptr_t)e->mem;
+  e->partials_addr = with_partials ? e->chunks_addr + table_bytes : 0;
+  return ACCEL_OK;
+}
+
+/* Frees least recently used entries that only the cache holds, down to KOP_CACHE_MAX, keeping
+ * keep. Never during a capture; drains the device first (eager work may read the tables). */
+static void kop_evict(kop_state_t *s, accel_device_t *dev, const kop_entry_t *keep) {
+  kop_entry_t *victims = NULL;
+  pthread_mutex_lock(&s->mu);
+  while (s->count > KOP_CACHE_MAX && !accel_device_any_capture(dev)) {
+    kop_entry_t **lru = NULL;
+    for (kop_entry_t **pp = &s->entries; *pp; pp = &(*pp)->next)
+      if (*pp != keep && __atomic_load_n(&(*pp)->keep.refcount, __ATOMIC_ACQUIRE) == 1 &&
+          (!lru || (*pp)->last_use < (*lru)->last_use))
+        lru = pp;
+    if (!lru) break;
+    kop_entry_t *v = *lru;
+    *lru = v->next;
+    v->next = victims;
+    victims = v;
+    --s->count;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (!victims) return;
+  /* Unlinked entries can no longer be found; wait for eager work that may still read them. */
+  if (accel_device_drain(dev) != ACCEL_OK) {
+    /* Cannot prove they are idle: put them back rather than free memory in use. */
+    pthread_mutex_lock(&s->mu);
+    while (victims) {
+      kop_entry_t *v = victims;
+      victims = v->next;
+      v->next = s->entries;
+      s->entries = v;
+      ++s->count;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  while (victims) {
+    kop_entry_t *v = victims;
+    victims = v->next;
+    kop_entry_free(v);
+  }
+}
+
+/* The cached table for r (built on a miss), with a reference for the caller. */
+static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t **out) {
+  kop_state_t *s = kop_state(r->dev);
+  if (!s) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
+  size_t key_len;
+  kop_key_elem_t *key = kop_make_key(r, &key_len);
+  if (!key) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
+  const void *stream = per_stream ? (const void *)r->stream : NULL;
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, &r->op, sizeof r->op);
+  h = fnv1a(h, &stream, sizeof stream);
+  h = fnv1a(h, key, key_len * sizeof *key);
+
+  pthread_mutex_lock(&s->mu);
+  for (kop_entry_t *e = s->entries; e; e = e->next)
+    if (e->hash == h && e->op == r->op && e->stream == stream && e->key_len == key_len &&
+        memcmp(e->key, key, key_len * sizeof *key) == 0) {
+      accel_keepalive_retain(&e->keep);
+      e->last_use = ++s->tick;
+      pthread_mutex_unlock(&s->mu);
+      free(key);
+      *out = e;
+      return ACCEL_OK;
+    }
+  pthread_mutex_unlock(&s->mu);
+
+  kop_entry_t *e = calloc(1, sizeof *e);
+  if (!e) {
+    free(key);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
+  }
+  accel_status_t st = kop_build(r, per_stream, e);
+  if (st != ACCEL_OK) {
+    free(key);
+    free(e);
+    return st;
+  }
+  e->keep.refcount = 2; /* the cache's and the caller's */
+  e->keep.release = kop_entry_release;
+  e->dev = r->dev;
+  e->hash = h;
+  e->op = r->op;
+  e->stream = stream;
+  e->key = key;
+  e->key_len = key_len;
+  pthread_mutex_lock(&s->mu);
+  e->last_use = ++s->tick;
+  e->next = s->entries;
+  s->entries = e;
+  ++s->count;
+  const int over = s->count > KOP_CACHE_MAX;
+  pthread_mutex_unlock(&s->mu);
+  if (over) kop_evict(s, r->dev, e);
+  *out = e;
+  return ACCEL_OK;
+}
+
+void accel_kernel_state_destroy(accel_device_t *device, void *state) {
+  (void)device;
+  kop_state_t *s = state;
+  if (!s) return;
+  while (s->entries) {
+    kop_entry_t *e = s->entries;
+    s->entries = e->next;
+    accel_keepalive_release(&e->keep);
+  }
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Launches
+ * ------------------------------------------------------------------------------------------- */
+
+static accel_status_t kop_launch(accel_stream_t *stream, uint32_t id, uint32_t num_blocks,
+                                 const void *params, uint32_t size, kop_entry_t *e) {
+  const accel_kernel_launch_t launch = {id, num_blocks, accel_kernel_names[id], params, size, 0};
+  return accel_enqueue_kernel(stream, &launch, e ? &e->keep : NULL);
+}
+
+/* Validates r, gets its table and runs launch(r, table, user); the caller's table reference is
+ * dropped afterwards (launches that were recorded hold their own). */
+typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
+
+static accel_status_t kop_run(kop_req_t *r, int per_stream, kop_body_fn body, const void *user) {
+  kop_entry_t *e = NULL;
+  accel_status_t st = ACCEL_OK;
+  if (r->num_chunks > 0) st = kop_table(r, per_stream, &e);
+  if (st == ACCEL_OK) st = body(r, e, user);
+  if (e) accel_keepalive_release(&e->keep);
+  return st;
+}
+
+#define ADDR(p) ((acc_u64)(uintptr_t)(p))
+
+/* ---------------------------------------------------------------------------------------------
+ * Operations
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct norm_args {
+  uint32_t kind;
+  float p;
+  float *out;
+} norm_args_t;
+
+static accel_status_t norm_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const norm_args_t *a = user;
+  const uint32_t nc = e ? e->num_chunks : 0;
+  if (nc > 0) {
+    const acc_norm_partial_params_t pp = {e->chunks_addr, e->partials_addr, nc,
+                                          (acc_u32)r->lists[0].t[0].dtype, a->kind, a->p};
+    accel_status_t st = kop_launch(r->stream, ACCEL_KERNEL_NORM_PARTIAL, nc, &pp, sizeof pp, e);
+    if (st != ACCEL_OK) return st;
+  }
+  /* With no partials the final kernel stores 0. */
+  const acc_norm_final_params_t fp = {e ? e->partials_addr : 0, ADDR(a->out), nc, a->kind, a->p, 0};
+  return kop_launch(r->stream, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
+}
+
+accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
+                                       size_t n, float norm_type, float *out_dev) {
+  const char *fn = "accel_multi_tensor_norm";
+  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_NORM_PARTIAL, .nl = 1,
+                 .lists = {{tensors, "tensors", 0, 0}}, .n = n, .ns = 1,
+                 .scalars = {{out_dev, sizeof(float), "out_dev", 1}}};
+  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+  if (st != ACCEL_OK) return st;
+  if (!(norm_type > 0.0f)) /* also rejects NaN */
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: norm_type %g is not supported (want p > 0 or INFINITY)", fn,
+                           (double)norm_type);
+  if (!out_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: out_dev is NULL", fn);
+  st = kop_validate(&r);
+  if (st != ACCEL_OK) return st;
+  norm_args_t a = {ACC_NORM_P, norm_type, out_dev};
+  if (isinf(norm_type)) a.kind = ACC_NORM_INF;
+  else if (norm_type == 1.0f) a.kind = ACC_NORM_L1;
+  else if (norm_type == 2.0f) a.kind = ACC_NORM_L2;
+  /* the table carries this stream's partials scratch */
+  return kop_run(&r, 1, norm_body, &a);
+}
+
+typedef struct clip_args {
+  float max_norm, eps;
+  const float *total;
+  float *coef_out;
+} clip_args_t;
+
+static accel_status_t clip_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const clip_args_t *a = user;
+  const uint32_t nc = e ? e->num_chunks : 0;
+  if (nc == 0 && !a->coef_out) return ACCEL_OK;
+  const acc_clip_params_t p = {e ? e->chunks_addr : 0, ADDR(a->total), ADDR(a->coef_out), nc,
+                               nc ? (acc_u32)r->lists[0].t[0].dtype : 0, a->max_norm, a->eps};
+  /* with no chunks one block still stores the coefficient */
+  return kop_launch(r->stream, ACCEL_KERNEL_CLIP, nc ? nc : 1, &p, sizeof p, e);
+}
+
+accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
+                                         size_t n, float max_norm, const float *total_norm_dev,
+                                         float eps, float *coef_out_dev) {
+  const char *fn = "accel_clip_by_global_norm";
+  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_CLIP, .nl = 1,
+                 .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
+                 .scalars = {{total_norm_dev, sizeof(float), "total_norm_dev", 0},
+                             {coef_out_dev, sizeof(float), "coef_out_dev", 1}}};
+  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+  if (st != ACCEL_OK) return st;
+  if (!total_norm_dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: total_norm_dev is NULL", fn);
+  st = kop_validate(&r);
+  if (st != ACCEL_OK) return st;
+  const clip_args_t a = {max_norm, eps, total_norm_dev, coef_out_dev};
+  return kop_run(&r, 0, clip_body, &a);
+}
+
+static accel_status_t update_hp_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const acc_update_hp_params_t p = {e->chunks_addr, e->num_chunks,
+                                    (acc_u32)r->lists[0].t[0].dtype, *(const int *)user ? 1u : 0u, 0};
+  return kop_launch(r->stream, ACCEL_KERNEL_UPDATE_HP, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_t *lp_grads,
+                                     const accel_tensor_t *hp_grads, size_t n, int zero_lp) {
+  kop_req_t r = {.fn = "accel_update_hp_grads", .stream = stream, .op = ACCEL_KERNEL_UPDATE_HP,
+                 .nl = 2, .lists = {{lp_grads, "lp_grads", zero_lp != 0, 0},
+                                    {hp_grads, "hp_grads", 1, 1}}, .n = n};
+  accel_status_t st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, 0, update_hp_body, &zero_lp);
+}
+
+typedef struct unscale_args {
+  const float *inv_scale;
+  float *found_inf;
+} unscale_args_t;
+
+static accel_status_t unscale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const unscale_args_t *a = user;
+  const acc_unscale_params_t p = {e->chunks_addr, ADDR(a->inv_scale), ADDR(a->found_inf),
+                                  e->num_chunks, (acc_u32)r->lists[0].t[0].dtype};
+  return kop_launch(r->stream, ACCEL_KERNEL_UNSCALE, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tensor_t *tensors,
+                                       size_t n, const float *inv_scale_dev,
+                                       float *found_inf_dev) {
+  const char *fn = "accel_unscale_and_check";
+  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_UNSCALE, .nl = 1,
+                 .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
+                 .scalars = {{inv_scale_dev, sizeof(float), "inv_scale_dev", 0},
+                             {found_inf_dev, sizeof(float), "found_inf_dev", 1}}};
+  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+  if (st != ACCEL_OK) return st;
+  if (!inv_scale_dev || !found_inf_dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                           inv_scale_dev ? "found_inf_dev" : "inv_scale_dev");
+  st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  const unscale_args_t a = {inv_scale_dev, found_inf_dev};
+  return kop_run(&r, 0, unscale_body, &a);
+}
+
+static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const acc_adam_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
+                               (acc_u32)r->lists[1].t[0].dtype};
+  return kop_launch(r->stream, ACCEL_KERNEL_ADAM, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *params,
+                                const accel_tensor_t *grads, const accel_tensor_t *exp_avg,
+                                const accel_tensor_t *exp_avg_sq, size_t n,
+                                const accel_adam_args_t *args_dev) {
+  const char *fn = "accel_fused_adam";
+  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_ADAM, .nl = 4,
+                 .lists = {{params, "params", 1, 1}, {grads, "grads", 0, 0},
+                           {exp_avg, "exp_avg", 1, 1}, {exp_avg_sq, "exp_avg_sq", 1, 1}},
+                 .n = n, .ns = 1,
+                 .scalars = {{args_dev, sizeof(accel_adam_args_t), "args_dev", 0}}};
+  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+  if (st != ACCEL_OK) return st;
+  if (!args_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: args_dev is NULL", fn);
+  st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, 0, adam_body, args_dev);
+}
+
+static accel_status_t fill_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const acc_fill_params_t p = {e->chunks_addr, e->num_chunks, (acc_u32)r->lists[0].t[0].dtype,
+                               *(const float *)user, 0};
+  return kop_launch(r->stream, ACCEL_KERNEL_FILL, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
+                          float value) {
+  kop_req_t r = {.fn = "accel_fill", .stream = stream, .op = ACCEL_KERNEL_FILL, .nl = 1,
+                 .lists = {{tensors, "tensors", 1, 0}}, .n = n};
+  accel_status_t st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, 0, fill_body, &value);
+}
+
+static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const acc_scale_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
+                                (acc_u32)r->lists[0].t[0].dtype};
+  return kop_launch(r->stream, ACCEL_KERNEL_SCALE, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
+                           const float *scale_dev) {
+  const char *fn = "accel_scale";
+  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_SCALE, .nl = 1,
+                 .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 1,
+                 .scalars = {{scale_dev, sizeof(float), "scale_dev", 0}}};
+  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+  if (st != ACCEL_OK) return st;
+  if (!scale_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: scale_dev is NULL", fn);
+  st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, 0, scale_body, scale_dev);
+}
