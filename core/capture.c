@@ -1,0 +1,286 @@
+/*
+ * Stream capture, enforced in core with CUDA's rules for every backend:
+ *  - work submitted to a capturing stream is recorded, not run;
+ *  - a stream that waits on an event recorded in the capture joins it (fork); every joined
+ *    stream's work must flow back into the origin stream through event waits before
+ *    capture_end (join), otherwise the capture is invalid;
+ *  - potentially unsafe calls (synchronize, query, blocking copy, accel_malloc) invalidate the
+ *    capture when it covers the calling thread: GLOBAL from any thread, THREAD_LOCAL from the
+ *    capturing thread, RELAXED never (calls on the capturing streams themselves always do).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "internal.h"
+
+#define MAX_CAPTURE_STREAMS 64
+
+struct accel_capture {
+  accel_graph_t *graph;
+  accel_device_t *dev;
+  accel_capture_mode_t mode;
+  pthread_t thread;
+  bool invalidated;             /* guarded by active_lock */
+  char reason[512];
+  accel_pool_t *pool;
+  accel_cmdlist_t cmds;
+  accel_stream_t *streams[MAX_CAPTURE_STREAMS]; /* slot -> stream; slot 0 is the origin */
+  uint32_t nstreams;
+  accel_event_t **events;       /* events recorded in the capture (cleared at the end) */
+  size_t nevents, capevents;
+  uint32_t next_event_slot;
+  accel_capture_t *next;
+};
+
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static accel_capture_t *active;
+atomic_int accel_active_captures;
+
+static void invalidate_locked(accel_capture_t *c, const char *reason) {
+  if (c->invalidated) return;
+  c->invalidated = true;
+  snprintf(c->reason, sizeof c->reason, "%s", reason);
+}
+
+void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&active_lock);
+  invalidate_locked(c, buf);
+  pthread_mutex_unlock(&active_lock);
+}
+
+static bool is_invalid(accel_capture_t *c) {
+  pthread_mutex_lock(&active_lock);
+  bool inv = c->invalidated;
+  pthread_mutex_unlock(&active_lock);
+  return inv;
+}
+
+accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream) {
+  if (atomic_load(&accel_active_captures) == 0) return ACCEL_OK;
+  pthread_t self = pthread_self();
+  int hits = 0;
+  pthread_mutex_lock(&active_lock);
+  for (accel_capture_t *c = active; c; c = c->next) {
+    bool on_stream = false;
+    for (uint32_t i = 0; stream && i < c->nstreams; ++i) on_stream |= c->streams[i] == stream;
+    bool covered = on_stream || c->mode == ACCEL_CAPTURE_MODE_GLOBAL ||
+                   (c->mode == ACCEL_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(c->thread, self));
+    if (!covered) continue;
+    char why[256];
+    snprintf(why, sizeof why, "%s called during capture%s", fn,
+             on_stream ? " on a capturing stream" : "");
+    invalidate_locked(c, why);
+    hits++;
+  }
+  pthread_mutex_unlock(&active_lock);
+  if (!hits) return ACCEL_OK;
+  return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                         "%s is not allowed while a stream capture is active%s; the capture is "
+                         "invalidated",
+                         fn, stream ? " on this stream" : "");
+}
+
+static accel_status_t invalidated_error(accel_capture_t *c) {
+  return accel_set_error(ACCEL_ERROR_CAPTURE_INVALIDATED,
+                         "the capture was invalidated earlier (%s); end it and capture again",
+                         c->reason);
+}
+
+accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
+                                   accel_capture_mode_t mode, accel_capture_t **out) {
+  accel_capture_t *c = calloc(1, sizeof *c);
+  if (!c) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  c->graph = g;
+  c->dev = s->dev;
+  c->mode = mode;
+  c->thread = pthread_self();
+  c->pool = pool;
+  accel_cmdlist_init(&c->cmds);
+  c->streams[0] = s;
+  c->nstreams = 1;
+  s->capture = c;
+  s->capture_slot = 0;
+  pthread_mutex_lock(&active_lock);
+  c->next = active;
+  active = c;
+  atomic_fetch_add(&accel_active_captures, 1);
+  pthread_mutex_unlock(&active_lock);
+  *out = c;
+  return ACCEL_OK;
+}
+
+accel_mempool_arena_t *accel_capture_arena(accel_capture_t *c) { return c->pool->arena; }
+
+accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
+                                           accel_keepalive_t *keep) {
+  accel_capture_t *c = s->capture;
+  if (is_invalid(c)) return invalidated_error(c);
+  accel_cmd_t rec = *cmd;
+  rec.stream_slot = s->capture_slot;
+  return accel_cmdlist_append(&c->cmds, &rec, keep);
+}
+
+accel_status_t accel_capture_keep_locked(accel_stream_t *s, accel_keepalive_t *keep) {
+  return accel_cmdlist_keep(&s->capture->cmds, keep);
+}
+
+accel_status_t accel_capture_check_free_locked(accel_stream_t *s, void *ptr) {
+  accel_capture_t *c = s->capture;
+  if (is_invalid(c)) return invalidated_error(c);
+  if (accel_mempool_block_arena(s->dev->mem, ptr) != c->pool->arena) {
+    accel_capture_invalidate(c, "accel_free_async of memory not allocated from the capture's "
+                                "pool");
+    return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                           "accel_free_async: %p was not allocated from the capturing graph's "
+                           "pool; the capture is invalidated",
+                           ptr);
+  }
+  return ACCEL_OK;
+}
+
+accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_t *e) {
+  accel_capture_t *c = s->capture;
+  if (is_invalid(c)) return invalidated_error(c);
+  if (c->nevents == c->capevents) {
+    size_t cap = c->capevents ? c->capevents * 2 : 8;
+    accel_event_t **n = realloc(c->events, cap * sizeof *n);
+    if (!n) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+    c->events = n;
+    c->capevents = cap;
+  }
+  accel_cmd_t rec = {.type = ACCEL_CMD_EVENT_RECORD, .stream_slot = s->capture_slot};
+  rec.u.event.event_slot = c->next_event_slot++;
+  accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, NULL);
+  if (st != ACCEL_OK) return st;
+  c->events[c->nevents++] = e;
+  pthread_mutex_lock(&e->lock);
+  e->capture = c;
+  e->capture_event_slot = rec.u.event.event_slot;
+  e->capture_position = c->cmds.count - 1;
+  e->capture_stream_slot = s->capture_slot;
+  pthread_mutex_unlock(&e->lock);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_event_t *e) {
+  pthread_mutex_lock(&e->lock);
+  accel_capture_t *ec = e->capture;
+  uint32_t slot = e->capture_event_slot;
+  pthread_mutex_unlock(&e->lock);
+  accel_capture_t *sc = s->capture;
+  if (!ec) {
+    accel_capture_invalidate(sc, "a capturing stream waited on an event recorded outside the "
+                                 "capture");
+    return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                           "accel_stream_wait_event: a capturing stream cannot wait on an event "
+                           "recorded outside the capture; the capture is invalidated");
+  }
+  if (sc && sc != ec) {
+    accel_capture_invalidate(sc, "waited on an event of another capture");
+    accel_capture_invalidate(ec, "its event was waited on by another capture");
+    return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                           "accel_stream_wait_event: the event belongs to a different capture; "
+                           "both captures are invalidated");
+  }
+  if (is_invalid(ec)) return invalidated_error(ec);
+  if (!sc) {
+    /* fork: the stream joins the capture */
+    if (ec->nstreams == MAX_CAPTURE_STREAMS)
+      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "more than %d streams in one capture",
+                             MAX_CAPTURE_STREAMS);
+    if (s->dev != ec->dev)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "stream of another device");
+    accel_status_t st = accel_lazy_flush_locked(s);
+    if (st != ACCEL_OK) return st;
+    s->capture = ec;
+    s->capture_slot = ec->nstreams;
+    ec->streams[ec->nstreams++] = s;
+  }
+  accel_cmd_t rec = {.type = ACCEL_CMD_EVENT_WAIT, .stream_slot = s->capture_slot};
+  rec.u.event.event_slot = slot;
+  return accel_cmdlist_append(&ec->cmds, &rec, NULL);
+}
+
+/* Returns the first joined stream slot whose last command does not flow back into the origin
+ * stream before the end, or 0 when every stream rejoined. */
+static uint32_t find_unjoined(const accel_capture_t *c) {
+  const accel_cmdlist_t *l = &c->cmds;
+  int64_t need[MAX_CAPTURE_STREAMS], last[MAX_CAPTURE_STREAMS];
+  for (uint32_t i = 0; i < MAX_CAPTURE_STREAMS; ++i) need[i] = last[i] = -1;
+  need[0] = INT64_MAX;
+  int64_t *record_pos = calloc(c->next_event_slot + 1, sizeof *record_pos);
+  if (!record_pos) return 0;
+  for (size_t i = 0; i < l->count; ++i) {
+    last[l->cmds[i].stream_slot] = (int64_t)i;
+    if (l->cmds[i].type == ACCEL_CMD_EVENT_RECORD)
+      record_pos[l->cmds[i].u.event.event_slot] = (int64_t)i;
+  }
+  for (size_t i = l->count; i-- > 0;) {
+    const accel_cmd_t *cmd = &l->cmds[i];
+    if ((int64_t)i > need[cmd->stream_slot] || cmd->type != ACCEL_CMD_EVENT_WAIT) continue;
+    int64_t p = record_pos[cmd->u.event.event_slot];
+    uint32_t src = l->cmds[p].stream_slot;
+    if (p > need[src]) need[src] = p;
+  }
+  free(record_pos);
+  for (uint32_t sl = 1; sl < c->nstreams; ++sl)
+    if (last[sl] > need[sl]) return sl;
+  return 0;
+}
+
+accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool *valid) {
+  pthread_mutex_lock(&active_lock);
+  for (accel_capture_t **pp = &active; *pp; pp = &(*pp)->next) {
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  }
+  atomic_fetch_sub(&accel_active_captures, 1);
+  bool invalid = c->invalidated;
+  pthread_mutex_unlock(&active_lock);
+  uint32_t unjoined = invalid ? 0 : find_unjoined(c);
+  accel_mempool_t *mem = c->dev->mem;
+  for (uint32_t i = 0; i < c->nstreams; ++i) {
+    accel_stream_t *s = c->streams[i];
+    if (i) pthread_mutex_lock(&s->lock); /* the origin's lock is held by the caller */
+    s->capture = NULL;
+    if (i) pthread_mutex_unlock(&s->lock);
+    /* blocks freed during the capture become reusable by later captures sharing the pool */
+    accel_mempool_retag(mem, c->pool->arena, s, NULL);
+  }
+  for (size_t i = 0; i < c->nevents; ++i) {
+    accel_event_t *e = c->events[i];
+    if (!accel_handle_is_live(e, ACCEL_HANDLE_EVENT)) continue;
+    pthread_mutex_lock(&e->lock);
+    if (e->capture == c) e->capture = NULL;
+    pthread_mutex_unlock(&e->lock);
+  }
+  accel_status_t st = ACCEL_OK;
+  *valid = false;
+  if (invalid) {
+    st = invalidated_error(c);
+  } else if (unjoined) {
+    st = accel_set_error(ACCEL_ERROR_CAPTURE_INVALIDATED,
+                         "accel_graph_capture_end: stream %p joined the capture but its work "
+                         "was not joined back into the capturing stream (record an event on it "
+                         "and wait on that event from the capturing stream)",
+                         (void *)c->streams[unjoined]);
+  } else {
+    *out = c->cmds; /* moved */
+    accel_cmdlist_init(&c->cmds);
+    *valid = true;
+  }
+  accel_cmdlist_free(&c->cmds);
+  free(c->events);
+  free(c);
+  return st;
+}

@@ -1,0 +1,182 @@
+#include "cmdlist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_util.h"
+
+#define ARENA_CHUNK 8192u
+
+struct accel_cmd_arena {
+  accel_cmd_arena_t *next;
+  size_t used, cap;
+  unsigned char data[];
+};
+
+void accel_cmdlist_init(accel_cmdlist_t *l) { memset(l, 0, sizeof *l); }
+
+static void release_keeps(accel_cmdlist_t *l) {
+  for (size_t i = 0; i < l->nkeeps; ++i) accel_keepalive_release(l->keeps[i]);
+  l->nkeeps = 0;
+}
+
+void accel_cmdlist_clear(accel_cmdlist_t *l) {
+  release_keeps(l);
+  l->count = 0;
+  /* keep the first arena chunk for reuse, free the rest */
+  if (l->arena) {
+    for (accel_cmd_arena_t *a = l->arena->next, *n; a; a = n) {
+      n = a->next;
+      free(a);
+    }
+    l->arena->next = NULL;
+    l->arena->used = 0;
+  }
+}
+
+void accel_cmdlist_free(accel_cmdlist_t *l) {
+  accel_cmdlist_clear(l);
+  free(l->arena);
+  free(l->cmds);
+  free(l->keeps);
+  memset(l, 0, sizeof *l);
+}
+
+static void *arena_copy(accel_cmdlist_t *l, const void *src, size_t size) {
+  size_t need = (size + 15u) & ~(size_t)15u;
+  accel_cmd_arena_t *a = l->arena;
+  if (!a || a->cap - a->used < need) {
+    size_t cap = need > ARENA_CHUNK ? need : ARENA_CHUNK;
+    accel_cmd_arena_t *n = malloc(sizeof *n + cap);
+    if (!n) return NULL;
+    n->used = 0;
+    n->cap = cap;
+    n->next = a;
+    l->arena = a = n;
+  }
+  void *dst = a->data + a->used;
+  memcpy(dst, src, size);
+  a->used += need;
+  return dst;
+}
+
+accel_status_t accel_cmdlist_append(accel_cmdlist_t *l, const accel_cmd_t *cmd,
+                                    accel_keepalive_t *keep) {
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    accel_cmd_t *n = realloc(l->cmds, cap * sizeof *n);
+    if (!n) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory recording");
+    l->cmds = n;
+    l->cap = cap;
+  }
+  accel_cmd_t c = *cmd;
+  if (c.type == ACCEL_CMD_KERNEL && c.u.kernel.params_size) {
+    c.u.kernel.params = arena_copy(l, cmd->u.kernel.params, cmd->u.kernel.params_size);
+    if (!c.u.kernel.params)
+      return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory recording");
+  }
+  if (keep) {
+    accel_status_t st = accel_cmdlist_keep(l, keep);
+    if (st != ACCEL_OK) return st;
+  }
+  l->cmds[l->count++] = c;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cmdlist_keep(accel_cmdlist_t *l, accel_keepalive_t *keep) {
+  if (l->nkeeps == l->capkeeps) {
+    size_t cap = l->capkeeps ? l->capkeeps * 2 : 16;
+    accel_keepalive_t **n = realloc(l->keeps, cap * sizeof *n);
+    if (!n) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory recording");
+    l->keeps = n;
+    l->capkeeps = cap;
+  }
+  accel_keepalive_retain(keep);
+  l->keeps[l->nkeeps++] = keep;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *src,
+                                  bool skip_events) {
+  accel_cmdlist_clear(dst);
+  for (size_t i = 0; i < src->count; ++i) {
+    const accel_cmd_t *c = &src->cmds[i];
+    if (skip_events && (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT))
+      continue;
+    accel_status_t st = accel_cmdlist_append(dst, c, NULL);
+    if (st != ACCEL_OK) return st;
+  }
+  for (size_t i = 0; i < src->nkeeps; ++i) {
+    accel_status_t st = accel_cmdlist_keep(dst, src->keeps[i]);
+    if (st != ACCEL_OK) return st;
+  }
+  return ACCEL_OK;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t accel_cmdlist_hash(const accel_cmdlist_t *l) {
+  uint64_t h = 0xcbf29ce484222325ull ^ l->count;
+  for (size_t i = 0; i < l->count; ++i) {
+    const accel_cmd_t *c = &l->cmds[i];
+    h = mix(h, c->type);
+    switch (c->type) {
+      case ACCEL_CMD_KERNEL:
+        h = mix(h, c->u.kernel.kernel_id);
+        h = mix(h, c->u.kernel.num_blocks);
+        h = mix_bytes(h, c->u.kernel.params, c->u.kernel.params_size);
+        break;
+      case ACCEL_CMD_MEMCPY:
+        h = mix(mix(mix(h, (uintptr_t)c->u.memcpy.dst), (uintptr_t)c->u.memcpy.src),
+                c->u.memcpy.size);
+        break;
+      case ACCEL_CMD_MEMSET:
+        h = mix(mix(mix(h, (uintptr_t)c->u.memset.dst), c->u.memset.size), c->u.memset.value);
+        break;
+      case ACCEL_CMD_HOST_FUNC:
+        h = mix(mix(h, (uintptr_t)c->u.host_func.fn), (uintptr_t)c->u.host_func.user);
+        break;
+      default:
+        h = mix(mix(h, c->stream_slot), c->u.event.event_slot);
+        break;
+    }
+  }
+  return h;
+}
+
+static bool cmd_equal(const accel_cmd_t *a, const accel_cmd_t *b) {
+  if (a->type != b->type || a->stream_slot != b->stream_slot) return false;
+  switch (a->type) {
+    case ACCEL_CMD_KERNEL:
+      return a->u.kernel.kernel_id == b->u.kernel.kernel_id &&
+             a->u.kernel.num_blocks == b->u.kernel.num_blocks &&
+             a->u.kernel.params_size == b->u.kernel.params_size &&
+             memcmp(a->u.kernel.params, b->u.kernel.params, a->u.kernel.params_size) == 0;
+    case ACCEL_CMD_MEMCPY:
+      return a->u.memcpy.dst == b->u.memcpy.dst && a->u.memcpy.src == b->u.memcpy.src &&
+             a->u.memcpy.size == b->u.memcpy.size && a->u.memcpy.kind == b->u.memcpy.kind;
+    case ACCEL_CMD_MEMSET:
+      return a->u.memset.dst == b->u.memset.dst && a->u.memset.size == b->u.memset.size &&
+             a->u.memset.value == b->u.memset.value;
+    case ACCEL_CMD_HOST_FUNC:
+      return a->u.host_func.fn == b->u.host_func.fn && a->u.host_func.user == b->u.host_func.user;
+    default:
+      return a->u.event.event_slot == b->u.event.event_slot;
+  }
+}
+
+bool accel_cmdlist_equal(const accel_cmdlist_t *a, const accel_cmdlist_t *b) {
+  if (a->count != b->count) return false;
+  for (size_t i = 0; i < a->count; ++i)
+    if (!cmd_equal(&a->cmds[i], &b->cmds[i])) return false;
+  return true;
+}

@@ -1,0 +1,16 @@
+/* Small helpers shared by every core file. */
+#ifndef ACCEL_CORE_UTIL_H
+#define ACCEL_CORE_UTIL_H
+
+#include "accel/accel.h"
+
+accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Returns INVALID_ARGUMENT naming fn and the NULL argument. */
+#define ACCEL_REQUIRE_ARG(cond, fn, what)                                                   \
+  do {                                                                                      \
+    if (!(cond)) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s", fn, what);  \
+  } while (0)
+
+#endif

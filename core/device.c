@@ -1,0 +1,241 @@
+/* Device selection, lifetime and info. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "trace.h"
+
+extern const char *const accel_probe_order[];
+extern const size_t accel_probe_order_len;
+
+accel_status_t accel_device_check(accel_device_t *dev, const char *fn) {
+  if (!accel_handle_is_live(dev, ACCEL_HANDLE_DEVICE))
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or closed device handle %p",
+                           fn, (void *)dev);
+  return ACCEL_OK;
+}
+
+void accel_device_retain(accel_device_t *dev) {
+  pthread_mutex_lock(&dev->backend->lock);
+  atomic_fetch_add(&dev->hdr.refcount, 1);
+  pthread_mutex_unlock(&dev->backend->lock);
+}
+
+static void device_teardown(accel_device_t *dev) {
+  accel_device_drain(dev);
+  if (dev->upload_stream) accel_stream_destroy_internal(dev->upload_stream);
+  if (dev->default_stream) accel_stream_destroy_internal(dev->default_stream);
+  if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
+  accel_mempool_destroy(dev->mem);
+  dev->backend->vt->device_close(dev->impl);
+  accel_handle_unregister(&dev->hdr);
+  pthread_mutex_destroy(&dev->lock);
+  free(dev);
+}
+
+void accel_device_release(accel_device_t *dev) {
+  accel_backend_t *b = dev->backend;
+  pthread_mutex_lock(&b->lock);
+  bool last = atomic_fetch_sub(&dev->hdr.refcount, 1) == 1;
+  if (last) b->devices[dev->index] = NULL;
+  pthread_mutex_unlock(&b->lock);
+  if (last) device_teardown(dev);
+}
+
+static accel_status_t device_create(accel_backend_t *b, int index, accel_device_t **out) {
+  accel_device_t *dev = calloc(1, sizeof *dev);
+  if (!dev) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  dev->backend = b;
+  dev->index = index;
+  pthread_mutex_init(&dev->lock, NULL);
+  accel_status_t st = b->vt->device_info(b->state, index, &dev->info);
+  if (st == ACCEL_OK) st = b->vt->device_open(b->state, index, &dev->impl);
+  if (st != ACCEL_OK) {
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+    return accel_set_error(st, "opening %s:%d failed: %s", b->name, index, accel_last_error());
+  }
+  snprintf(dev->info.backend, sizeof dev->info.backend, "%s", b->name);
+  dev->info.index = index;
+  const char *lazy_env = accel_env("ACCEL_LAZY");
+  dev->lazy_default = lazy_env ? accel_env_flag("ACCEL_LAZY", false) : dev->info.lazy_default;
+  if (accel_env_flag("ACCEL_DISABLE_GRAPHS", false)) dev->info.native_graphs = 0;
+  st = accel_mempool_create(b->vt, dev->impl, &dev->mem);
+  if (st == ACCEL_OK) {
+    accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
+    dev->trace_id = accel_trace_new_track("device", b->name, index);
+    st = accel_stream_create_internal(dev, ACCEL_STREAM_DEFAULT, true, false,
+                                      &dev->default_stream);
+    if (st != ACCEL_OK) {
+      accel_handle_unregister(&dev->hdr);
+      accel_mempool_destroy(dev->mem);
+    }
+  }
+  if (st != ACCEL_OK) {
+    b->vt->device_close(dev->impl);
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+    return st;
+  }
+  *out = dev;
+  return ACCEL_OK;
+}
+
+/* Opens (or retains) device index of backend b. */
+static accel_status_t open_index(accel_backend_t *b, int index, accel_device_t **out) {
+  accel_status_t st = accel_backend_ensure_init(b);
+  if (st != ACCEL_OK) return st;
+  if (index < 0 || index >= b->device_count)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "device index %d out of range: backend '%s' has %d device(s)", index,
+                           b->name, b->device_count);
+  pthread_mutex_lock(&b->lock);
+  accel_device_t *dev = b->devices[index];
+  if (dev) {
+    atomic_fetch_add(&dev->hdr.refcount, 1);
+  } else {
+    st = device_create(b, index, &dev);
+    if (st == ACCEL_OK) b->devices[index] = dev;
+  }
+  pthread_mutex_unlock(&b->lock);
+  if (st == ACCEL_OK) {
+    *out = dev;
+    accel_log(ACCEL_LOG_INFO, "accel", "opened %s:%d (%s)", b->name, index, dev->info.name);
+  }
+  return st;
+}
+
+static accel_status_t open_selector(const char *selector, accel_device_t **out) {
+  char name[64];
+  int index = 0;
+  const char *colon = strchr(selector, ':');
+  size_t len = colon ? (size_t)(colon - selector) : strlen(selector);
+  if (len == 0 || len >= sizeof name)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "invalid device selector '%s' (expected backend[:index])", selector);
+  memcpy(name, selector, len);
+  name[len] = '\0';
+  if (colon) {
+    char *end = NULL;
+    long v = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || v < 0 || v > 1 << 20)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                             "invalid device index in selector '%s'", selector);
+    index = (int)v;
+  }
+  accel_backend_t *b = NULL;
+  accel_status_t st = accel_backend_find(name, &b);
+  if (st != ACCEL_OK) return st;
+  return open_index(b, index, out);
+}
+
+/* The automatic probe: the first usable device in probe order. OpenCL counts only GPU and
+ * accelerator devices, since the built-in CPU backend beats an OpenCL CPU device. */
+static accel_status_t open_probe(accel_device_t **out) {
+  for (size_t i = 0; i < accel_probe_order_len; ++i) {
+    const char *name = accel_probe_order[i];
+    accel_backend_t *b = NULL;
+    if (accel_backend_find(name, &b) != ACCEL_OK) {
+      accel_log(ACCEL_LOG_INFO, "select", "skipping %s: %s", name, accel_last_error());
+      continue;
+    }
+    if (accel_backend_ensure_init(b) != ACCEL_OK) {
+      accel_log(ACCEL_LOG_INFO, "select", "skipping %s: %s", name, accel_last_error());
+      continue;
+    }
+    for (int d = 0; d < b->device_count; ++d) {
+      accel_device_info_t info;
+      if (b->vt->device_info(b->state, d, &info) != ACCEL_OK) continue;
+      if (strcmp(name, "opencl") == 0 && info.type == ACCEL_DEVICE_TYPE_CPU) {
+        accel_log(ACCEL_LOG_INFO, "select",
+                  "skipping opencl:%d (%s): a CPU-type OpenCL device; the built-in cpu "
+                  "backend is preferred (ACCEL_BACKEND=opencl selects it)",
+                  d, info.name);
+        continue;
+      }
+      accel_status_t st = open_index(b, d, out);
+      if (st == ACCEL_OK) return ACCEL_OK;
+      accel_log(ACCEL_LOG_INFO, "select", "skipping %s:%d: %s", name, d, accel_last_error());
+    }
+  }
+  return accel_set_error(ACCEL_ERROR_UNAVAILABLE, "no usable device found (ACCEL_LOG=info "
+                                                  "shows why each backend was skipped)");
+}
+
+accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
+  ACCEL_REQUIRE_ARG(out, "accel_device_open", "out is NULL");
+  accel_registry_ensure_loaded();
+  accel_trace_scope_t t = accel_trace_begin(0, "device_open");
+  const char *sel = selector ? selector : accel_env("ACCEL_BACKEND");
+  accel_status_t st = sel ? open_selector(sel, out) : open_probe(out);
+  accel_trace_end(&t);
+  return st;
+}
+
+accel_status_t accel_device_close(accel_device_t *dev) {
+  accel_status_t st = accel_device_check(dev, "accel_device_close");
+  if (st != ACCEL_OK) return st;
+  accel_device_release(dev);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *info) {
+  accel_status_t st = accel_device_check(dev, "accel_device_get_info");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(info, "accel_device_get_info", "info is NULL");
+  *info = dev->info;
+  if (dev->backend->vt->mem_info) {
+    uint64_t free_b = 0, total_b = 0;
+    if (dev->backend->vt->mem_info(dev->impl, &free_b, &total_b) == ACCEL_OK) {
+      info->memory_free = free_b;
+      info->memory_total = total_b;
+    }
+  }
+  return ACCEL_OK;
+}
+
+/* Synchronizes every stream of the device without capture checks. */
+accel_status_t accel_device_drain(accel_device_t *dev) {
+  if (dev->backend->vt->device_synchronize) {
+    /* flush lazy queues first: the backend only sees submitted work */
+    pthread_mutex_lock(&dev->lock);
+    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
+      pthread_mutex_lock(&s->lock);
+      if (!s->capture) accel_lazy_flush_locked(s);
+      pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return dev->backend->vt->device_synchronize(dev->impl);
+  }
+  accel_status_t first = ACCEL_OK;
+  pthread_mutex_lock(&dev->lock);
+  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
+    accel_status_t st = accel_stream_sync_internal(s);
+    if (first == ACCEL_OK) first = st;
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return first;
+}
+
+accel_status_t accel_device_synchronize(accel_device_t *dev) {
+  accel_status_t st = accel_device_check(dev, "accel_device_synchronize");
+  if (st != ACCEL_OK) return st;
+  st = accel_capture_check_unsafe("accel_device_synchronize", NULL);
+  if (st != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(dev->trace_id, "device_synchronize");
+  st = accel_device_drain(dev);
+  accel_trace_end(&t);
+  return st;
+}
+
+int accel_device_any_capture(accel_device_t *dev) {
+  int any = 0;
+  pthread_mutex_lock(&dev->lock);
+  for (accel_stream_t *s = dev->streams; s && !any; s = s->next_in_device)
+    any = s->capture != NULL;
+  pthread_mutex_unlock(&dev->lock);
+  return any;
+}
+
+void **accel_device_kernel_state(accel_device_t *dev) { return &dev->kernel_state; }

@@ -1,0 +1,169 @@
+/* Events: record/wait across streams, queries, timing; fork/join edges while capturing. */
+#include <stdlib.h>
+
+#include "internal.h"
+#include "trace.h"
+
+static accel_status_t event_check(accel_event_t *e, const char *fn) {
+  if (!accel_handle_is_live(e, ACCEL_HANDLE_EVENT))
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or destroyed event %p", fn,
+                           (void *)e);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_event_t **out) {
+  accel_status_t st = accel_device_check(dev, "accel_event_create");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_event_create", "out is NULL");
+  if (flags & ~(unsigned)ACCEL_EVENT_DISABLE_TIMING)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_event_create: bad flags 0x%x",
+                           flags);
+  accel_event_t *e = calloc(1, sizeof *e);
+  if (!e) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  st = dev->backend->vt->event_create(dev->impl, flags, &e->impl);
+  if (st != ACCEL_OK) {
+    free(e);
+    return st;
+  }
+  e->dev = dev;
+  e->flags = flags;
+  pthread_mutex_init(&e->lock, NULL);
+  accel_device_retain(dev);
+  accel_handle_register(&e->hdr, ACCEL_HANDLE_EVENT, dev->backend->vt);
+  *out = e;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_event_destroy(accel_event_t *e) {
+  accel_status_t st = event_check(e, "accel_event_destroy");
+  if (st != ACCEL_OK) return st;
+  accel_handle_unregister(&e->hdr);
+  accel_device_t *dev = e->dev;
+  dev->backend->vt->event_destroy(e->impl);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+  accel_device_release(dev);
+  return ACCEL_OK;
+}
+
+/* Submits queued lazy work of the stream that last recorded e, so waiting on e terminates. */
+static accel_status_t flush_recorder(accel_event_t *e) {
+  pthread_mutex_lock(&e->lock);
+  accel_stream_t *rs = e->last_stream;
+  pthread_mutex_unlock(&e->lock);
+  if (!rs || !accel_handle_is_live(rs, ACCEL_HANDLE_STREAM)) return ACCEL_OK;
+  pthread_mutex_lock(&rs->lock);
+  accel_status_t st = rs->capture ? ACCEL_OK : accel_lazy_flush_locked(rs);
+  pthread_mutex_unlock(&rs->lock);
+  return st;
+}
+
+accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
+  accel_status_t st = event_check(e, "accel_event_record");
+  if (st != ACCEL_OK) return st;
+  accel_device_t *dev = NULL;
+  if ((st = accel_stream_check(s, "accel_event_record", &dev)) != ACCEL_OK) return st;
+  if (dev != e->dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_event_record: event and stream belong to different devices");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_event_record");
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) {
+    st = accel_capture_event_record_locked(s, e);
+  } else {
+    /* an event marks everything submitted before it: lazy work is submitted first */
+    st = accel_lazy_flush_locked(s);
+    if (st == ACCEL_OK) st = dev->backend->vt->event_record(e->impl, s->impl);
+    if (st == ACCEL_OK) {
+      pthread_mutex_lock(&e->lock);
+      e->recorded = true;
+      e->last_stream = s;
+      e->capture = NULL;
+      pthread_mutex_unlock(&e->lock);
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end(&t);
+  return st;
+}
+
+accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
+  accel_status_t st = event_check(e, "accel_stream_wait_event");
+  if (st != ACCEL_OK) return st;
+  accel_device_t *dev = NULL;
+  if ((st = accel_stream_check(s, "accel_stream_wait_event", &dev)) != ACCEL_OK) return st;
+  if (dev != e->dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_stream_wait_event: event and stream belong to different "
+                           "devices");
+  pthread_mutex_lock(&e->lock);
+  bool captured = e->capture != NULL;
+  pthread_mutex_unlock(&e->lock);
+  if (!captured && (st = flush_recorder(e)) != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_wait_event");
+  pthread_mutex_lock(&s->lock);
+  if (captured || s->capture) {
+    st = accel_capture_event_wait_locked(s, e);
+  } else {
+    st = accel_lazy_flush_locked(s);
+    if (st == ACCEL_OK && e->recorded) st = dev->backend->vt->stream_wait_event(s->impl, e->impl);
+  }
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end(&t);
+  return st;
+}
+
+/* Query/synchronize on an event recorded inside an active capture is illegal. */
+static accel_status_t check_event_capture(accel_event_t *e, const char *fn) {
+  pthread_mutex_lock(&e->lock);
+  accel_capture_t *c = e->capture;
+  pthread_mutex_unlock(&e->lock);
+  if (c) {
+    accel_capture_invalidate(c, "%s on an event recorded inside the capture", fn);
+    return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                           "%s: the event was recorded inside an active capture", fn);
+  }
+  return accel_capture_check_unsafe(fn, NULL);
+}
+
+accel_status_t accel_event_query(accel_event_t *e) {
+  accel_status_t st = event_check(e, "accel_event_query");
+  if (st != ACCEL_OK) return st;
+  if ((st = check_event_capture(e, "accel_event_query")) != ACCEL_OK) return st;
+  if (!e->recorded) return ACCEL_OK;
+  if ((st = flush_recorder(e)) != ACCEL_OK) return st;
+  return e->dev->backend->vt->event_query(e->impl);
+}
+
+accel_status_t accel_event_synchronize(accel_event_t *e) {
+  accel_status_t st = event_check(e, "accel_event_synchronize");
+  if (st != ACCEL_OK) return st;
+  if ((st = check_event_capture(e, "accel_event_synchronize")) != ACCEL_OK) return st;
+  if (!e->recorded) return ACCEL_OK;
+  if ((st = flush_recorder(e)) != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(e->dev->trace_id, "accel_event_synchronize");
+  st = e->dev->backend->vt->event_synchronize(e->impl);
+  accel_trace_end(&t);
+  return st;
+}
+
+accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, float *ms) {
+  accel_status_t st = event_check(start, "accel_event_elapsed_ms");
+  if (st == ACCEL_OK) st = event_check(end, "accel_event_elapsed_ms");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ms, "accel_event_elapsed_ms", "ms is NULL");
+  if (start->dev != end->dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_event_elapsed_ms: events belong to different devices");
+  if ((start->flags | end->flags) & ACCEL_EVENT_DISABLE_TIMING)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_event_elapsed_ms: an event was created with "
+                           "ACCEL_EVENT_DISABLE_TIMING");
+  if (!start->recorded || !end->recorded || start->capture || end->capture)
+    return accel_set_error(ACCEL_ERROR_STATE,
+                           "accel_event_elapsed_ms: both events must have been recorded "
+                           "outside a capture");
+  if ((st = flush_recorder(start)) != ACCEL_OK || (st = flush_recorder(end)) != ACCEL_OK)
+    return st;
+  return start->dev->backend->vt->event_elapsed_ms(start->impl, end->impl, ms);
+}

@@ -1,0 +1,214 @@
+/*
+ * Internal structures of libaccel's core. Every public handle starts with accel_handle_t
+ * (backend vtable + reference count), IREE HAL style; public functions validate, trace, then
+ * dispatch through the vtable or the core's generic fallback.
+ */
+#ifndef ACCEL_CORE_INTERNAL_H
+#define ACCEL_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "accel/accel.h"
+#include "accel/accel_plugin.h"
+#include "cmdlist.h"
+#include "kernel_support.h"
+#include "log.h"
+#include "core_util.h"
+#include "mempool.h"
+
+#define ACCEL_INTERNAL __attribute__((visibility("hidden")))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Handles                                                                                     */
+
+typedef enum accel_handle_kind {
+  ACCEL_HANDLE_DEVICE = 1,
+  ACCEL_HANDLE_STREAM,
+  ACCEL_HANDLE_EVENT,
+  ACCEL_HANDLE_GRAPH,
+  ACCEL_HANDLE_POOL
+} accel_handle_kind_t;
+
+typedef struct accel_handle {
+  const accel_backend_vtable_t *vt;
+  atomic_int refcount;
+  accel_handle_kind_t kind;
+} accel_handle_t;
+
+/* Live-handle registry: lets every entry point reject destroyed or foreign handles. */
+void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
+                           const accel_backend_vtable_t *vt);
+void accel_handle_unregister(accel_handle_t *h);
+bool accel_handle_is_live(const void *h, accel_handle_kind_t kind);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Backends                                                                                    */
+
+struct accel_backend {
+  char name[32];
+  char path[1024];                /* plugin file, "" for built-in */
+  const accel_backend_vtable_t *vt;
+  void *dl;                       /* dlopen handle (never closed while the process runs) */
+  pthread_mutex_t lock;
+  bool init_done;
+  accel_status_t init_status;
+  char init_message[512];
+  accel_be_backend_t *state;
+  int device_count;
+  accel_device_t **devices;       /* opened devices by index (NULL if not open) */
+};
+
+/* Loads plugins once; returns the backend list. */
+void accel_registry_ensure_loaded(void);
+/* Runs backend_init once; returns its status (message copied into backend->init_message). */
+accel_status_t accel_backend_ensure_init(accel_backend_t *backend);
+extern const accel_host_api_t accel_host_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Devices                                                                                     */
+
+struct accel_device {
+  accel_handle_t hdr;
+  accel_backend_t *backend;
+  int index;
+  accel_be_device_t *impl;
+  accel_device_info_t info;
+  pthread_mutex_t lock;           /* stream list */
+  accel_stream_t *streams;        /* all live streams (linked through next_in_device) */
+  accel_stream_t *default_stream;
+  accel_stream_t *upload_stream;  /* internal, created on first accel_device_upload */
+  accel_mempool_t *mem;           /* caching allocator (default pool + graph pools) */
+  void *kernel_state;
+  bool lazy_default;
+  uint64_t trace_id;
+};
+
+void accel_device_retain(accel_device_t *dev);
+void accel_device_release(accel_device_t *dev);
+accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Streams, capture, lazy queue                                                                */
+
+typedef struct accel_capture accel_capture_t;
+
+typedef struct accel_lazy_cache_entry {
+  uint64_t hash;
+  accel_cmdlist_t cmds;
+  accel_be_graph_t *native;       /* instantiated on the second hit, if the backend can */
+  uint64_t hits;
+  uint64_t last_use;
+} accel_lazy_cache_entry_t;
+
+#define ACCEL_LAZY_CACHE_SIZE 4
+
+struct accel_stream {
+  accel_handle_t hdr;
+  accel_device_t *dev;
+  accel_be_stream_t *impl;
+  pthread_mutex_t lock;           /* serialises submission and capture/lazy state */
+  bool is_default;
+  bool internal;
+  bool lazy;
+  /* capture: set while this stream records into a capture (origin or joined) */
+  accel_capture_t *capture;
+  uint32_t capture_slot;
+  /* lazy mode */
+  accel_cmdlist_t lazy_queue;
+  accel_lazy_stats_t lazy_stats;
+  accel_lazy_cache_entry_t lazy_cache[ACCEL_LAZY_CACHE_SIZE];
+  uint64_t lazy_clock;
+  accel_stream_t *next_in_device;
+  uint64_t trace_id;
+};
+
+accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,
+                                            bool internal, accel_stream_t **out);
+void accel_stream_destroy_internal(accel_stream_t *s);
+/* Submits a queued lazy sequence (caller holds s->lock). */
+accel_status_t accel_lazy_flush_locked(accel_stream_t *s);
+/* Submits one command on a non-capturing stream: eager dispatch or lazy append (caller holds
+ * s->lock). */
+accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *cmd,
+                                          accel_keepalive_t *keep);
+/* Synchronize without capture checks (internal, caller does not hold s->lock). */
+accel_status_t accel_stream_sync_internal(accel_stream_t *s);
+/* Issues a command list on a stream as one batch (submit_batch or one by one). */
+accel_status_t accel_stream_run_batch(accel_stream_t *s, const accel_cmd_t *cmds, size_t n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Events                                                                                      */
+
+struct accel_event {
+  accel_handle_t hdr;
+  accel_device_t *dev;
+  accel_be_event_t *impl;
+  unsigned flags;
+  pthread_mutex_t lock;
+  accel_stream_t *last_stream;    /* stream of the last record (for lazy flush on query) */
+  bool recorded;
+  /* set when the last record happened inside a capture */
+  accel_capture_t *capture;
+  uint32_t capture_event_slot;
+  size_t capture_position;
+  uint32_t capture_stream_slot;
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Graphs and capture                                                                          */
+
+typedef enum accel_graph_state {
+  ACCEL_GRAPH_EMPTY = 0,
+  ACCEL_GRAPH_CAPTURING,
+  ACCEL_GRAPH_READY
+} accel_graph_state_t;
+
+struct accel_pool {
+  accel_handle_t hdr;
+  accel_device_t *dev;
+  accel_mempool_arena_t *arena;   /* the pool's segments inside dev->mem */
+};
+
+struct accel_graph {
+  accel_handle_t hdr;
+  accel_device_t *dev;
+  pthread_mutex_t lock;
+  accel_graph_state_t state;
+  accel_capture_t *capture;
+  accel_stream_t *capture_stream; /* origin stream while capturing */
+  accel_cmdlist_t cmds;           /* as recorded, with fork/join events */
+  accel_cmdlist_t flat;           /* without event commands: the batch a replay submits */
+  accel_pool_t *pool;             /* reference held while captured */
+  accel_be_graph_t *native;
+  uint64_t replays;
+  uint64_t trace_id;
+};
+
+/* Called by every potentially unsafe call (synchronize, query, blocking copy, accel_malloc):
+ * if a capture covers the calling thread (per its mode) the capture is invalidated and
+ * ILLEGAL_IN_CAPTURE is returned with a message naming fn. stream may be NULL. */
+accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream);
+/* Records a command on a capturing stream (caller holds s->lock). */
+accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
+                                           accel_keepalive_t *keep);
+accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_t *e);
+accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_event_t *e);
+/* Invalidate the capture s belongs to (caller holds s->lock) with a reason. */
+void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Active captures in the process (fast path for the unsafe-call check). */
+extern atomic_int accel_active_captures;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Misc                                                                                        */
+
+const char *accel_env(const char *name);  /* getenv, "" treated as unset */
+bool accel_env_flag(const char *name, bool dflt);
+uint64_t accel_now_ns(void);
+accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src);
+int accel_fault_should_fail(accel_fault_site_t site);
+
+#endif

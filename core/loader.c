@@ -1,0 +1,379 @@
+/*
+ * Backend registry and plugin loader.
+ *
+ * Search order: ACCEL_PLUGIN_PATH (':'-separated) -> the installed plugin dir
+ * (<libdir>/accel) -> the directory of libaccel itself (so a build tree works uninstalled).
+ * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
+ * accel_plugin_query, checked (ABI version, struct size, required slots, name) and
+ * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
+ * log); a present but broken one logs why at warn level and is skipped. Loaded plugins are
+ * never dlclose'd. Every file considered is kept as a report for accel-info.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "internal.h"
+
+#define MAX_BACKENDS 16
+#define MAX_REPORTS 64
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static accel_backend_t backends[MAX_BACKENDS];
+static accel_backend_vtable_t vtable_copies[MAX_BACKENDS];
+static int nbackends;
+static accel_plugin_report_t reports[MAX_REPORTS];
+static int nreports;
+static char searched[2048]; /* the directories searched, for messages */
+
+/* Plugins the project ships, so a missing one can be reported as NOT_FOUND. */
+static const char *const known_plugins[] = {"opencl", "cuda", "hip", "level_zero"};
+
+static void add_report(const char *path, const char *backend, accel_plugin_outcome_t outcome,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void add_report(const char *path, const char *backend, accel_plugin_outcome_t outcome,
+                       const char *fmt, ...) {
+  if (nreports == MAX_REPORTS) return;
+  accel_plugin_report_t *r = &reports[nreports++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->path, sizeof r->path, "%s", path ? path : "");
+  snprintf(r->backend, sizeof r->backend, "%s", backend ? backend : "");
+  r->outcome = outcome;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof r->message, fmt, ap);
+  va_end(ap);
+}
+
+static accel_backend_t *find_backend(const char *name) {
+  for (int i = 0; i < nbackends; ++i)
+    if (strcmp(backends[i].name, name) == 0) return &backends[i];
+  return NULL;
+}
+
+static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
+  accel_backend_t *b = &backends[nbackends];
+  accel_backend_vtable_t *copy = &vtable_copies[nbackends];
+  /* SQLite-VFS style: copy what the plugin has; later slots stay NULL */
+  memset(copy, 0, sizeof *copy);
+  memcpy(copy, vt, vt->struct_size < sizeof *copy ? vt->struct_size : sizeof *copy);
+  copy->struct_size = sizeof *copy;
+  memset(b, 0, sizeof *b);
+  snprintf(b->name, sizeof b->name, "%s", vt->name);
+  snprintf(b->path, sizeof b->path, "%s", path ? path : "");
+  b->vt = copy;
+  b->dl = dl;
+  pthread_mutex_init(&b->lock, NULL);
+  nbackends++;
+}
+
+/* Checks a plugin's vtable; returns NULL when acceptable, else why not. */
+static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, size_t len) {
+  if (vt->abi_version != ACCEL_PLUGIN_ABI_VERSION) {
+    snprintf(buf, len, "plugin ABI version %u, host ABI version %u", vt->abi_version,
+             ACCEL_PLUGIN_ABI_VERSION);
+    return buf;
+  }
+  size_t required = offsetof(accel_backend_vtable_t, submit_batch);
+  if (vt->struct_size < required) {
+    snprintf(buf, len, "vtable struct_size %u is smaller than the %zu bytes of required slots",
+             vt->struct_size, required);
+    return buf;
+  }
+  if (!vt->name || !vt->name[0] || strlen(vt->name) >= sizeof backends[0].name) {
+    snprintf(buf, len, "vtable has no valid backend name");
+    return buf;
+  }
+#define REQUIRE(slot)                                                     \
+  if (!vt->slot) {                                                        \
+    snprintf(buf, len, "required vtable slot '" #slot "' is NULL");       \
+    return buf;                                                           \
+  }
+  REQUIRE(backend_init) REQUIRE(backend_shutdown) REQUIRE(device_count) REQUIRE(device_info)
+  REQUIRE(device_open) REQUIRE(device_close) REQUIRE(mem_alloc) REQUIRE(mem_free)
+  REQUIRE(host_alloc) REQUIRE(host_free) REQUIRE(stream_create) REQUIRE(stream_destroy)
+  REQUIRE(stream_synchronize) REQUIRE(stream_query) REQUIRE(stream_wait_event)
+  REQUIRE(event_create) REQUIRE(event_destroy) REQUIRE(event_record) REQUIRE(event_synchronize)
+  REQUIRE(event_query) REQUIRE(event_elapsed_ms) REQUIRE(memcpy_async) REQUIRE(memset_async)
+  REQUIRE(launch_host_func) REQUIRE(launch_kernel)
+#undef REQUIRE
+  return NULL;
+}
+
+static void load_plugin(const char *path) {
+  char why[512];
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char *e = dlerror();
+    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "dlopen failed: %s", e ? e : "unknown error");
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: dlopen failed: %s", path,
+              e ? e : "unknown error");
+    return;
+  }
+  dlerror();
+  accel_plugin_query_fn query = (accel_plugin_query_fn)dlsym(dl, ACCEL_PLUGIN_QUERY_SYMBOL);
+  if (!query) {
+    const char *e = dlerror();
+    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "missing entry symbol %s: %s",
+               ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: missing %s: %s", path,
+              ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
+    dlclose(dl);
+    return;
+  }
+  const accel_backend_vtable_t *vt = NULL;
+  accel_clear_error();
+  accel_status_t st = query(ACCEL_PLUGIN_ABI_VERSION, &accel_host_api, &vt);
+  const char *problem = NULL;
+  if (st != ACCEL_OK) {
+    snprintf(why, sizeof why, "%s returned %s: %s", ACCEL_PLUGIN_QUERY_SYMBOL,
+             accel_status_name(st), accel_last_error());
+    problem = why;
+  } else if (!vt) {
+    problem = "accel_plugin_query returned no vtable";
+  } else {
+    problem = check_vtable(vt, why, sizeof why);
+  }
+  if (problem) {
+    add_report(path, vt && vt->name ? vt->name : NULL, ACCEL_PLUGIN_FAILED, "%s", problem);
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, problem);
+    dlclose(dl);
+    return;
+  }
+  if (find_backend(vt->name)) {
+    add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE,
+               "backend '%s' is already provided by %s", vt->name,
+               find_backend(vt->name)->path[0] ? find_backend(vt->name)->path : "libaccel");
+    accel_log(ACCEL_LOG_INFO, "loader", "ignoring %s: backend '%s' already registered", path,
+              vt->name);
+    dlclose(dl);
+    return;
+  }
+  if (nbackends == MAX_BACKENDS) {
+    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)", MAX_BACKENDS);
+    dlclose(dl);
+    return;
+  }
+  register_backend(vt, path, dl);
+  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u)", vt->abi_version);
+  accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool seen_path(char seen[][PATH_MAX], int nseen, const char *real) {
+  for (int i = 0; i < nseen; ++i)
+    if (strcmp(seen[i], real) == 0) return true;
+  return false;
+}
+
+static void scan_dir(const char *dir, char seen[][PATH_MAX], int *nseen) {
+  size_t used = strlen(searched);
+  snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "", dir);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char *names[256];
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+    size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, "libaccel-", 9) == 0 && len > 12 &&
+        strcmp(e->d_name + len - 3, ".so") == 0)
+      names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  for (int i = 0; i < n; ++i) {
+    char path[PATH_MAX], real[PATH_MAX];
+    if (names[i] && snprintf(path, sizeof path, "%s/%s", dir, names[i]) < (int)sizeof path) {
+      if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+      if (!seen_path(seen, *nseen, real) && *nseen < 64) {
+        snprintf(seen[(*nseen)++], PATH_MAX, "%s", real);
+        load_plugin(path);
+      }
+    }
+    free(names[i]);
+  }
+}
+
+static void load_all(void) {
+  register_backend(accel_cpu_backend_vtable(), NULL, NULL);
+  static char seen[64][PATH_MAX];
+  int nseen = 0;
+  const char *env = accel_env("ACCEL_PLUGIN_PATH");
+  if (env) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *save = NULL, *dir = strtok_r(buf, ":", &save); dir;
+         dir = strtok_r(NULL, ":", &save))
+      scan_dir(dir, seen, &nseen);
+  }
+  scan_dir(ACCEL_PLUGIN_DIR, seen, &nseen);
+  Dl_info info;
+  if (dladdr((void *)load_all, &info) && info.dli_fname) {
+    char self[PATH_MAX];
+    if (realpath(info.dli_fname, self)) {
+      char *slash = strrchr(self, '/');
+      if (slash) {
+        *slash = '\0';
+        scan_dir(self, seen, &nseen);
+      }
+    }
+  }
+  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
+    if (find_backend(known_plugins[i])) continue;
+    bool failed = false;
+    for (int r = 0; r < nreports; ++r)
+      failed |= strcmp(reports[r].backend, known_plugins[i]) == 0;
+    if (failed) continue;
+    char file[64];
+    snprintf(file, sizeof file, "libaccel-%s.so", known_plugins[i]);
+    for (char *c = file; *c; ++c)
+      if (*c == '_') *c = '-';
+    add_report("", known_plugins[i], ACCEL_PLUGIN_NOT_FOUND, "%s not found in: %s", file,
+               searched);
+    accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", known_plugins[i],
+              file, searched);
+  }
+}
+
+void accel_registry_ensure_loaded(void) { pthread_once(&load_once, load_all); }
+
+/* ---------------------------------------------------------------------------------------- */
+/* backend init and the public registry API */
+
+accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
+  pthread_mutex_lock(&b->lock);
+  if (!b->init_done) {
+    accel_clear_error();
+    b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
+    if (b->init_status == ACCEL_OK) {
+      b->init_status = b->vt->device_count(b->state, &b->device_count);
+      if (b->init_status == ACCEL_OK && b->device_count > 0) {
+        b->devices = calloc((size_t)b->device_count, sizeof *b->devices);
+        if (!b->devices)
+          b->init_status = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+      }
+    }
+    if (b->init_status == ACCEL_OK && b->device_count == 0)
+      b->init_status = accel_set_error(ACCEL_ERROR_UNAVAILABLE, "no devices");
+    snprintf(b->init_message, sizeof b->init_message, "%s",
+             b->init_status == ACCEL_OK ? "ok" : accel_last_error());
+    if (b->init_status != ACCEL_OK) b->device_count = 0;
+    b->init_done = true;
+  }
+  accel_status_t st = b->init_status;
+  pthread_mutex_unlock(&b->lock);
+  if (st != ACCEL_OK)
+    return accel_set_error(st, "backend '%s' unavailable: %s", b->name, b->init_message);
+  return ACCEL_OK;
+}
+
+int accel_backend_count(void) {
+  accel_registry_ensure_loaded();
+  return nbackends;
+}
+
+accel_status_t accel_backend_get(int index, accel_backend_t **out) {
+  accel_registry_ensure_loaded();
+  ACCEL_REQUIRE_ARG(out, "accel_backend_get", "out is NULL");
+  if (index < 0 || index >= nbackends)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_backend_get: index %d out of range [0, %d)", index, nbackends);
+  *out = &backends[index];
+  return ACCEL_OK;
+}
+
+/* Comma-separated names of the registered backends plus the known plugin names. */
+static void known_names(char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < nbackends && used < len; ++i)
+    used += (size_t)snprintf(buf + used, len - used, "%s%.31s", i ? ", " : "", backends[i].name);
+  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins && used < len; ++i)
+    if (!find_backend(known_plugins[i]))
+      used += (size_t)snprintf(buf + used, len - used, ", %s (plugin not loaded)",
+                               known_plugins[i]);
+}
+
+accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
+  accel_registry_ensure_loaded();
+  ACCEL_REQUIRE_ARG(name, "accel_backend_find", "name is NULL");
+  ACCEL_REQUIRE_ARG(out, "accel_backend_find", "out is NULL");
+  accel_backend_t *b = find_backend(name);
+  if (b) {
+    *out = b;
+    return ACCEL_OK;
+  }
+  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
+    if (strcmp(name, known_plugins[i]) != 0) continue;
+    for (int r = 0; r < nreports; ++r)
+      if (strcmp(reports[r].backend, name) == 0 && reports[r].outcome != ACCEL_PLUGIN_LOADED)
+        return accel_set_error(reports[r].outcome == ACCEL_PLUGIN_NOT_FOUND
+                                   ? ACCEL_ERROR_UNAVAILABLE
+                                   : ACCEL_ERROR_PLUGIN,
+                               "backend '%s': %.400s%s%.500s", name, reports[r].path,
+                               reports[r].path[0] ? ": " : "", reports[r].message);
+  }
+  char names[512];
+  known_names(names, sizeof names);
+  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,
+                         names);
+}
+
+static bool backend_is_valid(const accel_backend_t *b) {
+  return b >= backends && b < backends + nbackends;
+}
+
+const char *accel_backend_name(const accel_backend_t *b) {
+  return b && backend_is_valid(b) ? b->name : "(invalid backend)";
+}
+
+accel_status_t accel_backend_status(const accel_backend_t *cb, const char **reason) {
+  accel_registry_ensure_loaded();
+  if (!cb || !backend_is_valid(cb))
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "accel_backend_status: invalid backend");
+  accel_backend_t *b = (accel_backend_t *)cb;
+  accel_status_t st = accel_backend_ensure_init(b);
+  if (reason) *reason = b->init_message;
+  return st;
+}
+
+accel_status_t accel_device_count(const accel_backend_t *cb, int *count) {
+  accel_registry_ensure_loaded();
+  ACCEL_REQUIRE_ARG(count, "accel_device_count", "count is NULL");
+  if (!cb || !backend_is_valid(cb))
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "accel_device_count: invalid backend");
+  accel_backend_t *b = (accel_backend_t *)cb;
+  accel_status_t st = accel_backend_ensure_init(b);
+  *count = st == ACCEL_OK ? b->device_count : 0;
+  return st;
+}
+
+int accel_plugin_report_count(void) {
+  accel_registry_ensure_loaded();
+  return nreports;
+}
+
+accel_status_t accel_plugin_report_get(int index, accel_plugin_report_t *out) {
+  accel_registry_ensure_loaded();
+  ACCEL_REQUIRE_ARG(out, "accel_plugin_report_get", "out is NULL");
+  if (index < 0 || index >= nreports)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_plugin_report_get: index %d out of range [0, %d)", index,
+                           nreports);
+  *out = reports[index];
+  return ACCEL_OK;
+}
+
+/* Probe order for accel_device_open(NULL). */
+const char *const accel_probe_order[] = {"cuda", "hip", "level_zero", "opencl", "cpu"};
+const size_t accel_probe_order_len = sizeof accel_probe_order / sizeof *accel_probe_order;

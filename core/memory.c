@@ -1,0 +1,162 @@
+/* Public memory API over the caching allocator, plus the internal memory services. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "internal.h"
+#include "trace.h"
+
+static accel_status_t check_size(const char *fn, size_t size) {
+  if (size > (SIZE_MAX >> 1))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size %zu is too large", fn, size);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
+  accel_status_t st = accel_device_check(dev, "accel_malloc");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, "accel_malloc", "ptr is NULL");
+  if ((st = check_size("accel_malloc", size)) != ACCEL_OK) return st;
+  if ((st = accel_capture_check_unsafe("accel_malloc", NULL)) != ACCEL_OK) return st;
+  if (size == 0) {
+    *ptr = NULL;
+    return ACCEL_OK;
+  }
+  return accel_mempool_alloc(dev->mem, accel_mempool_default_arena(dev->mem),
+                             dev->default_stream, size, ptr);
+}
+
+accel_status_t accel_free(accel_device_t *dev, void *ptr) {
+  accel_status_t st = accel_device_check(dev, "accel_free");
+  if (st != ACCEL_OK) return st;
+  if (!ptr) return ACCEL_OK;
+  st = accel_mempool_free(dev->mem, ptr, NULL);
+  if (st != ACCEL_OK) return accel_set_error(st, "accel_free: %s", accel_last_error());
+  return ACCEL_OK;
+}
+
+accel_status_t accel_malloc_async(accel_stream_t *s, size_t size, void **ptr) {
+  accel_device_t *dev = NULL;
+  accel_status_t st = accel_stream_check(s, "accel_malloc_async", &dev);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, "accel_malloc_async", "ptr is NULL");
+  if ((st = check_size("accel_malloc_async", size)) != ACCEL_OK) return st;
+  if (size == 0) {
+    *ptr = NULL;
+    return ACCEL_OK;
+  }
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_malloc_async");
+  pthread_mutex_lock(&s->lock);
+  accel_mempool_arena_t *arena =
+      s->capture ? accel_capture_arena(s->capture) : accel_mempool_default_arena(dev->mem);
+  st = accel_mempool_alloc(dev->mem, arena, s, size, ptr);
+  bool captured = s->capture != NULL;
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end_args(&t, "\"bytes\":%zu,\"captured\":%d", size, captured);
+  return st;
+}
+
+accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
+  accel_device_t *dev = NULL;
+  accel_status_t st = accel_stream_check(s, "accel_free_async", &dev);
+  if (st != ACCEL_OK) return st;
+  if (!ptr) return ACCEL_OK;
+  pthread_mutex_lock(&s->lock);
+  if (s->capture) st = accel_capture_check_free_locked(s, ptr);
+  if (st == ACCEL_OK) st = accel_mempool_free(dev->mem, ptr, s);
+  pthread_mutex_unlock(&s->lock);
+  if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
+      st != ACCEL_ERROR_CAPTURE_INVALIDATED)
+    return accel_set_error(st, "accel_free_async: %s", accel_last_error());
+  return st;
+}
+
+accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
+  accel_status_t st = accel_device_check(dev, "accel_host_alloc");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, "accel_host_alloc", "ptr is NULL");
+  if ((st = check_size("accel_host_alloc", size)) != ACCEL_OK) return st;
+  if (size == 0) {
+    *ptr = NULL;
+    return ACCEL_OK;
+  }
+  return dev->backend->vt->host_alloc(dev->impl, size, ptr);
+}
+
+accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
+  accel_status_t st = accel_device_check(dev, "accel_host_free");
+  if (st != ACCEL_OK) return st;
+  if (ptr) dev->backend->vt->host_free(dev->impl, ptr);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_memcpy(accel_device_t *dev, void *dst, const void *src, size_t size) {
+  accel_status_t st = accel_device_check(dev, "accel_memcpy");
+  if (st != ACCEL_OK) return st;
+  if ((st = accel_capture_check_unsafe("accel_memcpy", NULL)) != ACCEL_OK) return st;
+  if ((st = accel_memcpy_async(dev->default_stream, dst, src, size)) != ACCEL_OK) return st;
+  return accel_stream_sync_internal(dev->default_stream);
+}
+
+accel_status_t accel_memory_stats(accel_device_t *dev, accel_memory_stats_t *out) {
+  accel_status_t st = accel_device_check(dev, "accel_memory_stats");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_memory_stats", "out is NULL");
+  accel_mempool_stats(dev->mem, out);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_reset_peak_memory_stats(accel_device_t *dev) {
+  accel_status_t st = accel_device_check(dev, "accel_reset_peak_memory_stats");
+  if (st != ACCEL_OK) return st;
+  accel_mempool_reset_peaks(dev->mem);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_empty_cache(accel_device_t *dev) {
+  accel_status_t st = accel_device_check(dev, "accel_empty_cache");
+  if (st != ACCEL_OK) return st;
+  /* cached blocks may still be read by queued work on their streams */
+  if (!accel_device_any_capture(dev)) accel_device_drain(dev);
+  accel_mempool_empty_cache(dev->mem);
+  return ACCEL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* internal services (kernel_support.h) */
+
+void accel_keepalive_retain(accel_keepalive_t *k) {
+  __atomic_add_fetch(&k->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void accel_keepalive_release(accel_keepalive_t *k) {
+  if (__atomic_sub_fetch(&k->refcount, 1, __ATOMIC_ACQ_REL) == 0) k->release(k);
+}
+
+int accel_device_range_is_valid(accel_device_t *dev, const void *ptr, size_t size) {
+  return accel_mempool_range_valid(dev->mem, ptr, size);
+}
+
+accel_status_t accel_device_internal_alloc(accel_device_t *dev, size_t size, void **ptr) {
+  return dev->backend->vt->mem_alloc(dev->impl, size, ptr);
+}
+
+void accel_device_internal_free(accel_device_t *dev, void *ptr) {
+  dev->backend->vt->mem_free(dev->impl, ptr);
+}
+
+accel_status_t accel_device_upload(accel_device_t *dev, void *dst, const void *src, size_t size) {
+  pthread_mutex_lock(&dev->lock);
+  accel_status_t st = ACCEL_OK;
+  if (!dev->upload_stream)
+    st = accel_stream_create_internal(dev, ACCEL_STREAM_EAGER, false, true, &dev->upload_stream);
+  accel_stream_t *s = dev->upload_stream;
+  pthread_mutex_unlock(&dev->lock);
+  if (st != ACCEL_OK) return st;
+  const accel_backend_vtable_t *vt = dev->backend->vt;
+  pthread_mutex_lock(&s->lock);
+  st = vt->memcpy_async(s->impl, dst, src, size, ACCEL_COPY_HOST_TO_DEVICE);
+  if (st == ACCEL_OK) st = vt->stream_synchronize(s->impl);
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}

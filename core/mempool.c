@@ -1,0 +1,662 @@
+/*
+ * Caching allocator (see mempool.h). Layout:
+ *  - segment: one backend allocation; its blocks form an address-ordered doubly linked list.
+ *  - free blocks sit in size bins (TLSF-like: exact classes below 8 KiB, then 4 classes per
+ *    power of two) per stream key, with a bitmap of non-empty bins for O(1) search.
+ *  - live blocks are found by address through an open-addressing hash table.
+ * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
+ * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
+ */
+#include "mempool.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+
+#include "core_util.h"
+
+#define NBINS 128
+#define SMALL_REQUEST (1u << 20)
+#define SEGMENT_GRANULE (2u << 20)
+
+typedef struct segment segment_t;
+typedef struct block block_t;
+
+struct block {
+  uintptr_t addr;
+  size_t size;
+  segment_t *seg;
+  block_t *prev, *next;   /* address order within the segment */
+  block_t *fprev, *fnext; /* free list of its bin */
+  const void *key;        /* stream key: free blocks are binned under it */
+  bool allocated;
+  uint8_t bin;
+};
+
+struct segment {
+  uintptr_t base;
+  size_t size;
+  accel_mempool_arena_t *arena;
+  block_t *first;
+};
+
+typedef struct bins {
+  const void *key;
+  uint64_t nonempty[NBINS / 64];
+  block_t *head[NBINS];
+} bins_t;
+
+struct accel_mempool_arena {
+  accel_mempool_t *m;
+  bool graph_pool;
+  int refs;
+  size_t live_blocks;
+  size_t segments;
+  bins_t *bins;
+  size_t nbins, capbins;
+  accel_mempool_arena_t *next;
+};
+
+typedef struct live_slot {
+  uintptr_t addr; /* 0 = empty */
+  block_t *block;
+} live_slot_t;
+
+struct accel_mempool {
+  pthread_mutex_t lock;
+  const accel_backend_vtable_t *vt;
+  accel_be_device_t *impl;
+  accel_mempool_arena_t default_arena;
+  accel_mempool_arena_t *pools; /* graph pool arenas */
+  segment_t **segs;             /* sorted by base */
+  size_t nsegs, capsegs;
+  live_slot_t *live;
+  size_t live_cap, live_count;
+  block_t *spare_blocks;        /* recycled block structs */
+  accel_memory_stats_t stats;
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* bins */
+
+static unsigned bin_of(size_t size) {
+  size_t u = size / ACCEL_MEMPOOL_ALIGN;
+  if (u < 16) return (unsigned)u;
+  unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)u);
+  unsigned sub = (unsigned)(u >> (e - 2)) & 3u;
+  unsigned b = 16u + (e - 4u) * 4u + sub;
+  return b < NBINS ? b : NBINS - 1;
+}
+
+static bins_t *bins_for(accel_mempool_arena_t *a, const void *key, bool create) {
+  for (size_t i = 0; i < a->nbins; ++i)
+    if (a->bins[i].key == key) return &a->bins[i];
+  if (!create) return NULL;
+  if (a->nbins == a->capbins) {
+    size_t cap = a->capbins ? a->capbins * 2 : 4;
+    bins_t *nb = realloc(a->bins, cap * sizeof *nb);
+    if (!nb) return NULL;
+    a->bins = nb;
+    a->capbins = cap;
+  }
+  bins_t *b = &a->bins[a->nbins++];
+  memset(b, 0, sizeof *b);
+  b->key = key;
+  return b;
+}
+
+static void bin_insert(bins_t *b, block_t *blk) {
+  unsigned i = bin_of(blk->size);
+  blk->bin = (uint8_t)i;
+  blk->fprev = NULL;
+  blk->fnext = b->head[i];
+  if (blk->fnext) blk->fnext->fprev = blk;
+  b->head[i] = blk;
+  b->nonempty[i / 64] |= 1ull << (i % 64);
+}
+
+static void bin_remove(bins_t *b, block_t *blk) {
+  unsigned i = blk->bin;
+  if (blk->fprev) blk->fprev->fnext = blk->fnext;
+  else b->head[i] = blk->fnext;
+  if (blk->fnext) blk->fnext->fprev = blk->fprev;
+  if (!b->head[i]) b->nonempty[i / 64] &= ~(1ull << (i % 64));
+  blk->fprev = blk->fnext = NULL;
+}
+
+/* First block of at least size: scan the request's own bin, then take any block of the next
+ * non-empty bin (all of them are large enough). */
+static block_t *bin_find(bins_t *b, size_t size) {
+  unsigned i = bin_of(size);
+  for (block_t *blk = b->head[i]; blk; blk = blk->fnext)
+    if (blk->size >= size) return blk;
+  for (unsigned w = (i + 1) / 64; w < NBINS / 64; ++w) {
+    uint64_t mask = b->nonempty[w];
+    if (w == (i + 1) / 64) mask &= ~0ull << ((i + 1) % 64);
+    if (mask) return b->head[w * 64 + (unsigned)__builtin_ctzll(mask)];
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* live-block hash (linear probing, backward-shift deletion) */
+
+static size_t hash_addr(uintptr_t a, size_t cap) {
+  uint64_t x = (uint64_t)a >> 9;
+  x *= 0x9E3779B97F4A7C15ull;
+  return (size_t)(x >> 20) & (cap - 1);
+}
+
+static bool live_grow(accel_mempool_t *m) {
+  size_t cap = m->live_cap ? m->live_cap * 2 : 1024;
+  live_slot_t *n = calloc(cap, sizeof *n);
+  if (!n) return false;
+  for (size_t i = 0; i < m->live_cap; ++i) {
+    if (!m->live[i].addr) continue;
+    size_t j = hash_addr(m->live[i].addr, cap);
+    while (n[j].addr) j = (j + 1) & (cap - 1);
+    n[j] = m->live[i];
+  }
+  free(m->live);
+  m->live = n;
+  m->live_cap = cap;
+  return true;
+}
+
+static bool live_insert(accel_mempool_t *m, block_t *blk) {
+  if ((m->live_count + 1) * 2 > m->live_cap && !live_grow(m)) return false;
+  size_t j = hash_addr(blk->addr, m->live_cap);
+  while (m->live[j].addr) j = (j + 1) & (m->live_cap - 1);
+  m->live[j].addr = blk->addr;
+  m->live[j].block = blk;
+  m->live_count++;
+  return true;
+}
+
+static size_t live_find(const accel_mempool_t *m, uintptr_t addr) {
+  if (!m->live_cap) return SIZE_MAX;
+  size_t j = hash_addr(addr, m->live_cap);
+  while (m->live[j].addr) {
+    if (m->live[j].addr == addr) return j;
+    j = (j + 1) & (m->live_cap - 1);
+  }
+  return SIZE_MAX;
+}
+
+static void live_erase(accel_mempool_t *m, size_t j) {
+  size_t mask = m->live_cap - 1;
+  m->live[j].addr = 0;
+  m->live_count--;
+  for (size_t k = (j + 1) & mask; m->live[k].addr; k = (k + 1) & mask) {
+    size_t home = hash_addr(m->live[k].addr, m->live_cap);
+    /* move k back into the hole at j if its home is not in (j, k] (cyclically) */
+    bool between = j <= k ? (home > j && home <= k) : (home > j || home <= k);
+    if (!between) {
+      m->live[j] = m->live[k];
+      m->live[k].addr = 0;
+      j = k;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* blocks and segments */
+
+static block_t *block_new(accel_mempool_t *m) {
+  block_t *b = m->spare_blocks;
+  if (b) m->spare_blocks = b->next;
+  else b = malloc(sizeof *b);
+  if (b) memset(b, 0, sizeof *b);
+  return b;
+}
+
+static void block_recycle(accel_mempool_t *m, block_t *b) {
+  b->next = m->spare_blocks;
+  m->spare_blocks = b;
+}
+
+static size_t seg_index(const accel_mempool_t *m, uintptr_t addr) {
+  /* index of the last segment with base <= addr, or SIZE_MAX */
+  size_t lo = 0, hi = m->nsegs;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (m->segs[mid]->base <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? lo - 1 : SIZE_MAX;
+}
+
+static segment_t *seg_containing(const accel_mempool_t *m, uintptr_t addr) {
+  size_t i = seg_index(m, addr);
+  if (i == SIZE_MAX) return NULL;
+  segment_t *s = m->segs[i];
+  return addr < s->base + s->size ? s : NULL;
+}
+
+static void stats_reserved(accel_mempool_t *m, accel_mempool_arena_t *a, int64_t delta) {
+  m->stats.reserved_bytes = (uint64_t)((int64_t)m->stats.reserved_bytes + delta);
+  if (a->graph_pool)
+    m->stats.graph_pool_reserved_bytes =
+        (uint64_t)((int64_t)m->stats.graph_pool_reserved_bytes + delta);
+  if (m->stats.reserved_bytes > m->stats.peak_reserved_bytes)
+    m->stats.peak_reserved_bytes = m->stats.reserved_bytes;
+  m->stats.segment_count = m->nsegs;
+}
+
+static void seg_release(accel_mempool_t *m, segment_t *s) {
+  size_t i = seg_index(m, s->base);
+  memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
+  m->nsegs--;
+  s->arena->segments--;
+  stats_reserved(m, s->arena, -(int64_t)s->size);
+  m->vt->mem_free(m->impl, (void *)s->base);
+  for (block_t *b = s->first, *n; b; b = n) {
+    n = b->next;
+    block_recycle(m, b);
+  }
+  free(s);
+}
+
+/* A segment is fully free when it holds a single free block. */
+static bool seg_is_free(const segment_t *s) { return !s->first->allocated && !s->first->next; }
+
+static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a) {
+  for (size_t i = m->nsegs; i-- > 0;) {
+    segment_t *s = m->segs[i];
+    if (s->arena != a || !seg_is_free(s)) continue;
+    bins_t *b = bins_for(a, s->first->key, false);
+    if (b) bin_remove(b, s->first);
+    seg_release(m, s);
+  }
+}
+
+static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, const void *key,
+                              size_t size, block_t **out) {
+  size_t seg_size = size <= SMALL_REQUEST
+                        ? SEGMENT_GRANULE
+                        : (size + SEGMENT_GRANULE - 1) / SEGMENT_GRANULE * SEGMENT_GRANULE;
+  if (seg_size < size) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "size overflow");
+  void *p = NULL;
+  accel_status_t st = m->vt->mem_alloc(m->impl, seg_size, &p);
+  if (st != ACCEL_OK) {
+    /* free what the cache holds, then retry once */
+    m->stats.alloc_retries++;
+    release_free_segments(m, &m->default_arena);
+    st = m->vt->mem_alloc(m->impl, seg_size, &p);
+  }
+  if (st != ACCEL_OK) {
+    m->stats.ooms++;
+    if (st == ACCEL_ERROR_OUT_OF_MEMORY)
+      return accel_set_error(st, "out of device memory allocating %zu bytes (segment %zu, "
+                                 "reserved %llu after emptying the cache): %s",
+                             size, seg_size, (unsigned long long)m->stats.reserved_bytes,
+                             accel_last_error());
+    return st;
+  }
+  segment_t *s = calloc(1, sizeof *s);
+  block_t *b = block_new(m);
+  if (m->nsegs == m->capsegs) {
+    size_t cap = m->capsegs ? m->capsegs * 2 : 16;
+    segment_t **ns = realloc(m->segs, cap * sizeof *ns);
+    if (ns) {
+      m->segs = ns;
+      m->capsegs = cap;
+    }
+  }
+  if (!s || !b || m->nsegs == m->capsegs) {
+    free(s);
+    if (b) block_recycle(m, b);
+    m->vt->mem_free(m->impl, p);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
+  }
+  s->base = (uintptr_t)p;
+  s->size = seg_size;
+  s->arena = a;
+  s->first = b;
+  b->addr = s->base;
+  b->size = seg_size;
+  b->seg = s;
+  b->key = key;
+  size_t i = seg_index(m, s->base) + 1; /* SIZE_MAX + 1 == 0 */
+  memmove(&m->segs[i + 1], &m->segs[i], (m->nsegs - i) * sizeof *m->segs);
+  m->segs[i] = s;
+  m->nsegs++;
+  a->segments++;
+  stats_reserved(m, a, (int64_t)seg_size);
+  *out = b;
+  return ACCEL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* public */
+
+static void arena_init(accel_mempool_arena_t *a, accel_mempool_t *m, bool graph_pool) {
+  memset(a, 0, sizeof *a);
+  a->m = m;
+  a->graph_pool = graph_pool;
+  a->refs = 1;
+}
+
+accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
+                                    accel_mempool_t **out) {
+  accel_mempool_t *m = calloc(1, sizeof *m);
+  if (!m) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_init(&m->lock, NULL);
+  m->vt = vt;
+  m->impl = impl;
+  arena_init(&m->default_arena, m, false);
+  *out = m;
+  return ACCEL_OK;
+}
+
+static void arena_free_state(accel_mempool_arena_t *a) { free(a->bins); }
+
+void accel_mempool_destroy(accel_mempool_t *m) {
+  if (!m) return;
+  while (m->nsegs) seg_release(m, m->segs[m->nsegs - 1]);
+  for (accel_mempool_arena_t *a = m->pools, *n; a; a = n) {
+    n = a->next;
+    arena_free_state(a);
+    free(a);
+  }
+  arena_free_state(&m->default_arena);
+  for (block_t *b = m->spare_blocks, *n; b; b = n) {
+    n = b->next;
+    free(b);
+  }
+  free(m->segs);
+  free(m->live);
+  pthread_mutex_destroy(&m->lock);
+  free(m);
+}
+
+accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m) {
+  return &m->default_arena;
+}
+
+accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out) {
+  accel_mempool_arena_t *a = malloc(sizeof *a);
+  if (!a) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  arena_init(a, m, true);
+  pthread_mutex_lock(&m->lock);
+  a->next = m->pools;
+  m->pools = a;
+  pthread_mutex_unlock(&m->lock);
+  *out = a;
+  return ACCEL_OK;
+}
+
+void accel_mempool_arena_retain(accel_mempool_arena_t *a) {
+  pthread_mutex_lock(&a->m->lock);
+  a->refs++;
+  pthread_mutex_unlock(&a->m->lock);
+}
+
+/* Frees a graph pool arena once nothing refers to it (lock held). */
+static void arena_maybe_destroy(accel_mempool_t *m, accel_mempool_arena_t *a) {
+  if (!a->graph_pool || a->refs > 0 || a->live_blocks > 0) return;
+  release_free_segments(m, a);
+  for (accel_mempool_arena_t **pp = &m->pools; *pp; pp = &(*pp)->next) {
+    if (*pp == a) {
+      *pp = a->next;
+      break;
+    }
+  }
+  arena_free_state(a);
+  free(a);
+}
+
+void accel_mempool_arena_release(accel_mempool_arena_t *a) {
+  accel_mempool_t *m = a->m;
+  pthread_mutex_lock(&m->lock);
+  a->refs--;
+  arena_maybe_destroy(m, a);
+  pthread_mutex_unlock(&m->lock);
+}
+
+static block_t *take_block(accel_mempool_t *m, bins_t *b, block_t *blk,
+                           size_t size) {
+  bin_remove(b, blk);
+  size_t rest = blk->size - size;
+  if (rest >= ACCEL_MEMPOOL_ALIGN) {
+    block_t *tail = block_new(m);
+    if (tail) { /* without a spare struct the block is simply not split */
+      tail->addr = blk->addr + size;
+      tail->size = rest;
+      tail->seg = blk->seg;
+      tail->key = blk->key;
+      tail->prev = blk;
+      tail->next = blk->next;
+      if (blk->next) blk->next->prev = tail;
+      blk->next = tail;
+      blk->size = size;
+      bin_insert(b, tail);
+    }
+  }
+  return blk;
+}
+
+accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
+                                   const void *stream_key, size_t size, void **ptr) {
+  if (size > SIZE_MAX - ACCEL_MEMPOOL_ALIGN)
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "allocation of %zu bytes is too large",
+                           size);
+  size_t rounded = (size + ACCEL_MEMPOOL_ALIGN - 1) / ACCEL_MEMPOOL_ALIGN * ACCEL_MEMPOOL_ALIGN;
+  pthread_mutex_lock(&m->lock);
+  accel_status_t st = ACCEL_OK;
+  bins_t *b = bins_for(a, stream_key, true);
+  block_t *blk = b ? bin_find(b, rounded) : NULL;
+  if (!blk && a->graph_pool && stream_key) {
+    /* blocks freed by earlier captures sharing the pool (replayed before this one) */
+    bins_t *shared = bins_for(a, NULL, false);
+    block_t *cand = shared ? bin_find(shared, rounded) : NULL;
+    if (cand) {
+      bin_remove(shared, cand);
+      cand->key = stream_key;
+      bin_insert(b, cand);
+      blk = cand;
+    }
+  }
+  if (!b) {
+    st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
+  } else if (!blk) {
+    st = seg_new(m, a, stream_key, rounded, &blk);
+    if (st == ACCEL_OK) {
+      b = bins_for(a, stream_key, true); /* seg_new may have emptied the cache, bins stay */
+      bin_insert(b, blk);
+    }
+  }
+  if (st == ACCEL_OK) {
+    blk = take_block(m, b, blk, rounded);
+    blk->allocated = true;
+    if (!live_insert(m, blk)) {
+      bin_insert(b, blk);
+      blk->allocated = false;
+      st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
+    }
+  }
+  if (st == ACCEL_OK) {
+    a->live_blocks++;
+    m->stats.allocated_bytes += blk->size;
+    if (m->stats.allocated_bytes > m->stats.peak_allocated_bytes)
+      m->stats.peak_allocated_bytes = m->stats.allocated_bytes;
+    m->stats.alloc_count++;
+    m->stats.active_blocks++;
+    *ptr = (void *)blk->addr;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return st;
+}
+
+/* Merges blk with a free neighbour of the same key (lock held). */
+static block_t *coalesce(accel_mempool_t *m, bins_t *b, block_t *blk) {
+  block_t *n = blk->next;
+  if (n && !n->allocated && n->key == blk->key) {
+    bin_remove(b, n);
+    blk->size += n->size;
+    blk->next = n->next;
+    if (n->next) n->next->prev = blk;
+    block_recycle(m, n);
+  }
+  block_t *p = blk->prev;
+  if (p && !p->allocated && p->key == blk->key) {
+    bin_remove(b, p);
+    p->size += blk->size;
+    p->next = blk->next;
+    if (blk->next) blk->next->prev = p;
+    block_recycle(m, blk);
+    blk = p;
+  }
+  return blk;
+}
+
+accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key) {
+  pthread_mutex_lock(&m->lock);
+  size_t j = live_find(m, (uintptr_t)ptr);
+  if (j == SIZE_MAX) {
+    bool inside = seg_containing(m, (uintptr_t)ptr) != NULL;
+    pthread_mutex_unlock(&m->lock);
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           inside ? "%p is not the start of a live allocation (already freed, "
+                                    "or an interior pointer)"
+                                  : "%p was not allocated by this device's allocator",
+                           ptr);
+  }
+  block_t *blk = m->live[j].block;
+  live_erase(m, j);
+  accel_mempool_arena_t *a = blk->seg->arena;
+  m->stats.allocated_bytes -= blk->size;
+  m->stats.free_count++;
+  m->stats.active_blocks--;
+  a->live_blocks--;
+  blk->allocated = false;
+  if (stream_key) blk->key = stream_key;
+  bins_t *b = bins_for(a, blk->key, true);
+  if (b) {
+    blk = coalesce(m, b, blk);
+    bin_insert(b, blk);
+  } /* else: out of host memory for a bin; the block stays unreachable until teardown */
+  arena_maybe_destroy(m, a);
+  pthread_mutex_unlock(&m->lock);
+  return ACCEL_OK;
+}
+
+bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size) {
+  uintptr_t p = (uintptr_t)ptr;
+  bool ok = false;
+  pthread_mutex_lock(&m->lock);
+  size_t j = live_find(m, p);
+  if (j != SIZE_MAX) {
+    ok = size <= m->live[j].block->size;
+  } else {
+    segment_t *s = seg_containing(m, p);
+    if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
+    for (block_t *b = s ? s->first : NULL; b; b = b->next) {
+      if (p >= b->addr && p <= b->addr + b->size) {
+        ok = b->allocated && size <= b->addr + b->size - p && (size > 0 || p >= b->addr);
+        if (ok || p < b->addr + b->size) break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return ok;
+}
+
+bool accel_mempool_contains(accel_mempool_t *m, const void *ptr) {
+  pthread_mutex_lock(&m->lock);
+  bool in = seg_containing(m, (uintptr_t)ptr) != NULL;
+  pthread_mutex_unlock(&m->lock);
+  return in;
+}
+
+accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr) {
+  pthread_mutex_lock(&m->lock);
+  size_t j = live_find(m, (uintptr_t)ptr);
+  accel_mempool_arena_t *a = j == SIZE_MAX ? NULL : m->live[j].block->seg->arena;
+  pthread_mutex_unlock(&m->lock);
+  return a;
+}
+
+static void retag_arena(accel_mempool_t *m, accel_mempool_arena_t *a, const void *from,
+                        const void *to) {
+  /* 1. unbin every free block of `from` and drop its bin set */
+  block_t *moved = NULL;
+  for (size_t i = 0; i < a->nbins; ++i) {
+    if (a->bins[i].key != from) continue;
+    for (unsigned k = 0; k < NBINS; ++k) {
+      while (a->bins[i].head[k]) {
+        block_t *b = a->bins[i].head[k];
+        bin_remove(&a->bins[i], b);
+        b->fnext = moved;
+        moved = b;
+      }
+    }
+    a->bins[i] = a->bins[--a->nbins];
+    break;
+  }
+  /* 2. re-own live and free blocks */
+  for (size_t i = 0; i < m->nsegs; ++i) {
+    if (m->segs[i]->arena != a) continue;
+    for (block_t *b = m->segs[i]->first; b; b = b->next)
+      if (b->key == from) b->key = to;
+  }
+  bins_t *dst = bins_for(a, to, true);
+  if (!dst) return; /* out of host memory: the blocks stay unbinned until teardown */
+  /* 3. bin them under `to`, then merge neighbours that now share the key */
+  for (block_t *b = moved, *n; b; b = n) {
+    n = b->fnext;
+    bin_insert(dst, b);
+  }
+  for (size_t i = 0; i < m->nsegs; ++i) {
+    if (m->segs[i]->arena != a) continue;
+    for (block_t *b = m->segs[i]->first; b && b->next;) {
+      block_t *n = b->next;
+      if (!b->allocated && !n->allocated && b->key == to && n->key == to) {
+        bin_remove(dst, b);
+        bin_remove(dst, n);
+        b->size += n->size;
+        b->next = n->next;
+        if (n->next) n->next->prev = b;
+        block_recycle(m, n);
+        bin_insert(dst, b);
+      } else {
+        b = n;
+      }
+    }
+  }
+}
+
+void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const void *from_key,
+                         const void *to_key) {
+  if (from_key == to_key) return;
+  pthread_mutex_lock(&m->lock);
+  if (arena) {
+    retag_arena(m, arena, from_key, to_key);
+  } else {
+    retag_arena(m, &m->default_arena, from_key, to_key);
+    for (accel_mempool_arena_t *a = m->pools; a; a = a->next) retag_arena(m, a, from_key, to_key);
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
+void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out) {
+  pthread_mutex_lock(&m->lock);
+  *out = m->stats;
+  out->segment_count = m->nsegs;
+  pthread_mutex_unlock(&m->lock);
+}
+
+void accel_mempool_reset_peaks(accel_mempool_t *m) {
+  pthread_mutex_lock(&m->lock);
+  m->stats.peak_allocated_bytes = m->stats.allocated_bytes;
+  m->stats.peak_reserved_bytes = m->stats.reserved_bytes;
+  pthread_mutex_unlock(&m->lock);
+}
+
+void accel_mempool_empty_cache(accel_mempool_t *m) {
+  pthread_mutex_lock(&m->lock);
+  release_free_segments(m, &m->default_arena);
+  pthread_mutex_unlock(&m->lock);
+}

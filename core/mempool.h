@@ -1,0 +1,63 @@
+/*
+ * The caching allocator: device memory is taken from the backend in segments and handed out as
+ * blocks that are split, coalesced and cached for reuse. Free blocks are binned per stream key,
+ * so a block is reused only by work ordered after its free (stream-ordered reuse, as PyTorch's
+ * caching allocator). Graph pools are separate arenas inside the same allocator; a pool's
+ * segments live until the pool is released and its last block is freed.
+ */
+#ifndef ACCEL_CORE_MEMPOOL_H
+#define ACCEL_CORE_MEMPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "accel/accel.h"
+#include "accel/accel_plugin.h"
+
+typedef struct accel_mempool accel_mempool_t;
+typedef struct accel_mempool_arena accel_mempool_arena_t;
+
+/* Block sizes are multiples of this; it is also the minimum alignment handed out. */
+#define ACCEL_MEMPOOL_ALIGN 512u
+
+accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
+                                    accel_mempool_t **out);
+/* Returns every segment to the backend (the device is being torn down). */
+void accel_mempool_destroy(accel_mempool_t *m);
+
+accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m);
+/* A graph pool arena with one reference. */
+accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out);
+void accel_mempool_arena_retain(accel_mempool_arena_t *a);
+/* Drops a reference; the arena's segments go back to the backend once it has no references
+ * and no live blocks. */
+void accel_mempool_arena_release(accel_mempool_arena_t *a);
+
+/* Allocates size bytes (> 0) for work ordered on stream_key. When search_key is not NULL a
+ * free block binned under it may be used too (graph pools: blocks freed by earlier captures). */
+accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *arena,
+                                   const void *stream_key, size_t size, void **ptr);
+/* Frees a live block. stream_key: the stream the free is ordered on (NULL: the block's own).
+ * arena_out (optional) receives the block's arena. INVALID_ARGUMENT for a pointer that is not
+ * the start of a live block. */
+accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key);
+
+/* 1 when [ptr, ptr+size) lies inside one live block. */
+bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size);
+/* 1 when ptr lies inside any segment (device memory of this device). */
+bool accel_mempool_contains(accel_mempool_t *m, const void *ptr);
+/* Arena of the live block starting at ptr, or NULL. */
+accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr);
+
+/* Re-bins free blocks of arena from one stream key to another (capture end: make blocks freed
+ * during a capture available to later captures; stream destroy: hand a dead stream's blocks to
+ * the default stream). Live blocks owned by from_key are re-owned too. */
+void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const void *from_key,
+                         const void *to_key);
+
+void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out);
+void accel_mempool_reset_peaks(accel_mempool_t *m);
+/* Returns fully free segments of the default arena to the backend. */
+void accel_mempool_empty_cache(accel_mempool_t *m);
+
+#endif

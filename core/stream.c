@@ -1,0 +1,338 @@
+/*
+ * Streams and the one submission path every operation takes:
+ *   capturing stream -> recorded into the capture (graph.c)
+ *   lazy stream      -> appended to the stream's queue, submitted at a flush (lazy.c)
+ *   otherwise        -> dispatched to the backend right away
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "trace.h"
+
+accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,
+                                            bool internal, accel_stream_t **out) {
+  accel_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  accel_status_t st = dev->backend->vt->stream_create(dev->impl, &s->impl);
+  if (st != ACCEL_OK) {
+    free(s);
+    return st;
+  }
+  s->dev = dev;
+  s->is_default = is_default;
+  s->internal = internal;
+  s->lazy = (flags & ACCEL_STREAM_LAZY) ? true
+            : (flags & ACCEL_STREAM_EAGER) ? false
+                                           : dev->lazy_default && !internal;
+  pthread_mutex_init(&s->lock, NULL);
+  accel_cmdlist_init(&s->lazy_queue);
+  accel_handle_register(&s->hdr, ACCEL_HANDLE_STREAM, dev->backend->vt);
+  static atomic_int stream_serial;
+  s->trace_id = accel_trace_new_track(is_default ? "default stream" : "stream",
+                                      dev->backend->name, atomic_fetch_add(&stream_serial, 1));
+  pthread_mutex_lock(&dev->lock);
+  s->next_in_device = dev->streams;
+  dev->streams = s;
+  pthread_mutex_unlock(&dev->lock);
+  *out = s;
+  return ACCEL_OK;
+}
+
+/* Tears a stream down (its work is drained first). Does not drop the device reference. */
+void accel_stream_destroy_internal(accel_stream_t *s) {
+  accel_device_t *dev = s->dev;
+  accel_stream_sync_internal(s);
+  pthread_mutex_lock(&dev->lock);
+  for (accel_stream_t **pp = &dev->streams; *pp; pp = &(*pp)->next_in_device) {
+    if (*pp == s) {
+      *pp = s->next_in_device;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&dev->lock);
+  /* blocks owned by this stream go to the default stream: its work is done */
+  if (!s->is_default && dev->default_stream)
+    accel_mempool_retag(dev->mem, NULL, s, dev->default_stream);
+  accel_handle_unregister(&s->hdr);
+  dev->backend->vt->stream_destroy(s->impl);
+  accel_cmdlist_free(&s->lazy_queue);
+  for (int i = 0; i < ACCEL_LAZY_CACHE_SIZE; ++i) {
+    accel_lazy_cache_entry_t *e = &s->lazy_cache[i];
+    if (e->native) dev->backend->vt->graph_destroy(e->native);
+    accel_cmdlist_free(&e->cmds);
+  }
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+accel_status_t accel_stream_check(accel_stream_t *s, const char *fn, accel_device_t **device) {
+  if (!accel_handle_is_live(s, ACCEL_HANDLE_STREAM) || s->internal)
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or destroyed stream %p", fn,
+                           (void *)s);
+  if (device) *device = s->dev;
+  return ACCEL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* dispatch */
+
+static accel_status_t dispatch(accel_stream_t *s, const accel_cmd_t *c) {
+  const accel_backend_vtable_t *vt = s->dev->backend->vt;
+  switch (c->type) {
+    case ACCEL_CMD_KERNEL:
+      return vt->launch_kernel(s->impl, &c->u.kernel);
+    case ACCEL_CMD_MEMCPY:
+      return vt->memcpy_async(s->impl, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size,
+                              (accel_copy_kind_t)c->u.memcpy.kind);
+    case ACCEL_CMD_MEMSET:
+      return vt->memset_async(s->impl, c->u.memset.dst, (uint8_t)c->u.memset.value,
+                              c->u.memset.size);
+    case ACCEL_CMD_HOST_FUNC:
+      return vt->launch_host_func(s->impl, c->u.host_func.fn, c->u.host_func.user);
+    default:
+      return ACCEL_OK; /* fork/join edges: stream order already satisfies them */
+  }
+}
+
+accel_status_t accel_stream_run_batch(accel_stream_t *s, const accel_cmd_t *cmds, size_t n) {
+  if (n == 0) return ACCEL_OK;
+  const accel_backend_vtable_t *vt = s->dev->backend->vt;
+  if (vt->submit_batch) return vt->submit_batch(s->impl, cmds, n);
+  for (size_t i = 0; i < n; ++i) {
+    accel_status_t st = dispatch(s, &cmds[i]);
+    if (st != ACCEL_OK) return st;
+  }
+  return ACCEL_OK;
+}
+
+static size_t lazy_threshold(void) {
+  static atomic_size_t cached;
+  size_t v = atomic_load(&cached);
+  if (!v) {
+    const char *e = accel_env("ACCEL_LAZY_MAX_OPS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    v = n > 0 ? (size_t)n : 4096;
+    atomic_store(&cached, v);
+  }
+  return v;
+}
+
+accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *cmd,
+                                          accel_keepalive_t *keep) {
+  if (s->capture) return accel_capture_record_locked(s, cmd, keep);
+  if (!s->lazy) return dispatch(s, cmd);
+  accel_status_t st = accel_cmdlist_append(&s->lazy_queue, cmd, keep);
+  if (st != ACCEL_OK) return st;
+  s->lazy_stats.ops_queued++;
+  if (s->lazy_queue.count >= lazy_threshold()) return accel_lazy_flush_locked(s);
+  return ACCEL_OK;
+}
+
+/* Validates the stream, then submits one command under its lock, traced. */
+static accel_status_t submit(accel_stream_t *s, const char *fn, const accel_cmd_t *cmd,
+                             accel_keepalive_t *keep, size_t bytes) {
+  accel_status_t st = accel_stream_check(s, fn, NULL);
+  if (st != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, fn);
+  pthread_mutex_lock(&s->lock);
+  st = accel_stream_submit_locked(s, cmd, keep);
+  bool captured = s->capture != NULL;
+  pthread_mutex_unlock(&s->lock);
+  if (cmd->type == ACCEL_CMD_KERNEL)
+    accel_trace_end_args(&t, "\"kernel\":\"%s\",\"blocks\":%u,\"captured\":%d",
+                         cmd->u.kernel.kernel_name, cmd->u.kernel.num_blocks, captured);
+  else
+    accel_trace_end_args(&t, "\"bytes\":%zu,\"captured\":%d", bytes, captured);
+  return st;
+}
+
+accel_status_t accel_enqueue_kernel(accel_stream_t *s, const accel_kernel_launch_t *launch,
+                                    accel_keepalive_t *keep) {
+  if (accel_fault_should_fail(ACCEL_FAULT_LAUNCH))
+    return accel_set_error(ACCEL_ERROR_BACKEND, "%s: launch failed (fault injection)",
+                           launch->kernel_name);
+  accel_cmd_t c = {.type = ACCEL_CMD_KERNEL};
+  c.u.kernel = *launch;
+  return submit(s, "launch", &c, keep, 0);
+}
+
+accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, void *user) {
+  ACCEL_REQUIRE_ARG(fn, "accel_launch_host_func", "fn is NULL");
+  accel_cmd_t c = {.type = ACCEL_CMD_HOST_FUNC};
+  c.u.host_func.fn = fn;
+  c.u.host_func.user = user;
+  return submit(s, "accel_launch_host_func", &c, NULL, 0);
+}
+
+accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src) {
+  bool d = accel_mempool_contains(dev->mem, dst);
+  bool sr = accel_mempool_contains(dev->mem, src);
+  return d ? (sr ? ACCEL_COPY_DEVICE_TO_DEVICE : ACCEL_COPY_HOST_TO_DEVICE)
+           : (sr ? ACCEL_COPY_DEVICE_TO_HOST : ACCEL_COPY_HOST_TO_HOST);
+}
+
+/* Device-side ranges must lie inside live allocations; host ranges cannot be checked. */
+static accel_status_t check_device_range(accel_device_t *dev, const char *fn, const char *what,
+                                         const void *p, size_t size) {
+  if (accel_mempool_contains(dev->mem, p) && !accel_mempool_range_valid(dev->mem, p, size))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s range [%p, +%zu) is not inside one live allocation", fn, what,
+                           p, size);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src, size_t size) {
+  accel_device_t *dev = NULL;
+  accel_status_t st = accel_stream_check(s, "accel_memcpy_async", &dev);
+  if (st != ACCEL_OK) return st;
+  if (size == 0) return ACCEL_OK;
+  ACCEL_REQUIRE_ARG(dst && src, "accel_memcpy_async", "dst or src is NULL");
+  if ((uintptr_t)dst > UINTPTR_MAX - size || (uintptr_t)src > UINTPTR_MAX - size)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_memcpy_async: size overflows");
+  if ((const char *)dst < (const char *)src + size && (const char *)src < (const char *)dst + size)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_memcpy_async: source and destination overlap");
+  if ((st = check_device_range(dev, "accel_memcpy_async", "dst", dst, size)) != ACCEL_OK ||
+      (st = check_device_range(dev, "accel_memcpy_async", "src", src, size)) != ACCEL_OK)
+    return st;
+  accel_cmd_t c = {.type = ACCEL_CMD_MEMCPY};
+  c.u.memcpy.dst = dst;
+  c.u.memcpy.src = src;
+  c.u.memcpy.size = size;
+  c.u.memcpy.kind = accel_copy_kind(dev, dst, src);
+  return submit(s, "accel_memcpy_async", &c, NULL, size);
+}
+
+accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_t size) {
+  accel_device_t *dev = NULL;
+  accel_status_t st = accel_stream_check(s, "accel_memset_async", &dev);
+  if (st != ACCEL_OK) return st;
+  if (size == 0) return ACCEL_OK;
+  ACCEL_REQUIRE_ARG(dst, "accel_memset_async", "dst is NULL");
+  if (!accel_mempool_range_valid(dev->mem, dst, size))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_memset_async: [%p, +%zu) is not inside one live device "
+                           "allocation",
+                           dst, size);
+  accel_cmd_t c = {.type = ACCEL_CMD_MEMSET};
+  c.u.memset.dst = dst;
+  c.u.memset.size = size;
+  c.u.memset.value = (uint8_t)value;
+  return submit(s, "accel_memset_async", &c, NULL, size);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* public stream API */
+
+accel_status_t accel_stream_create(accel_device_t *dev, accel_stream_t **out) {
+  return accel_stream_create_ex(dev, ACCEL_STREAM_DEFAULT, out);
+}
+
+accel_status_t accel_stream_create_ex(accel_device_t *dev, unsigned flags, accel_stream_t **out) {
+  accel_status_t st = accel_device_check(dev, "accel_stream_create");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_stream_create", "out is NULL");
+  if (flags & ~(unsigned)(ACCEL_STREAM_LAZY | ACCEL_STREAM_EAGER) ||
+      (flags & ACCEL_STREAM_LAZY && flags & ACCEL_STREAM_EAGER))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_stream_create: bad flags 0x%x",
+                           flags);
+  accel_device_retain(dev);
+  st = accel_stream_create_internal(dev, flags, false, false, out);
+  if (st != ACCEL_OK) accel_device_release(dev);
+  return st;
+}
+
+accel_status_t accel_stream_destroy(accel_stream_t *s) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_destroy", NULL);
+  if (st != ACCEL_OK) return st;
+  if (s->is_default)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_stream_destroy: the default stream belongs to its device");
+  if (s->capture)
+    return accel_set_error(ACCEL_ERROR_STATE,
+                           "accel_stream_destroy: the stream is capturing; end the capture first");
+  accel_device_t *dev = s->dev;
+  accel_stream_destroy_internal(s);
+  accel_device_release(dev);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_default(accel_device_t *dev, accel_stream_t **out) {
+  accel_status_t st = accel_device_check(dev, "accel_stream_default");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_stream_default", "out is NULL");
+  *out = dev->default_stream;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_sync_internal(accel_stream_t *s) {
+  pthread_mutex_lock(&s->lock);
+  accel_status_t st = s->capture ? ACCEL_OK : accel_lazy_flush_locked(s);
+  pthread_mutex_unlock(&s->lock);
+  accel_status_t st2 = s->dev->backend->vt->stream_synchronize(s->impl);
+  return st != ACCEL_OK ? st : st2;
+}
+
+accel_status_t accel_stream_synchronize(accel_stream_t *s) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_synchronize", NULL);
+  if (st != ACCEL_OK) return st;
+  st = accel_capture_check_unsafe("accel_stream_synchronize", s);
+  if (st != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_synchronize");
+  st = accel_stream_sync_internal(s);
+  accel_trace_end(&t);
+  return st;
+}
+
+accel_status_t accel_stream_query(accel_stream_t *s) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_query", NULL);
+  if (st != ACCEL_OK) return st;
+  st = accel_capture_check_unsafe("accel_stream_query", s);
+  if (st != ACCEL_OK) return st;
+  pthread_mutex_lock(&s->lock);
+  st = accel_lazy_flush_locked(s);
+  pthread_mutex_unlock(&s->lock);
+  if (st != ACCEL_OK) return st;
+  return s->dev->backend->vt->stream_query(s->impl);
+}
+
+accel_status_t accel_stream_flush(accel_stream_t *s) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_flush", NULL);
+  if (st != ACCEL_OK) return st;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_flush");
+  pthread_mutex_lock(&s->lock);
+  size_t queued = s->lazy_queue.count;
+  st = s->capture ? ACCEL_OK : accel_lazy_flush_locked(s);
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end_args(&t, "\"ops\":%zu", queued);
+  return st;
+}
+
+accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_is_capturing", NULL);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(capturing, "accel_stream_is_capturing", "capturing is NULL");
+  pthread_mutex_lock(&s->lock);
+  *capturing = s->capture != NULL;
+  pthread_mutex_unlock(&s->lock);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_is_lazy(accel_stream_t *s, int *lazy) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_is_lazy", NULL);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(lazy, "accel_stream_is_lazy", "lazy is NULL");
+  *lazy = s->lazy;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_lazy_stats(accel_stream_t *s, accel_lazy_stats_t *out) {
+  accel_status_t st = accel_stream_check(s, "accel_stream_lazy_stats", NULL);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_stream_lazy_stats", "out is NULL");
+  pthread_mutex_lock(&s->lock);
+  *out = s->lazy_stats;
+  pthread_mutex_unlock(&s->lock);
+  return ACCEL_OK;
+}

@@ -1,0 +1,97 @@
+#include "trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out;
+static bool first_event = true;
+static atomic_uint_fast64_t next_track = 1;
+static uint64_t t_base;
+
+static void close_trace(void) {
+  pthread_mutex_lock(&lock);
+  if (out) {
+    fputs("\n]\n", out);
+    fclose(out);
+    out = NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static void open_trace(void) {
+  const char *path = accel_env("ACCEL_TRACE");
+  if (!path) return;
+  out = fopen(path, "w");
+  if (!out) {
+    accel_log(ACCEL_LOG_WARN, "trace", "cannot open ACCEL_TRACE file %s", path);
+    return;
+  }
+  t_base = accel_now_ns();
+  fputs("[\n", out);
+  atexit(close_trace);
+}
+
+bool accel_trace_enabled(void) {
+  pthread_once(&once, open_trace);
+  return out != NULL;
+}
+
+static void emit(const char *json) {
+  pthread_mutex_lock(&lock);
+  if (out) {
+    fputs(first_event ? "" : ",\n", out);
+    fputs(json, out);
+    first_event = false;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t accel_trace_new_track(const char *kind, const char *name, int index) {
+  if (!accel_trace_enabled()) return 0;
+  uint64_t id = atomic_fetch_add(&next_track, 1);
+  char buf[256];
+  snprintf(buf, sizeof buf,
+           "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%llu,"
+           "\"args\":{\"name\":\"%s %s:%d #%llu\"}}",
+           (int)getpid(), (unsigned long long)id, kind, name, index, (unsigned long long)id);
+  emit(buf);
+  return id;
+}
+
+accel_trace_scope_t accel_trace_begin(uint64_t track, const char *name) {
+  accel_trace_scope_t s = {track, name, 0};
+  if (accel_trace_enabled()) s.t0 = accel_now_ns();
+  return s;
+}
+
+static void end_with(accel_trace_scope_t *s, const char *args) {
+  if (!s->t0) return;
+  uint64_t t1 = accel_now_ns();
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"accel\",\"pid\":%d,\"tid\":%llu,"
+           "\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+           s->name, (int)getpid(), (unsigned long long)s->track, (double)(s->t0 - t_base) / 1e3,
+           (double)(t1 - s->t0) / 1e3, args);
+  emit(buf);
+  s->t0 = 0;
+}
+
+void accel_trace_end(accel_trace_scope_t *s) { end_with(s, ""); }
+
+void accel_trace_end_args(accel_trace_scope_t *s, const char *fmt, ...) {
+  if (!s->t0) return;
+  char args[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  end_with(s, args);
+}
