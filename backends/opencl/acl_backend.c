@@ -32,6 +32,23 @@ static cl_int device_string(cl_device_id id, cl_device_info param, char *buf, si
   return err;
 }
 
+/* Resolves the cl_khr_command_buffer entry points; 1 when all are present. */
+static int load_cmdbuf_fns(acl_phys_t *d) {
+  acl_cmdbuf_fns_t *f = &d->cb;
+#define LOAD(field, sym) \
+  f->field = (sym##_fn)clGetExtensionFunctionAddressForPlatform(d->platform, #sym)
+  LOAD(create, clCreateCommandBufferKHR);
+  LOAD(finalize, clFinalizeCommandBufferKHR);
+  LOAD(release, clReleaseCommandBufferKHR);
+  LOAD(enqueue, clEnqueueCommandBufferKHR);
+  LOAD(ndrange, clCommandNDRangeKernelKHR);
+  LOAD(copy_buffer, clCommandCopyBufferKHR);
+  LOAD(fill_buffer, clCommandFillBufferKHR);
+#undef LOAD
+  return f->create && f->finalize && f->release && f->enqueue && f->ndrange && f->copy_buffer &&
+         f->fill_buffer;
+}
+
 static cl_int probe_device(acl_phys_t *d) {
   cl_int err;
   if ((err = device_string(d->id, CL_DEVICE_NAME, d->name, sizeof d->name)) ||
@@ -65,7 +82,8 @@ static cl_int probe_device(acl_phys_t *d) {
       cl_device_command_buffer_capabilities_khr caps = 0;
       if (clGetDeviceInfo(d->id, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof caps, &caps,
                           NULL) == CL_SUCCESS)
-        d->has_cmdbuf = (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
+        d->has_cmdbuf = (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0 &&
+                        load_cmdbuf_fns(d);
     }
   }
   free(ext);

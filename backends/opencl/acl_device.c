@@ -11,25 +11,6 @@
  * unit busy without paying for thousands of tiny groups. */
 #define ACL_BLOCKS_PER_CU 4u
 
-static void load_cmdbuf_fns(acl_device_t *dev) {
-  cl_platform_id p = dev->phys->platform;
-#define LOAD(field, sym) \
-  dev->cb.field = (sym##_fn)clGetExtensionFunctionAddressForPlatform(p, #sym)
-  LOAD(create, clCreateCommandBufferKHR);
-  LOAD(finalize, clFinalizeCommandBufferKHR);
-  LOAD(release, clReleaseCommandBufferKHR);
-  LOAD(enqueue, clEnqueueCommandBufferKHR);
-  LOAD(ndrange, clCommandNDRangeKernelKHR);
-  LOAD(copy_buffer, clCommandCopyBufferKHR);
-  LOAD(fill_buffer, clCommandFillBufferKHR);
-#undef LOAD
-}
-
-static int cmdbuf_complete(const acl_cmdbuf_fns_t *f) {
-  return f->create && f->finalize && f->release && f->enqueue && f->ndrange &&
-         f->copy_buffer && f->fill_buffer;
-}
-
 accel_status_t acl_queue_create(acl_device_t *dev, cl_command_queue *out) {
   cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
   cl_int err = CL_SUCCESS;
@@ -79,14 +60,7 @@ accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_
                   "%s: no correctly rounded fp32 divide/sqrt; norms may differ from other "
                   "backends in the last bit", phys->name);
   }
-  if (acl_wants_command_buffer(phys)) {
-    load_cmdbuf_fns(dev);
-    dev->use_command_buffer = cmdbuf_complete(&dev->cb);
-    if (!dev->use_command_buffer)
-      acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN,
-                    "%s: cl_khr_command_buffer advertised but an entry point is missing; "
-                    "graphs use plain enqueue", phys->name);
-  }
+  dev->use_command_buffer = acl_wants_command_buffer(phys);
   pthread_mutex_init(&dev->lock, NULL);
   pthread_mutex_init(&dev->program_lock, NULL);
   dev->alloc_generation = 1;

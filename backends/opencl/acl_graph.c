@@ -60,7 +60,7 @@ static accel_status_t wrap_svm(acl_graph_t *g, const void *ptr, size_t size, cl_
 
 static accel_status_t record(acl_graph_t *g, const accel_cmd_t *c, cl_uint nwait,
                              const cl_sync_point_khr *wait, cl_sync_point_khr *sp) {
-  const acl_cmdbuf_fns_t *f = &g->dev->cb;
+  const acl_cmdbuf_fns_t *f = &g->dev->phys->cb;
   cl_int err;
   accel_status_t st;
   switch (c->type) {
@@ -134,7 +134,7 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
   if (st == ACCEL_OK) {
     cl_command_buffer_properties_khr props[] = {CL_COMMAND_BUFFER_FLAGS_KHR,
                                                 CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0};
-    g->cb = dev->cb.create(1, &g->queue, props, &err);
+    g->cb = dev->phys->cb.create(1, &g->queue, props, &err);
     if (err != CL_SUCCESS) st = acl_fail("clCreateCommandBufferKHR", err);
   }
   cl_sync_point_khr prev = 0;
@@ -147,7 +147,7 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     have_prev = 1;
   }
   if (st == ACCEL_OK) {
-    err = dev->cb.finalize(g->cb);
+    err = dev->phys->cb.finalize(g->cb);
     if (err != CL_SUCCESS) st = acl_fail("clFinalizeCommandBufferKHR", err);
   }
   if (st != ACCEL_OK) {
@@ -166,7 +166,7 @@ accel_status_t acl_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stre
   if (err != CL_SUCCESS) return acl_fail("clEnqueueMarkerWithWaitList", err);
   accel_status_t st = ACCEL_OK;
   err = clFlush(s->queue);
-  if (err == CL_SUCCESS) err = g->dev->cb.enqueue(0, NULL, g->cb, 1, &before, &after);
+  if (err == CL_SUCCESS) err = g->dev->phys->cb.enqueue(0, NULL, g->cb, 1, &before, &after);
   if (err != CL_SUCCESS) {
     st = acl_fail("clEnqueueCommandBufferKHR", err);
   } else {
@@ -185,7 +185,7 @@ accel_status_t acl_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stre
 void acl_graph_destroy(accel_be_graph_t *graph) {
   acl_graph_t *g = graph;
   if (g->queue) clFinish(g->queue); /* replays still running keep their objects */
-  if (g->cb) g->dev->cb.release(g->cb);
+  if (g->cb) g->dev->phys->cb.release(g->cb);
   acl_kernel_set_release(&g->kernels);
   for (size_t i = 0; i < g->wrap_count; i++) clReleaseMemObject(g->wraps[i].mem);
   free(g->wraps);

@@ -52,7 +52,8 @@ typedef struct acl_phys {
   cl_uint compute_units;
   cl_device_svm_capabilities svm_caps;
   int fp16;
-  int has_cmdbuf;           /* cl_khr_command_buffer with simultaneous use */
+  int has_cmdbuf;           /* cl_khr_command_buffer with simultaneous use, all entry points */
+  acl_cmdbuf_fns_t cb;
   int correct_div_sqrt;     /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
   /* In-memory program binary cache (survives device close/reopen). */
   pthread_mutex_t lock;
@@ -87,7 +88,6 @@ typedef struct acl_device {
   int fine_grain_system;         /* kernels may dereference any host address */
   uint32_t max_blocks;           /* cap on work-groups per launch */
   int use_command_buffer;        /* native graphs chosen (ACCEL_OPENCL_COMMAND_BUFFER=1) */
-  acl_cmdbuf_fns_t cb;
   const char *build_options;
 
   pthread_mutex_t program_lock;  /* guards program (held while building) */
