@@ -28,6 +28,11 @@ static void device_teardown(accel_device_t *dev) {
   if (dev->default_stream) accel_stream_destroy_internal(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
   accel_mempool_destroy(dev->mem);
+  /* host blocks the user never freed go back with the device */
+  for (size_t i = 0; i < dev->host_allocs.cap; ++i)
+    if (dev->host_allocs.slots[i])
+      dev->backend->vt->host_free(dev->impl, (void *)dev->host_allocs.slots[i]);
+  accel_ptrset_free(&dev->host_allocs);
   dev->backend->vt->device_close(dev->impl);
   accel_handle_unregister(&dev->hdr);
   pthread_mutex_destroy(&dev->lock);

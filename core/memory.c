@@ -80,13 +80,32 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
     *ptr = NULL;
     return ACCEL_OK;
   }
-  return dev->backend->vt->host_alloc(dev->impl, size, ptr);
+  void *p = NULL;
+  if ((st = dev->backend->vt->host_alloc(dev->impl, size, &p)) != ACCEL_OK) return st;
+  pthread_mutex_lock(&dev->lock);
+  bool ok = accel_ptrset_insert(&dev->host_allocs, p);
+  pthread_mutex_unlock(&dev->lock);
+  if (!ok) {
+    dev->backend->vt->host_free(dev->impl, p);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "accel_host_alloc: out of host memory");
+  }
+  *ptr = p;
+  return ACCEL_OK;
 }
 
 accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
   accel_status_t st = accel_device_check(dev, "accel_host_free");
   if (st != ACCEL_OK) return st;
-  if (ptr) dev->backend->vt->host_free(dev->impl, ptr);
+  if (!ptr) return ACCEL_OK;
+  pthread_mutex_lock(&dev->lock);
+  bool known = accel_ptrset_remove(&dev->host_allocs, ptr);
+  pthread_mutex_unlock(&dev->lock);
+  if (!known)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_host_free: %p is not a live accel_host_alloc block of this "
+                           "device (already freed, or foreign)",
+                           ptr);
+  dev->backend->vt->host_free(dev->impl, ptr);
   return ACCEL_OK;
 }
 
