@@ -154,6 +154,8 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     acl_graph_destroy(g);
     return st;
   }
+  acl_host->log(ACCEL_LOG_DEBUG, ACL_DOMAIN, "graph: command buffer of %zu commands, %zu SVM "
+                "buffer wrappers", n, g->wrap_count);
   *out = g;
   return ACCEL_OK;
 }
