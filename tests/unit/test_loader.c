@@ -1,0 +1,347 @@
+/*
+ * Unit test: the plugin loader, one scenario per process (the plugin search runs once per
+ * process and depends on the environment).
+ *
+ *   test_loader SCENARIO [PLUGIN.so]
+ *
+ * The test copies the given plugin (built by tests/meson.build under a name the loader would
+ * never pick up by itself) into a fresh temporary directory as libaccel-<name>.so, points
+ * ACCEL_PLUGIN_PATH there, and checks the loader's report, device selection by name, and that
+ * the CPU device still opens whatever happened to the plugin.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "accel/accel.h"
+#include "accel/accel_plugin.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                      \
+  do {                                                        \
+    if (!(cond)) {                                            \
+      fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);         \
+      fprintf(stderr, __VA_ARGS__);                           \
+      fprintf(stderr, "\n");                                  \
+      failures++;                                             \
+    }                                                         \
+  } while (0)
+
+/* Files created by the test, removed at exit (a loaded plugin stays mapped after unlink). */
+static char g_tmpdir[PATH_MAX];
+static char g_created[8][PATH_MAX + 64];
+static int g_ncreated;
+
+static void remember(const char *path) {
+  if (g_ncreated < 8) snprintf(g_created[g_ncreated++], sizeof(g_created[0]), "%s", path);
+}
+
+static void cleanup(void) {
+  for (int i = g_ncreated - 1; i >= 0; i--) {
+    if (unlink(g_created[i]) != 0) rmdir(g_created[i]);
+  }
+  if (g_tmpdir[0]) rmdir(g_tmpdir);
+}
+
+static int copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb");
+  if (!in) {
+    perror(from);
+    return 0;
+  }
+  FILE *out = fopen(to, "wb");
+  if (!out) {
+    perror(to);
+    fclose(in);
+    return 0;
+  }
+  remember(to);
+  char buf[65536];
+  size_t n;
+  int ok = 1;
+  while ((n = fread(buf, 1, sizeof(buf), in)) > 0) ok &= fwrite(buf, 1, n, out) == n;
+  ok &= !ferror(in);
+  fclose(in);
+  ok &= fclose(out) == 0;
+  return ok;
+}
+
+static int make_dir(const char *path) {
+  if (mkdir(path, 0700) != 0) {
+    perror(path);
+    return 0;
+  }
+  remember(path);
+  return 1;
+}
+
+/* The report entry for a file whose path contains `needle`, or NULL. */
+static int find_report(const char *needle, accel_plugin_report_t *out) {
+  int n = accel_plugin_report_count();
+  for (int i = 0; i < n; i++) {
+    if (accel_plugin_report_get(i, out) != ACCEL_OK) continue;
+    if (out->path[0] && strstr(out->path, needle)) return 1;
+  }
+  return 0;
+}
+
+static const char *outcome_name(accel_plugin_outcome_t o) {
+  switch (o) {
+    case ACCEL_PLUGIN_LOADED: return "LOADED";
+    case ACCEL_PLUGIN_NOT_FOUND: return "NOT_FOUND";
+    case ACCEL_PLUGIN_FAILED: return "FAILED";
+    case ACCEL_PLUGIN_DUPLICATE: return "DUPLICATE";
+  }
+  return "?";
+}
+
+static void expect_report(const char *path, accel_plugin_outcome_t want, accel_plugin_report_t *r) {
+  int found = find_report(path, r);
+  CHECK(found, "no loader report for %s", path);
+  if (!found) {
+    memset(r, 0, sizeof(*r));
+    return;
+  }
+  CHECK(r->outcome == want, "%s: outcome %s, want %s (%s)", path, outcome_name(r->outcome),
+        outcome_name(want), r->message);
+  CHECK(r->message[0] != '\0', "%s: empty report message", path);
+  printf("report: %s: %s: %s\n", r->path, outcome_name(r->outcome), r->message);
+}
+
+/* Whatever happened to the plugins, the CPU device opens and works. */
+static void expect_cpu_fallback(void) {
+  accel_device_t *auto_dev = NULL, *cpu = NULL;
+  accel_status_t st = accel_device_open(NULL, &auto_dev);
+  CHECK(st == ACCEL_OK, "accel_device_open(NULL) -> %s: %s", accel_status_name(st),
+        accel_last_error());
+  if (st == ACCEL_OK) accel_device_close(auto_dev);
+  st = accel_device_open("cpu", &cpu);
+  CHECK(st == ACCEL_OK, "accel_device_open(\"cpu\") -> %s: %s", accel_status_name(st),
+        accel_last_error());
+  if (st != ACCEL_OK) return;
+  accel_device_info_t info;
+  CHECK(accel_device_get_info(cpu, &info) == ACCEL_OK && strcmp(info.backend, "cpu") == 0,
+        "the cpu device reports backend '%s'", info.backend);
+  void *p = NULL;
+  unsigned char in[64], out[64];
+  memset(in, 0x3A, sizeof(in));
+  memset(out, 0, sizeof(out));
+  st = accel_malloc(cpu, sizeof(in), &p);
+  if (st == ACCEL_OK) st = accel_memcpy(cpu, p, in, sizeof(in));
+  if (st == ACCEL_OK) st = accel_memcpy(cpu, out, p, sizeof(out));
+  CHECK(st == ACCEL_OK && memcmp(in, out, sizeof(in)) == 0, "cpu round trip failed: %s",
+        accel_last_error());
+  if (p) accel_free(cpu, p);
+  accel_device_close(cpu);
+}
+
+static void expect_not_openable(const char *name) {
+  accel_device_t *d = NULL;
+  accel_status_t st = accel_device_open(name, &d);
+  CHECK(st != ACCEL_OK, "a refused plugin's backend '%s' opened", name);
+  CHECK(d == NULL, "output written on failure");
+  CHECK(accel_last_error()[0] != '\0', "no message for opening '%s'", name);
+}
+
+/* dlerror() text for dlopen(path) (and dlsym(symbol) when symbol is not NULL). */
+static void dl_error_text(const char *path, const char *symbol, char *out, size_t size) {
+  out[0] = '\0';
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(out, size, "%s", dlerror());
+    return;
+  }
+  dlerror();
+  if (symbol && !dlsym(h, symbol)) snprintf(out, size, "%s", dlerror());
+  dlclose(h);
+}
+
+static int has_number(const char *s, unsigned v) {
+  char num[16];
+  snprintf(num, sizeof(num), "%u", v);
+  for (const char *p = strstr(s, num); p; p = strstr(p + 1, num)) {
+    int left_ok = p == s || p[-1] < '0' || p[-1] > '9';
+    char after = p[strlen(num)];
+    if (left_ok && (after < '0' || after > '9')) return 1;
+  }
+  return 0;
+}
+
+static void scenario_valid(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  CHECK(strcmp(r.backend, "fake") == 0, "report names backend '%s'", r.backend);
+  accel_backend_t *b = NULL;
+  CHECK(accel_backend_find("fake", &b) == ACCEL_OK, "backend 'fake' not registered: %s",
+        accel_last_error());
+  accel_device_t *d = NULL;
+  accel_status_t st = accel_device_open("fake", &d);
+  CHECK(st == ACCEL_OK, "accel_device_open(\"fake\") -> %s: %s", accel_status_name(st),
+        accel_last_error());
+  if (st == ACCEL_OK) {
+    accel_device_info_t info;
+    CHECK(accel_device_get_info(d, &info) == ACCEL_OK, "get_info: %s", accel_last_error());
+    CHECK(strcmp(info.backend, "fake") == 0, "device backend '%s'", info.backend);
+    void *p = NULL;
+    unsigned char in[300], out[300];
+    for (size_t i = 0; i < sizeof(in); i++) in[i] = (unsigned char)(i * 7);
+    memset(out, 0, sizeof(out));
+    accel_stream_t *s = NULL;
+    st = accel_malloc(d, sizeof(in), &p);
+    if (st == ACCEL_OK) st = accel_stream_create(d, &s);
+    if (st == ACCEL_OK) st = accel_memcpy_async(s, p, in, sizeof(in));
+    if (st == ACCEL_OK) st = accel_memset_async(s, (char *)p + 10, 0xEE, 5);
+    if (st == ACCEL_OK) st = accel_memcpy_async(s, out, p, sizeof(out));
+    if (st == ACCEL_OK) st = accel_stream_synchronize(s);
+    CHECK(st == ACCEL_OK, "work on the fake device: %s: %s", accel_status_name(st),
+          accel_last_error());
+    memset(in + 10, 0xEE, 5);
+    CHECK(memcmp(in, out, sizeof(in)) == 0, "wrong data through the fake device");
+    if (s) accel_stream_destroy(s);
+    if (p) accel_free(d, p);
+    accel_device_close(d);
+  }
+}
+
+static void scenario_wrong_abi(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(has_number(r.message, 4242), "message does not name the plugin's ABI 4242: %s",
+        r.message);
+  CHECK(has_number(r.message, ACCEL_PLUGIN_ABI_VERSION),
+        "message does not name the host ABI %u: %s", ACCEL_PLUGIN_ABI_VERSION, r.message);
+  expect_not_openable("fake");
+}
+
+static void scenario_no_entry(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  char dlerr[1024];
+  dl_error_text(plugin, ACCEL_PLUGIN_QUERY_SYMBOL, dlerr, sizeof(dlerr));
+  CHECK(dlerr[0] != '\0', "dlsym unexpectedly found %s", ACCEL_PLUGIN_QUERY_SYMBOL);
+  CHECK(strstr(r.message, ACCEL_PLUGIN_QUERY_SYMBOL) != NULL, "message does not name %s: %s",
+        ACCEL_PLUGIN_QUERY_SYMBOL, r.message);
+  CHECK(strstr(r.message, dlerr) != NULL, "message lacks the dlerror text '%s': %s", dlerr,
+        r.message);
+}
+
+static void scenario_not_elf(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  char dlerr[1024];
+  dl_error_text(plugin, NULL, dlerr, sizeof(dlerr));
+  CHECK(dlerr[0] != '\0', "a text file dlopen'ed");
+  CHECK(strstr(r.message, dlerr) != NULL, "message lacks the dlerror text '%s': %s", dlerr,
+        r.message);
+}
+
+static void scenario_query_fails(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "refusing to load") != NULL,
+        "message lacks the plugin's own error message: %s", r.message);
+  CHECK(strstr(r.message, accel_status_name(ACCEL_ERROR_PLUGIN)) != NULL,
+        "message lacks the status the query returned: %s", r.message);
+  expect_not_openable("fake");
+}
+
+static void scenario_null_slots(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "mem_alloc") || strstr(r.message, "stream_create"),
+        "message does not name a missing slot: %s", r.message);
+  expect_not_openable("fake");
+}
+
+static void scenario_duplicate(const char *first, const char *second) {
+  accel_plugin_report_t r;
+  expect_report(first, ACCEL_PLUGIN_LOADED, &r);
+  expect_report(second, ACCEL_PLUGIN_DUPLICATE, &r);
+  CHECK(strcmp(r.backend, "fake") == 0, "duplicate report names backend '%s'", r.backend);
+  accel_device_t *d = NULL;
+  CHECK(accel_device_open("fake", &d) == ACCEL_OK, "the first 'fake' plugin does not open: %s",
+        accel_last_error());
+  if (d) accel_device_close(d);
+}
+
+static void scenario_duplicate_builtin(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_DUPLICATE, &r);
+  CHECK(strcmp(r.backend, "cpu") == 0, "report names backend '%s'", r.backend);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr,
+            "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
+            "duplicate_builtin PLUGIN.so\n       test_loader not_elf\n");
+    return 2;
+  }
+  const char *scenario = argv[1];
+  const char *plugin = argc > 2 ? argv[2] : NULL;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_tmpdir, sizeof(g_tmpdir), "%s/accel-loader-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(g_tmpdir)) {
+    perror("mkdtemp");
+    g_tmpdir[0] = '\0';
+    return 1;
+  }
+  atexit(cleanup);
+
+  char a[PATH_MAX + 8], b[PATH_MAX + 8], path_env[2 * PATH_MAX + 32];
+  snprintf(a, sizeof(a), "%s/a", g_tmpdir);
+  snprintf(b, sizeof(b), "%s/b", g_tmpdir);
+  char first[PATH_MAX + 64], second[PATH_MAX + 64];
+  snprintf(first, sizeof(first), "%s/libaccel-fake.so", a);
+  snprintf(second, sizeof(second), "%s/libaccel-fake.so", b);
+  if (!make_dir(a) || !make_dir(b)) return 1;
+  snprintf(path_env, sizeof(path_env), "%s:%s", a, b);
+
+  int is_not_elf = strcmp(scenario, "not_elf") == 0;
+  if (!is_not_elf && !plugin) {
+    fprintf(stderr, "test_loader %s: missing PLUGIN.so argument\n", scenario);
+    return 2;
+  }
+  if (is_not_elf) {
+    snprintf(first, sizeof(first), "%s/libaccel-bogus.so", a);
+    FILE *f = fopen(first, "w");
+    if (!f) {
+      perror(first);
+      return 1;
+    }
+    remember(first);
+    fputs("this is a text file, not a shared object\n", f);
+    fclose(f);
+  } else {
+    if (!copy_file(plugin, first)) return 1;
+    if (strcmp(scenario, "duplicate") == 0 && !copy_file(plugin, second)) return 1;
+  }
+  /* Before the first accel call: the plugin search reads it once. */
+  setenv("ACCEL_PLUGIN_PATH", path_env, 1);
+  unsetenv("ACCEL_BACKEND");
+
+  if (strcmp(scenario, "valid") == 0) scenario_valid(first);
+  else if (strcmp(scenario, "wrong_abi") == 0) scenario_wrong_abi(first);
+  else if (strcmp(scenario, "no_entry") == 0) scenario_no_entry(first);
+  else if (is_not_elf) scenario_not_elf(first);
+  else if (strcmp(scenario, "query_fails") == 0) scenario_query_fails(first);
+  else if (strcmp(scenario, "null_slots") == 0) scenario_null_slots(first);
+  else if (strcmp(scenario, "duplicate") == 0) scenario_duplicate(first, second);
+  else if (strcmp(scenario, "duplicate_builtin") == 0) scenario_duplicate_builtin(first);
+  else {
+    fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
+    return 2;
+  }
+  expect_cpu_fallback();
+  if (failures) {
+    fprintf(stderr, "test_loader %s: %d check(s) failed\n", scenario, failures);
+    return 1;
+  }
+  printf("test_loader %s: ok\n", scenario);
+  return 0;
+}
