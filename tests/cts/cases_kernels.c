@@ -1,0 +1,766 @@
+/*
+ * CTS cases for the tensor kernels (accel_kernels.h).
+ *
+ * References are computed on the host: in double precision for accuracy (NMSE), and, where the
+ * numerics contract fixes the bits (norms p = 1, 2, inf; Adam; clip; scale; conversions), by
+ * emulating the contract in fp32 (the chunk/lane/tree order of docs/KERNELS.md), so every
+ * backend, mode and CPU thread count must produce exactly those bits. F16/BF16 references are
+ * independent of the kernels: values are decoded with ldexp and rounded by exact distances.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cts.h"
+
+#define KC_CHUNK 65536u /* ACC_CHUNK: the reduction order depends on it */
+#define KC_LANES 256u
+#define KC_GUARD 64u
+
+/* ---------------------------------------------------------------------------------------------
+ * Independent F16/BF16 reference conversions
+ * ------------------------------------------------------------------------------------------- */
+
+static float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* Magnitude of a non-negative 15-bit code (no sign); the all-ones exponent code with zero
+ * mantissa stands for the first value past the largest finite one (IEEE overflow rounding). */
+static double code_value(uint32_t code, accel_dtype_t dt) {
+  const int mbits = dt == ACCEL_F16 ? 10 : 7, bias = dt == ACCEL_F16 ? 15 : 127;
+  const uint32_t e = code >> mbits, m = code & ((1u << mbits) - 1);
+  if (e == 0) return ldexp((double)m, 1 - bias - mbits);
+  return ldexp((double)((1u << mbits) | m), (int)e - bias - mbits);
+}
+
+static float ref_widen(uint32_t h, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) return f32_from_bits(h);
+  const uint32_t sign = h & 0x8000u, mag = h & 0x7fffu;
+  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
+  double v;
+  if (mag > inf) v = NAN;
+  else if (mag == inf) v = INFINITY;
+  else v = code_value(mag, dt);
+  return (float)(sign ? -v : v);
+}
+
+static uint32_t ref_narrow(float x, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) return f32_bits(x);
+  const uint32_t sign = (f32_bits(x) >> 16) & 0x8000u;
+  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
+  if (isnan(x)) return dt == ACCEL_F16 ? (sign | 0x7e00u) : 0x7fc0u;
+  const double a = fabs((double)x);
+  if (isinf(x)) return sign | inf;
+  uint32_t lo = 0, hi = inf; /* largest code with value <= a */
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (code_value(mid, dt) <= a) lo = mid;
+    else hi = mid - 1;
+  }
+  if (lo == inf) return sign | inf;
+  const double dl = a - code_value(lo, dt), du = code_value(lo + 1, dt) - a;
+  const uint32_t r = dl < du ? lo : du < dl ? lo + 1 : ((lo & 1u) ? lo + 1 : lo);
+  return sign | r;
+}
+
+static size_t esz(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : 2; }
+static uint32_t raw_get(const void *p, size_t i, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) {
+    uint32_t u;
+    memcpy(&u, (const char *)p + 4 * i, 4);
+    return u;
+  }
+  return ((const uint16_t *)p)[i];
+}
+static void raw_set(void *p, size_t i, accel_dtype_t dt, uint32_t v) {
+  if (dt == ACCEL_F32) memcpy((char *)p + 4 * i, &v, 4);
+  else ((uint16_t *)p)[i] = (uint16_t)v;
+}
+static float val(const void *p, size_t i, accel_dtype_t dt) { return ref_widen(raw_get(p, i, dt), dt); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensor lists on the device, each tensor with guard bytes, plus a host copy of the bits
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kc_list {
+  size_t n;
+  accel_dtype_t dtype;
+  accel_tensor_t *t;
+  cts_buf_t *buf;
+  void **host;
+} kc_list_t;
+
+static void kc_free(cts_ctx_t *ctx, kc_list_t *L) {
+  for (size_t i = 0; i < L->n; ++i) {
+    if (L->buf && L->buf[i].base) cts_dev_free(ctx, &L->buf[i]);
+    if (L->host) free(L->host[i]);
+  }
+  free(L->t);
+  free(L->buf);
+  free(L->host);
+  memset(L, 0, sizeof *L);
+}
+
+/* n tensors of sizes[i] elements (sizes cycles if n > count) with values scale * U(-1, 1). */
+static accel_status_t kc_make(cts_ctx_t *ctx, kc_list_t *L, size_t n, const size_t *sizes,
+                              size_t count, accel_dtype_t dt, float scale, uint64_t seed) {
+  memset(L, 0, sizeof *L);
+  L->n = n;
+  L->dtype = dt;
+  L->t = calloc(n + 1, sizeof *L->t);
+  L->buf = calloc(n + 1, sizeof *L->buf);
+  L->host = calloc(n + 1, sizeof *L->host);
+  if (!L->t || !L->buf || !L->host) return ACCEL_ERROR_OUT_OF_MEMORY;
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t numel = sizes[i % count], bytes = numel * esz(dt);
+    L->host[i] = malloc(bytes + 4);
+    if (!L->host[i]) return ACCEL_ERROR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < numel; ++k)
+      raw_set(L->host[i], k, dt, ref_narrow(scale * cts_rand_uniform(&s, -1.0f, 1.0f), dt));
+    accel_status_t st = cts_dev_alloc(ctx, bytes, KC_GUARD, &L->buf[i]);
+    if (st == ACCEL_OK && bytes) st = cts_upload(ctx, L->buf[i].data, L->host[i], bytes);
+    if (st != ACCEL_OK) return st;
+    L->t[i] = (accel_tensor_t){L->buf[i].data, numel, dt};
+  }
+  return ACCEL_OK;
+}
+
+/* Uploads the host copy of tensor i again (after editing it). */
+static accel_status_t kc_push(cts_ctx_t *ctx, kc_list_t *L, size_t i) {
+  return cts_upload(ctx, L->t[i].data, L->host[i], L->t[i].numel * esz(L->dtype));
+}
+
+/* Downloads tensor i into out (numel * esize bytes) and checks its guards. */
+static int kc_pull(cts_ctx_t *ctx, kc_list_t *L, size_t i, void *out) {
+  if (L->t[i].numel && cts_download(ctx, out, L->t[i].data, L->t[i].numel * esz(L->dtype)) != ACCEL_OK)
+    return 0;
+  return cts_dev_guard_ok(ctx, &L->buf[i]);
+}
+
+/* A device scalar block (guarded): up to 16 floats. */
+typedef struct kc_scalars {
+  cts_buf_t buf;
+  float *dev;
+} kc_scalars_t;
+
+static accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, size_t bytes) {
+  accel_status_t st = cts_dev_alloc(ctx, 64, KC_GUARD, &S->buf);
+  if (st != ACCEL_OK) return st;
+  S->dev = S->buf.data;
+  unsigned char zero[64] = {0};
+  memcpy(zero, init, bytes);
+  return cts_upload(ctx, S->dev, zero, 64);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The contract, emulated in fp32 on the host
+ * ------------------------------------------------------------------------------------------- */
+
+enum { KC_L1, KC_L2, KC_INF, KC_P };
+
+static float nanmax(float m, float v) { return (v > m || v != v) ? v : m; }
+static float combine(float a, float b, int kind) { return kind == KC_INF ? nanmax(a, b) : a + b; }
+static float step(float acc, float x, int kind, float p) {
+  if (kind == KC_L2) return acc + x * x;
+  if (kind == KC_L1) return acc + fabsf(x);
+  if (kind == KC_INF) return nanmax(acc, fabsf(x));
+  return acc + powf(fabsf(x), p);
+}
+static float tree(float *a, int kind) {
+  for (unsigned s = KC_LANES / 2; s > 0; s >>= 1)
+    for (unsigned l = 0; l < s; ++l) a[l] = combine(a[l], a[l + s], kind);
+  return a[0];
+}
+
+static float emu_norm(const kc_list_t *L, int kind, float p) {
+  size_t np = 0, cap = 16;
+  float *parts = malloc(cap * sizeof *parts), a[KC_LANES];
+  for (size_t t = 0; t < L->n; ++t)
+    for (size_t off = 0; off < L->t[t].numel; off += KC_CHUNK) {
+      const size_t cnt = L->t[t].numel - off < KC_CHUNK ? L->t[t].numel - off : KC_CHUNK;
+      for (unsigned l = 0; l < KC_LANES; ++l) a[l] = 0.0f;
+      for (size_t i = 0; i < cnt; ++i)
+        a[i % KC_LANES] = step(a[i % KC_LANES], val(L->host[t], off + i, L->dtype), kind, p);
+      if (np == cap) parts = realloc(parts, (cap *= 2) * sizeof *parts);
+      parts[np++] = tree(a, kind);
+    }
+  for (unsigned l = 0; l < KC_LANES; ++l) a[l] = 0.0f;
+  for (size_t i = 0; i < np; ++i) a[i % KC_LANES] = combine(a[i % KC_LANES], parts[i], kind);
+  free(parts);
+  const float s = tree(a, kind);
+  return kind == KC_L2 ? sqrtf(s) : kind == KC_P ? powf(s, 1.0f / p) : s;
+}
+
+static double ref_norm(const kc_list_t *L, int kind, double p) {
+  double acc = 0;
+  for (size_t t = 0; t < L->n; ++t)
+    for (size_t i = 0; i < L->t[t].numel; ++i) {
+      const double x = fabs((double)val(L->host[t], i, L->dtype));
+      if (kind == KC_INF) acc = (x > acc || x != x) ? x : acc;
+      else if (kind == KC_L2) acc += x * x;
+      else if (kind == KC_L1) acc += x;
+      else acc += pow(x, p);
+    }
+  return kind == KC_L2 ? sqrt(acc) : kind == KC_P ? pow(acc, 1.0 / p) : acc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Bodies for cts_exec
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kc_job {
+  const accel_tensor_t *a, *b, *c, *d;
+  size_t n;
+  float f0, f1;
+  int i0;
+  float *s0, *s1;
+  const void *args;
+} kc_job_t;
+
+static accel_status_t body_norm(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_multi_tensor_norm(s, j->a, j->n, j->f0, j->s0);
+}
+static accel_status_t body_clip(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_clip_by_global_norm(s, j->a, j->n, j->f0, j->s0, j->f1, j->s1);
+}
+static accel_status_t body_norm_clip(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  accel_status_t st = accel_multi_tensor_norm(s, j->a, j->n, 2.0f, j->s0);
+  return st != ACCEL_OK ? st : accel_clip_by_global_norm(s, j->a, j->n, j->f0, j->s0, j->f1, j->s1);
+}
+static accel_status_t body_update_hp(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_update_hp_grads(s, j->a, j->b, j->n, j->i0);
+}
+static accel_status_t body_unscale(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_unscale_and_check(s, j->a, j->n, j->s0, j->s1);
+}
+static accel_status_t body_adam(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_fused_adam(s, j->a, j->b, j->c, j->d, j->n, j->args);
+}
+static accel_status_t body_fill(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_fill(s, j->a, j->n, j->f0);
+}
+static accel_status_t body_scale(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_scale(s, j->a, j->n, j->s0);
+}
+
+static const size_t kSizes[] = {1, 3, 255, 256, 257, 0, KC_CHUNK - 1, KC_CHUNK, KC_CHUNK + 1, 100003};
+#define NSIZES (sizeof kSizes / sizeof kSizes[0])
+static const accel_dtype_t kDtypes[] = {ACCEL_F32, ACCEL_F16, ACCEL_BF16};
+
+/* ---------------------------------------------------------------------------------------------
+ * Norms
+ * ------------------------------------------------------------------------------------------- */
+
+/* Runs the norm of L (2 replays: a norm is idempotent) and returns the result. */
+static accel_status_t run_norm(cts_ctx_t *ctx, const kc_list_t *L, float p, kc_scalars_t *S,
+                               float *out) {
+  const float init = 7.0f;
+  accel_status_t st = cts_upload(ctx, S->dev, &init, 4);
+  kc_job_t j = {.a = L->t, .n = L->n, .f0 = p, .s0 = S->dev};
+  if (st == ACCEL_OK) st = cts_exec(ctx, body_norm, &j, 2);
+  if (st == ACCEL_OK) st = cts_download(ctx, out, S->dev, 4);
+  return st;
+}
+
+CTS_CASE(kernels_norm, CTS_TAG_KERNELS) {
+  const float ps[] = {1.0f, 2.0f, INFINITY, 3.5f};
+  const int kinds[] = {KC_L1, KC_L2, KC_INF, KC_P};
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  for (int d = 0; d < 3; ++d) {
+    kc_list_t L;
+    CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 4.0f, 11 + d));
+    for (int k = 0; k < 4; ++k) {
+      float got;
+      CTS_OK(run_norm(ctx, &L, ps[k], &S, &got));
+      const double ref = ref_norm(&L, kinds[k], ps[k]);
+      const double nmse = cts_nmse(&got, &ref, 1);
+      CTS_CHECK(nmse < 1e-10, "%s p=%g: %.9g vs double %.9g (NMSE %g)", accel_dtype_name(kDtypes[d]),
+                (double)ps[k], (double)got, ref, nmse);
+      if (kinds[k] != KC_P) {
+        const float emu = emu_norm(&L, kinds[k], ps[k]);
+        CTS_CHECK(f32_bits(got) == f32_bits(emu),
+                  "%s p=%g: %a is not the contract's bits %a", accel_dtype_name(kDtypes[d]),
+                  (double)ps[k], (double)got, (double)emu);
+      }
+    }
+    for (size_t i = 0; i < L.n; ++i) CTS_CHECK(cts_dev_guard_ok(ctx, &L.buf[i]), "input guard %zu", i);
+    kc_free(ctx, &L);
+  }
+  CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "out_dev guard bytes overwritten");
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+CTS_CASE(kernels_norm_nonfinite, CTS_TAG_KERNELS) {
+  const float ps[] = {1.0f, 2.0f, INFINITY, 3.5f};
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  for (int d = 0; d < 3; ++d) {
+    kc_list_t L;
+    const size_t sizes[] = {1000, KC_CHUNK + 5};
+    CTS_OK(kc_make(ctx, &L, 2, sizes, 2, kDtypes[d], 1.0f, 5));
+    for (int variant = 0; variant < 3; ++variant) {
+      /* 0: one Inf; 1: one NaN; 2: NaN and Inf (NaN wins, as torch) */
+      if (variant != 1) raw_set(L.host[1], KC_CHUNK + 2, kDtypes[d], ref_narrow(-INFINITY, kDtypes[d]));
+      if (variant >= 1) raw_set(L.host[0], 17, kDtypes[d], ref_narrow(NAN, kDtypes[d]));
+      CTS_OK(kc_push(ctx, &L, 0));
+      CTS_OK(kc_push(ctx, &L, 1));
+      for (int k = 0; k < 4; ++k) {
+        float got;
+        CTS_OK(run_norm(ctx, &L, ps[k], &S, &got));
+        if (variant == 0)
+          CTS_CHECK(isinf(got) && got > 0, "%s p=%g with an Inf: %g, want inf",
+                    accel_dtype_name(kDtypes[d]), (double)ps[k], (double)got);
+        else
+          CTS_CHECK(isnan(got), "%s p=%g with a NaN (variant %d): %g, want nan",
+                    accel_dtype_name(kDtypes[d]), (double)ps[k], variant, (double)got);
+      }
+    }
+    kc_free(ctx, &L);
+  }
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+CTS_CASE(kernels_norm_empty, CTS_TAG_KERNELS) {
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  const size_t zero[] = {0};
+  kc_list_t L;
+  CTS_OK(kc_make(ctx, &L, 3, zero, 1, ACCEL_F16, 1.0f, 1));
+  const float ps[] = {1.0f, 2.0f, INFINITY, 3.5f};
+  for (int k = 0; k < 4; ++k) {
+    float got = -1;
+    CTS_OK(run_norm(ctx, &L, ps[k], &S, &got));
+    CTS_CHECK(got == 0.0f && !signbit(got), "all-empty list p=%g: %g, want 0", (double)ps[k], (double)got);
+    kc_list_t none = {0};
+    CTS_OK(run_norm(ctx, &none, ps[k], &S, &got));
+    CTS_CHECK(got == 0.0f, "n = 0 p=%g: %g, want 0", (double)ps[k], (double)got);
+  }
+  kc_free(ctx, &L);
+  CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "out_dev guard bytes overwritten");
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+/* 10 000 small tensors: one norm, then scale, both against the contract's bits. */
+CTS_CASE(kernels_many_tensors, CTS_TAG_KERNELS) {
+  enum { N = 10000 };
+  size_t sizes[37];
+  for (int i = 0; i < 37; ++i) sizes[i] = (size_t)(i * 7 % 61);
+  kc_list_t L;
+  CTS_OK(kc_make(ctx, &L, N, sizes, 37, ACCEL_BF16, 2.0f, 99));
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  float got;
+  CTS_OK(run_norm(ctx, &L, 2.0f, &S, &got));
+  const float emu = emu_norm(&L, KC_L2, 2.0f);
+  CTS_CHECK(f32_bits(got) == f32_bits(emu), "10000 tensors: %a, contract %a", (double)got, (double)emu);
+  const float factor = 0.37f;
+  CTS_OK(cts_upload(ctx, S.dev, &factor, 4));
+  kc_job_t j = {.a = L.t, .n = N, .s0 = S.dev};
+  CTS_OK(cts_exec(ctx, body_scale, &j, 1));
+  uint16_t tmp[64];
+  for (size_t i = 0; i < N; ++i) {
+    CTS_CHECK(kc_pull(ctx, &L, i, tmp), "guard bytes of tensor %zu overwritten", i);
+    for (size_t k = 0; k < L.t[i].numel; ++k) {
+      const uint32_t want = ref_narrow(val(L.host[i], k, ACCEL_BF16) * factor, ACCEL_BF16);
+      CTS_CHECK(tmp[k] == want, "scale tensor %zu[%zu]: %04x, want %04x", i, k, tmp[k], want);
+    }
+  }
+  kc_free(ctx, &L);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Elementwise operations
+ * ------------------------------------------------------------------------------------------- */
+
+/* Checks every tensor of L against want(host value) bit for bit. */
+typedef uint32_t (*kc_expect_fn)(const kc_list_t *L, size_t t, size_t i, const void *user);
+
+static cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, const void *user,
+                              const char *what) {
+  for (size_t t = 0; t < L->n; ++t) {
+    void *got = malloc(L->t[t].numel * esz(L->dtype) + 4);
+    CTS_CHECK(got, "out of host memory");
+    if (!kc_pull(ctx, L, t, got)) {
+      free(got);
+      return cts_fail(ctx, __FILE__, __LINE__, "%s: guard bytes of tensor %zu overwritten", what, t);
+    }
+    for (size_t i = 0; i < L->t[t].numel; ++i) {
+      const uint32_t g = raw_get(got, i, L->dtype), w = want(L, t, i, user);
+      const float gf = ref_widen(g, L->dtype), wf = ref_widen(w, L->dtype);
+      if (g != w && !(isnan(gf) && isnan(wf))) {
+        free(got);
+        return cts_fail(ctx, __FILE__, __LINE__, "%s %s: tensor %zu[%zu] = %08x (%g), want %08x (%g)",
+                        what, accel_dtype_name(L->dtype), t, i, g, (double)gf, w, (double)wf);
+      }
+    }
+    free(got);
+  }
+  return CTS_PASS;
+}
+
+static uint32_t want_mul(const kc_list_t *L, size_t t, size_t i, const void *u) {
+  return ref_narrow(val(L->host[t], i, L->dtype) * *(const float *)u, L->dtype);
+}
+
+CTS_CASE(kernels_clip, CTS_TAG_KERNELS) {
+  /* total norms: < max (no change), > max (scaled), NaN (NaN tensors), Inf (zeros) */
+  const float totals[] = {0.5f, 10.0f, NAN, INFINITY};
+  for (int d = 0; d < 3; ++d)
+    for (int c = 0; c < 4; ++c) {
+      kc_list_t L;
+      CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 1.0f, 3 + c));
+      const float init[2] = {totals[c], -5.0f};
+      kc_scalars_t S;
+      CTS_OK(kc_scalars(ctx, &S, init, sizeof init));
+      kc_job_t j = {.a = L.t, .n = L.n, .f0 = 1.0f, .f1 = 1e-6f, .s0 = S.dev, .s1 = S.dev + 1};
+      CTS_OK(cts_exec(ctx, body_clip, &j, 1));
+      float coef;
+      CTS_OK(cts_download(ctx, &coef, S.dev + 1, 4));
+      const float want_coef = 1.0f / (totals[c] + 1e-6f);
+      CTS_CHECK(f32_bits(coef) == f32_bits(want_coef) || (isnan(coef) && isnan(want_coef)),
+                "coef %g, want %g", (double)coef, (double)want_coef);
+      const float applied = want_coef > 1.0f ? 1.0f : want_coef; /* NaN stays NaN */
+      cts_result_t r = kc_expect(ctx, &L, want_mul, &applied, "clip");
+      if (r != CTS_PASS) return r;
+      CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "scalar guards overwritten");
+      cts_dev_free(ctx, &S.buf);
+      kc_free(ctx, &L);
+    }
+  /* n = 0 still stores the coefficient */
+  kc_scalars_t S;
+  const float init[2] = {3.0f, -5.0f};
+  CTS_OK(kc_scalars(ctx, &S, init, sizeof init));
+  kc_job_t j = {.n = 0, .f0 = 1.5f, .f1 = 0.0f, .s0 = S.dev, .s1 = S.dev + 1};
+  CTS_OK(cts_exec(ctx, body_clip, &j, 1));
+  float coef;
+  CTS_OK(cts_download(ctx, &coef, S.dev + 1, 4));
+  CTS_CHECK(coef == 0.5f, "n = 0: coef %g, want 0.5", (double)coef);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+/* norm + clip in one body (the optimizer-step pattern), bitwise against the contract. */
+CTS_CASE(kernels_norm_then_clip, CTS_TAG_KERNELS) {
+  kc_list_t L;
+  CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 8));
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  kc_job_t j = {.a = L.t, .n = L.n, .f0 = 1.0f, .f1 = 1e-6f, .s0 = S.dev, .s1 = S.dev + 1};
+  CTS_OK(cts_exec(ctx, body_norm_clip, &j, 1));
+  const float norm = emu_norm(&L, KC_L2, 2.0f);
+  const float coef = 1.0f / (norm + 1e-6f), applied = coef > 1.0f ? 1.0f : coef;
+  float got[2];
+  CTS_OK(cts_download(ctx, got, S.dev, 8));
+  CTS_CHECK(f32_bits(got[0]) == f32_bits(norm) && f32_bits(got[1]) == f32_bits(coef),
+            "norm %a coef %a, want %a %a", (double)got[0], (double)got[1], (double)norm, (double)coef);
+  cts_result_t r = kc_expect(ctx, &L, want_mul, &applied, "norm+clip");
+  kc_free(ctx, &L);
+  cts_dev_free(ctx, &S.buf);
+  return r;
+}
+
+typedef struct hp_user {
+  const kc_list_t *lp;
+  int zero;
+} hp_user_t;
+static uint32_t want_hp(const kc_list_t *L, size_t t, size_t i, const void *u) {
+  const hp_user_t *h = u;
+  return f32_bits(val(L->host[t], i, ACCEL_F32) + val(h->lp->host[t], i, h->lp->dtype));
+}
+static uint32_t want_lp(const kc_list_t *L, size_t t, size_t i, const void *u) {
+  return *(const int *)u ? 0u : raw_get(L->host[t], i, L->dtype);
+}
+
+CTS_CASE(kernels_update_hp, CTS_TAG_KERNELS) {
+  for (int d = 0; d < 3; ++d)
+    for (int zero = 0; zero < 2; ++zero) {
+      kc_list_t lp, hp;
+      CTS_OK(kc_make(ctx, &lp, NSIZES, kSizes, NSIZES, kDtypes[d], 3.0f, 21));
+      CTS_OK(kc_make(ctx, &hp, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 22));
+      kc_job_t j = {.a = lp.t, .b = hp.t, .n = NSIZES, .i0 = zero};
+      CTS_OK(cts_exec(ctx, body_update_hp, &j, 1));
+      hp_user_t u = {&lp, zero};
+      cts_result_t r = kc_expect(ctx, &hp, want_hp, &u, "update_hp hp");
+      if (r == CTS_PASS) r = kc_expect(ctx, &lp, want_lp, &zero, "update_hp lp");
+      kc_free(ctx, &lp);
+      kc_free(ctx, &hp);
+      if (r != CTS_PASS) return r;
+    }
+  return CTS_PASS;
+}
+
+/* Every 16-bit pattern widened exactly: hp = -0.0f + float(lp) leaves every value unchanged. */
+CTS_CASE(kernels_convert_widen_all, CTS_TAG_KERNELS) {
+  const size_t n = 65536;
+  for (int d = 1; d < 3; ++d) {
+    kc_list_t lp, hp;
+    CTS_OK(kc_make(ctx, &lp, 1, &n, 1, kDtypes[d], 1.0f, 1));
+    CTS_OK(kc_make(ctx, &hp, 1, &n, 1, ACCEL_F32, 1.0f, 1));
+    for (size_t i = 0; i < n; ++i) {
+      raw_set(lp.host[0], i, kDtypes[d], (uint32_t)i);
+      raw_set(hp.host[0], i, ACCEL_F32, 0x80000000u);
+    }
+    CTS_OK(kc_push(ctx, &lp, 0));
+    CTS_OK(kc_push(ctx, &hp, 0));
+    kc_job_t j = {.a = lp.t, .b = hp.t, .n = 1, .i0 = 0};
+    CTS_OK(cts_exec(ctx, body_update_hp, &j, 1));
+    float *got = malloc(n * 4);
+    CTS_CHECK(got && kc_pull(ctx, &hp, 0, got), "download/guards");
+    for (size_t i = 0; i < n; ++i) {
+      const float w = ref_widen((uint32_t)i, kDtypes[d]);
+      if (!(f32_bits(got[i]) == f32_bits(w) || (isnan(w) && isnan(got[i])))) {
+        const uint32_t gb = f32_bits(got[i]);
+        free(got);
+        return cts_fail(ctx, __FILE__, __LINE__, "%s %04zx widened to %08x, want %08x",
+                        accel_dtype_name(kDtypes[d]), i, gb, f32_bits(w));
+      }
+    }
+    free(got);
+    kc_free(ctx, &lp);
+    kc_free(ctx, &hp);
+  }
+  return CTS_PASS;
+}
+
+/* Every 16-bit pattern times several factors, rounded back (ties, subnormals, overflow). */
+CTS_CASE(kernels_convert_narrow_all, CTS_TAG_KERNELS) {
+  const size_t n = 65536;
+  const float factors[] = {1.0f, 0.5f, 1.0f / 3.0f, 3.0f, 1024.0f};
+  for (int d = 1; d < 3; ++d)
+    for (int f = 0; f < 5; ++f) {
+      kc_list_t L;
+      CTS_OK(kc_make(ctx, &L, 1, &n, 1, kDtypes[d], 1.0f, 1));
+      for (size_t i = 0; i < n; ++i) raw_set(L.host[0], i, kDtypes[d], (uint32_t)i);
+      CTS_OK(kc_push(ctx, &L, 0));
+      kc_scalars_t S;
+      CTS_OK(kc_scalars(ctx, &S, &factors[f], 4));
+      kc_job_t j = {.a = L.t, .n = 1, .s0 = S.dev};
+      CTS_OK(cts_exec(ctx, body_scale, &j, 1));
+      cts_result_t r = kc_expect(ctx, &L, want_mul, &factors[f], "scale (narrowing)");
+      cts_dev_free(ctx, &S.buf);
+      kc_free(ctx, &L);
+      if (r != CTS_PASS) return r;
+    }
+  return CTS_PASS;
+}
+
+CTS_CASE(kernels_unscale, CTS_TAG_KERNELS) {
+  for (int d = 0; d < 3; ++d)
+    for (int bad = 0; bad < 3; ++bad) {
+      /* 0: all finite; 1: an Inf; 2: a NaN */
+      kc_list_t L;
+      CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 100.0f, 31));
+      if (bad) {
+        raw_set(L.host[9], 5000, kDtypes[d], ref_narrow(bad == 1 ? INFINITY : NAN, kDtypes[d]));
+        CTS_OK(kc_push(ctx, &L, 9));
+      }
+      const float init[2] = {0.125f, 0.0f};
+      kc_scalars_t S;
+      CTS_OK(kc_scalars(ctx, &S, init, sizeof init));
+      kc_job_t j = {.a = L.t, .n = L.n, .s0 = S.dev, .s1 = S.dev + 1};
+      CTS_OK(cts_exec(ctx, body_unscale, &j, 1));
+      float found;
+      CTS_OK(cts_download(ctx, &found, S.dev + 1, 4));
+      CTS_CHECK(found == (bad ? 1.0f : 0.0f), "%s bad=%d: found_inf %g", accel_dtype_name(kDtypes[d]),
+                bad, (double)found);
+      cts_result_t r = kc_expect(ctx, &L, want_mul, &init[0], "unscale");
+      CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "scalar guards overwritten");
+      cts_dev_free(ctx, &S.buf);
+      kc_free(ctx, &L);
+      if (r != CTS_PASS) return r;
+    }
+  return CTS_PASS;
+}
+
+static float powi(float b, uint32_t n) {
+  float r = 1.0f;
+  for (; n; n >>= 1, b = b * b)
+    if (n & 1u) r = r * b;
+  return r;
+}
+
+typedef struct adam_ref {
+  accel_adam_args_t a;
+  const kc_list_t *p, *g, *m, *v; /* inputs (host copies hold the values before the step) */
+  int which;                       /* which output to return: 0 param, 1 m, 2 v */
+} adam_ref_t;
+
+/* The accel_kernels.h formula in fp32, in the documented order. */
+static uint32_t want_adam(const kc_list_t *out, size_t t, size_t i, const void *u) {
+  const adam_ref_t *r = u;
+  const accel_adam_args_t *a = &r->a;
+  (void)out;
+  float p = val(r->p->host[t], i, ACCEL_F32), g = val(r->g->host[t], i, r->g->dtype);
+  float m = val(r->m->host[t], i, ACCEL_F32), v = val(r->v->host[t], i, ACCEL_F32);
+  if (a->found_inf == 0.0f) {
+    const float bc1 = 1.0f - powi(a->beta1, a->step), bc2 = 1.0f - powi(a->beta2, a->step);
+    if (a->adamw) p = p * (1.0f - a->lr * a->weight_decay);
+    else if (a->weight_decay != 0.0f) g = g + a->weight_decay * p;
+    m = m + (1.0f - a->beta1) * (g - m);
+    v = a->beta2 * v + ((1.0f - a->beta2) * g) * g;
+    p = p - ((a->lr / bc1) * m) / (sqrtf(v) / sqrtf(bc2) + a->eps);
+  }
+  return f32_bits(r->which == 0 ? p : r->which == 1 ? m : v);
+}
+
+CTS_CASE(kernels_adam, CTS_TAG_KERNELS) {
+  const accel_adam_args_t variants[] = {
+      {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1, 0.0f},  /* AdamW, first step */
+      {3e-4f, 0.9f, 0.95f, 1e-6f, 0.1f, 1234, 1, 0.0f}, /* AdamW, late step */
+      {1e-2f, 0.8f, 0.99f, 1e-8f, 0.05f, 7, 0, 0.0f},   /* Adam with L2 */
+      {1e-2f, 0.8f, 0.99f, 1e-8f, 0.0f, 3, 0, 0.0f},    /* Adam */
+      {1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, 3, 1, 1.0f},   /* skipped: found_inf */
+  };
+  for (int d = 0; d < 3; ++d)
+    for (int k = 0; k < 5; ++k) {
+      kc_list_t P, G, M, V;
+      CTS_OK(kc_make(ctx, &P, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 41));
+      CTS_OK(kc_make(ctx, &G, NSIZES, kSizes, NSIZES, kDtypes[d], 0.1f, 42));
+      CTS_OK(kc_make(ctx, &M, NSIZES, kSizes, NSIZES, ACCEL_F32, 0.01f, 43));
+      CTS_OK(kc_make(ctx, &V, NSIZES, kSizes, NSIZES, ACCEL_F32, 0.001f, 44));
+      for (size_t t = 0; t < V.n; ++t) /* second moments are non-negative */
+        for (size_t i = 0; i < V.t[t].numel; ++i)
+          raw_set(V.host[t], i, ACCEL_F32, f32_bits(fabsf(val(V.host[t], i, ACCEL_F32))));
+      for (size_t t = 0; t < V.n; ++t) CTS_OK(kc_push(ctx, &V, t));
+      kc_scalars_t S;
+      CTS_OK(kc_scalars(ctx, &S, &variants[k], sizeof variants[k]));
+      kc_job_t j = {.a = P.t, .b = G.t, .c = M.t, .d = V.t, .n = NSIZES, .args = S.dev};
+      CTS_OK(cts_exec(ctx, body_adam, &j, 1));
+      adam_ref_t r = {variants[k], &P, &G, &M, &V, 0};
+      cts_result_t res = kc_expect(ctx, &P, want_adam, &r, "adam param");
+      r.which = 1;
+      if (res == CTS_PASS) res = kc_expect(ctx, &M, want_adam, &r, "adam exp_avg");
+      r.which = 2;
+      if (res == CTS_PASS) res = kc_expect(ctx, &V, want_adam, &r, "adam exp_avg_sq");
+      kc_free(ctx, &P);
+      kc_free(ctx, &G);
+      kc_free(ctx, &M);
+      kc_free(ctx, &V);
+      cts_dev_free(ctx, &S.buf);
+      if (res != CTS_PASS) return res;
+    }
+  return CTS_PASS;
+}
+
+static uint32_t want_fill(const kc_list_t *L, size_t t, size_t i, const void *u) {
+  (void)t;
+  (void)i;
+  return ref_narrow(*(const float *)u, L->dtype);
+}
+
+CTS_CASE(kernels_fill_scale, CTS_TAG_KERNELS) {
+  const float values[] = {0.1f, -65520.0f, 1e-8f, 3.0e38f};
+  for (int d = 0; d < 3; ++d)
+    for (int v = 0; v < 4; ++v) {
+      kc_list_t L;
+      CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 1.0f, 51));
+      kc_job_t j = {.a = L.t, .n = L.n, .f0 = values[v]};
+      CTS_OK(cts_exec(ctx, body_fill, &j, 1));
+      cts_result_t r = kc_expect(ctx, &L, want_fill, &values[v], "fill");
+      kc_free(ctx, &L);
+      if (r != CTS_PASS) return r;
+    }
+  for (int d = 0; d < 3; ++d) {
+    kc_list_t L;
+    CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 10.0f, 52));
+    const float factor = -0.7f;
+    kc_scalars_t S;
+    CTS_OK(kc_scalars(ctx, &S, &factor, 4));
+    kc_job_t j = {.a = L.t, .n = L.n, .s0 = S.dev};
+    CTS_OK(cts_exec(ctx, body_scale, &j, 1));
+    cts_result_t r = kc_expect(ctx, &L, want_mul, &factor, "scale");
+    cts_dev_free(ctx, &S.buf);
+    kc_free(ctx, &L);
+    if (r != CTS_PASS) return r;
+  }
+  return CTS_PASS;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Bad input
+ * ------------------------------------------------------------------------------------------- */
+
+CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
+  accel_stream_t *s;
+  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
+  const size_t sizes[] = {100, 300};
+  kc_list_t A, B;
+  CTS_OK(kc_make(ctx, &A, 2, sizes, 2, ACCEL_F32, 1.0f, 1));
+  CTS_OK(kc_make(ctx, &B, 2, sizes, 2, ACCEL_F16, 1.0f, 2));
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  accel_tensor_t t[2];
+  float host_scalar = 0;
+  const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
+
+  CTS_STATUS(accel_multi_tensor_norm(s, NULL, 2, 2.0f, S.dev), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, 0.0f, S.dev), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, -1.0f, S.dev), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, NAN, S.dev), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, 2.0f, NULL), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, 2.0f, &host_scalar), BAD);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 2, 2.0f, (float *)A.t[1].data), BAD); /* overlap */
+  memcpy(t, A.t, sizeof t);
+  t[1].data = NULL;
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  memcpy(t, A.t, sizeof t);
+  t[1].dtype = (accel_dtype_t)7;
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  t[1] = B.t[1]; /* mixed dtypes */
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  memcpy(t, A.t, sizeof t);
+  t[1].data = (char *)t[1].data + 2; /* misaligned */
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  memcpy(t, A.t, sizeof t);
+  t[1].numel = 100000; /* past the allocation */
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  t[1].numel = SIZE_MAX / 2; /* byte size overflows */
+  CTS_STATUS(accel_multi_tensor_norm(s, t, 2, 2.0f, S.dev), BAD);
+  memcpy(t, A.t, sizeof t);
+  t[1].data = t[0].data; /* two outputs on the same memory */
+  t[1].numel = 50;
+  CTS_STATUS(accel_scale(s, t, 2, S.dev), BAD);
+  CTS_STATUS(accel_scale(s, A.t, 2, NULL), BAD);
+  CTS_STATUS(accel_unscale_and_check(s, A.t, 2, S.dev, S.dev), BAD); /* scalar overlap */
+  CTS_STATUS(accel_clip_by_global_norm(s, A.t, 2, 1.0f, NULL, 0.0f, NULL), BAD);
+  CTS_STATUS(accel_clip_by_global_norm(s, A.t, 2, 1.0f, (float *)A.t[0].data, 0.0f, NULL), BAD);
+  CTS_STATUS(accel_update_hp_grads(s, A.t, B.t, 2, 1), BAD); /* hp must be F32 */
+  memcpy(t, A.t, sizeof t);
+  t[0].numel = 99;
+  CTS_STATUS(accel_update_hp_grads(s, B.t, t, 2, 1), BAD); /* numel mismatch */
+  CTS_STATUS(accel_update_hp_grads(s, B.t, A.t, 2, 1), ACCEL_OK);
+  CTS_STATUS(accel_fused_adam(s, A.t, B.t, A.t, B.t, 2, (const accel_adam_args_t *)S.dev), BAD);
+  CTS_STATUS(accel_fused_adam(s, A.t, A.t, A.t, A.t, 2, NULL), BAD);
+  CTS_STATUS(accel_fill(s, NULL, 1, 0.0f), BAD);
+  CTS_STATUS(accel_fill(NULL, A.t, 2, 0.0f), ACCEL_ERROR_INVALID_HANDLE);
+  CTS_STATUS(accel_fill(s, NULL, 0, 0.0f), ACCEL_OK);
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, &A);
+  kc_free(ctx, &B);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
