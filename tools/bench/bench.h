@@ -1,0 +1,92 @@
+/*
+ * accel-bench: shared declarations of the scenarios and their helpers.
+ *
+ * Every scenario measures its baseline in the same run, repeats each measurement and reports
+ * the median with its spread (min/max and p10/p90), because the machines this runs on are small
+ * and noisy: ratios of medians taken seconds apart are what can be compared.
+ */
+#ifndef ACCEL_BENCH_H
+#define ACCEL_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "accel/accel.h"
+#include "bench_json.h"
+
+/* Command-line options; each scenario reads the ones it documents (bench_main.c). */
+typedef struct bench_opts {
+  const char *device;       /* --device (default "cpu") */
+  int json;                 /* --json: JSON object on stdout, table on stderr */
+  int repeat;               /* --repeat N (0: the scenario's default) */
+  int steps;                /* --steps N (optstep; 0: default) */
+  const char *preset;       /* --preset (optstep) */
+  size_t tensors;           /* --tensors N (optstep custom) */
+  size_t params;            /* --params M (optstep custom) */
+  double size_mb;           /* --size-mb (kernels; 0: default 1024) */
+  size_t ops;               /* --ops N (overhead; 0: default 100000) */
+  int torch;                /* --torch (optstep) / --no-torch (kernels) */
+  const char *python;       /* --python (default /usr/bin/python3) */
+  const char *torch_script; /* --torch-script (default: the source tree's copy) */
+} bench_opts_t;
+
+int bench_overhead(const bench_opts_t *o);
+int bench_graph(const bench_opts_t *o);
+int bench_kernels(const bench_opts_t *o);
+int bench_optstep(const bench_opts_t *o);
+
+/* Where tables go: stdout, or stderr when --json owns stdout. */
+FILE *bench_table_out(const bench_opts_t *o);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* Median and spread of a sample (the array is sorted in place). */
+typedef struct bench_stats {
+  double median, min, max, p10, p90;
+  size_t n;
+} bench_stats_t;
+bench_stats_t bench_stats(double *samples, size_t n);
+/* Writes {"median":..,"min":..,"max":..,"p10":..,"p90":..,"n":..} as member key. */
+void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s);
+
+/* "what failed: STATUS: message" on stderr; returns 1 (the process exit status). */
+int bench_fail(accel_status_t st, const char *what);
+/* Evaluates an accel call; on failure reports it and jumps to the enclosing `fail:` label. */
+#define BENCH_TRY(call)                                                                       \
+  do {                                                                                        \
+    accel_status_t bench_st_ = (call);                                                        \
+    if (bench_st_ != ACCEL_OK) {                                                              \
+      bench_fail(bench_st_, #call);                                                           \
+      goto fail;                                                                              \
+    }                                                                                         \
+  } while (0)
+
+/* Progress line on stderr, only when stderr is a terminal; bench_progress_done clears it. */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_progress_done(void);
+
+/* Machine description for tables and JSON. */
+typedef struct bench_machine {
+  char cpu_model[256];
+  long nproc;
+  char device_name[256];
+  char device_backend[32];
+} bench_machine_t;
+void bench_machine_get(accel_device_t *dev, bench_machine_t *m);
+void bench_machine_print(FILE *f, const bench_machine_t *m);
+void bench_json_machine(bench_json_t *j, const bench_machine_t *m);
+
+/* Opens o->device (and prints nothing); reports failures like bench_fail. */
+int bench_open_device(const bench_opts_t *o, accel_device_t **dev);
+
+/* Deterministic pseudo-random numbers (splitmix64), the same on every machine. */
+uint64_t bench_rand_u64(uint64_t *state);
+/* Uniform in [-1, 1). */
+float bench_rand_sym(uint64_t *state);
+
+/* Round-to-nearest-even float -> bfloat16 bits (inputs here are finite). */
+uint16_t bench_f32_to_bf16(float x);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * accel-bench <scenario> [options]: host overhead, graph replay, kernel bandwidth and the
+ * mixed-precision optimizer step, each against a baseline measured in the same run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#ifndef ACCEL_BENCH_TORCH_SCRIPT
+#define ACCEL_BENCH_TORCH_SCRIPT "tools/torch_baseline.py"
+#endif
+
+static const struct {
+  const char *name;
+  int (*run)(const bench_opts_t *);
+  const char *help;
+} scenarios[] = {
+    {"overhead", bench_overhead,
+     "eager per-op enqueue cost (memset, host func) and caching-allocator alloc+free\n"
+     "                  [--ops N (100000)] [--repeat N (5)]"},
+    {"graph", bench_graph,
+     "eager vs captured+replayed chains of 1..1000 tiny nodes [--repeat N (30)]"},
+    {"kernels", bench_kernels,
+     "norm / lp->hp grads / AdamW / norm+clip vs bandwidth baselines and PyTorch\n"
+     "                  [--size-mb MB (1024)] [--repeat N (5)] [--no-torch]"},
+    {"optstep", bench_optstep,
+     "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
+     "                  [--preset tiny|many-small|gpt2] [--tensors N --params M] [--steps N]\n"
+     "                  [--torch]; default: many-small then gpt2"},
+};
+#define NUM_SCENARIOS (sizeof scenarios / sizeof scenarios[0])
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: accel-bench <scenario> [--device SEL] [--json] [--repeat N] [options]\n"
+          "scenarios:\n");
+  for (size_t i = 0; i < NUM_SCENARIOS; i++)
+    fprintf(f, "  %-14s  %s\n", scenarios[i].name, scenarios[i].help);
+  fprintf(f,
+          "common: --device SEL (cpu), --json (JSON on stdout, table on stderr),\n"
+          "        --python PATH (/usr/bin/python3), --torch-script PATH\n");
+}
+
+/* Parses a positive integer option value; 0 on error. */
+static int parse_size(const char *opt, const char *v, size_t *out) {
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*v == '-' || end == v || *end != '\0' || x == 0) {
+    fprintf(stderr, "accel-bench: %s wants a positive integer, got '%s'\n", opt, v);
+    return 0;
+  }
+  *out = (size_t)x;
+  return 1;
+}
+
+static int parse_args(int argc, char **argv, bench_opts_t *o) {
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    size_t n;
+    if (!strcmp(a, "--json")) {
+      o->json = 1;
+      continue;
+    }
+    if (!strcmp(a, "--torch")) {
+      o->torch = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-torch")) {
+      o->torch = 0;
+      continue;
+    }
+    if (!v) {
+      fprintf(stderr, "accel-bench: unknown option or missing value: %s\n", a);
+      return 0;
+    }
+    i++;
+    if (!strcmp(a, "--device")) {
+      o->device = v;
+    } else if (!strcmp(a, "--preset")) {
+      o->preset = v;
+    } else if (!strcmp(a, "--python")) {
+      o->python = v;
+    } else if (!strcmp(a, "--torch-script")) {
+      o->torch_script = v;
+    } else if (!strcmp(a, "--size-mb")) {
+      char *end;
+      o->size_mb = strtod(v, &end);
+      if (end == v || *end != '\0' || !(o->size_mb > 0)) {
+        fprintf(stderr, "accel-bench: --size-mb wants a positive number, got '%s'\n", v);
+        return 0;
+      }
+    } else if (!strcmp(a, "--repeat") || !strcmp(a, "--steps")) {
+      if (!parse_size(a, v, &n) || n > 1000000) return 0;
+      *(a[2] == 'r' ? &o->repeat : &o->steps) = (int)n;
+    } else if (!strcmp(a, "--tensors")) {
+      if (!parse_size(a, v, &o->tensors)) return 0;
+    } else if (!strcmp(a, "--params")) {
+      if (!parse_size(a, v, &o->params)) return 0;
+    } else if (!strcmp(a, "--ops")) {
+      if (!parse_size(a, v, &o->ops)) return 0;
+    } else {
+      fprintf(stderr, "accel-bench: unknown option %s\n", a);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *script = getenv("ACCEL_BENCH_TORCH_SCRIPT");
+  bench_opts_t o = {
+      .device = "cpu",
+      .torch = -1, /* scenario default */
+      .python = "/usr/bin/python3",
+      .torch_script = script ? script : ACCEL_BENCH_TORCH_SCRIPT,
+  };
+  for (size_t i = 0; i < NUM_SCENARIOS; i++) {
+    if (strcmp(argv[1], scenarios[i].name) != 0) continue;
+    if (!parse_args(argc, argv, &o)) {
+      usage(stderr);
+      return 2;
+    }
+    return scenarios[i].run(&o);
+  }
+  fprintf(stderr, "accel-bench: unknown scenario '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

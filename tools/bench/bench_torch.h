@@ -1,0 +1,28 @@
+/*
+ * The PyTorch peer: runs tools/torch_baseline.py with the same tensor shapes (passed in a
+ * temporary file, one numel per line) and reads back the one JSON line it prints. A missing
+ * python or torch is a skip with its reason, never a failure of the benchmark.
+ */
+#ifndef ACCEL_BENCH_TORCH_H
+#define ACCEL_BENCH_TORCH_H
+
+#include <stddef.h>
+
+#include "bench.h"
+
+typedef struct bench_torch_result {
+  int available;          /* 0: skipped, see reason */
+  char reason[512];
+  char version[64];
+  int threads;
+  bench_stats_t ms;       /* ms per operation/step (min, max, p10, p90 as reported) */
+} bench_torch_result_t;
+
+/* mode: "clip" or "optstep"; count: --repeat (clip) or --steps (optstep). */
+void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *sizes, size_t n,
+                     int count, bench_torch_result_t *r);
+
+/* Writes {"available":..., "reason" | "version","threads","ms":{...}} as member key. */
+void bench_torch_json(bench_json_t *j, const char *key, const bench_torch_result_t *r);
+
+#endif

@@ -1,0 +1,153 @@
+/* Timing, statistics, progress, error reporting and machine description for accel-bench. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+FILE *bench_table_out(const bench_opts_t *o) { return o->json ? stderr : stdout; }
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Linear interpolation between order statistics (numpy's default percentile). */
+static double percentile(const double *sorted, size_t n, double q) {
+  double pos = q * (double)(n - 1);
+  size_t lo = (size_t)pos;
+  if (lo + 1 >= n) return sorted[n - 1];
+  double frac = pos - (double)lo;
+  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
+}
+
+bench_stats_t bench_stats(double *samples, size_t n) {
+  bench_stats_t s = {NAN, NAN, NAN, NAN, NAN, n};
+  if (n == 0) return s;
+  qsort(samples, n, sizeof *samples, cmp_double);
+  s.min = samples[0];
+  s.max = samples[n - 1];
+  s.median = percentile(samples, n, 0.5);
+  s.p10 = percentile(samples, n, 0.1);
+  s.p90 = percentile(samples, n, 0.9);
+  return s;
+}
+
+void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s) {
+  bench_json_begin_object(j, key);
+  bench_json_num(j, "median", s->median);
+  bench_json_num(j, "min", s->min);
+  bench_json_num(j, "max", s->max);
+  bench_json_num(j, "p10", s->p10);
+  bench_json_num(j, "p90", s->p90);
+  bench_json_int(j, "n", (long long)s->n);
+  bench_json_end_object(j);
+}
+
+int bench_fail(accel_status_t st, const char *what) {
+  bench_progress_done();
+  fprintf(stderr, "accel-bench: %s failed: %s: %s\n", what, accel_status_name(st),
+          accel_last_error());
+  return 1;
+}
+
+static int progress_shown;
+
+void bench_progress(const char *fmt, ...) {
+  if (!isatty(STDERR_FILENO)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("\r\033[K", stderr);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+  progress_shown = 1;
+}
+
+void bench_progress_done(void) {
+  if (!progress_shown) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  progress_shown = 0;
+}
+
+static void read_cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) break;
+    v++;
+    while (*v == ' ' || *v == '\t') v++;
+    snprintf(buf, size, "%s", v);
+    buf[strcspn(buf, "\n")] = '\0';
+    break;
+  }
+  fclose(f);
+}
+
+void bench_machine_get(accel_device_t *dev, bench_machine_t *m) {
+  memset(m, 0, sizeof *m);
+  read_cpu_model(m->cpu_model, sizeof m->cpu_model);
+  m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  accel_device_info_t info;
+  if (dev && accel_device_get_info(dev, &info) == ACCEL_OK) {
+    snprintf(m->device_name, sizeof m->device_name, "%s", info.name);
+    snprintf(m->device_backend, sizeof m->device_backend, "%s", info.backend);
+  }
+}
+
+void bench_machine_print(FILE *f, const bench_machine_t *m) {
+  fprintf(f, "machine: %s, %ld online CPUs; device: %s (%s)\n", m->cpu_model, m->nproc,
+          m->device_name, m->device_backend);
+}
+
+void bench_json_machine(bench_json_t *j, const bench_machine_t *m) {
+  bench_json_begin_object(j, "machine");
+  bench_json_str(j, "cpu_model", m->cpu_model);
+  bench_json_int(j, "nproc", m->nproc);
+  bench_json_str(j, "device", m->device_name);
+  bench_json_str(j, "backend", m->device_backend);
+  bench_json_end_object(j);
+}
+
+int bench_open_device(const bench_opts_t *o, accel_device_t **dev) {
+  accel_status_t st = accel_device_open(o->device, dev);
+  if (st != ACCEL_OK) {
+    char what[300];
+    snprintf(what, sizeof what, "accel_device_open(\"%s\")", o->device);
+    return bench_fail(st, what);
+  }
+  return 0;
+}
+
+uint64_t bench_rand_u64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float bench_rand_sym(uint64_t *state) {
+  /* 24 random bits -> [0, 1) exactly, then to [-1, 1). */
+  return (float)(bench_rand_u64(state) >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+}
+
+uint16_t bench_f32_to_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}

@@ -1,0 +1,139 @@
+/*
+ * graph: host cost per node of a chain of N tiny nodes (4-byte memset or a one-element
+ * accel_fill), submitted eagerly and synchronized vs captured once and replayed + synchronized.
+ * Target (issue 3): at N = 100 a replayed node costs <= 1/10 of an eager one.
+ */
+#include <stdlib.h>
+
+#include "accel/accel_kernels.h"
+#include "bench.h"
+
+static const int chain_lengths[] = {1, 10, 100, 1000};
+#define NUM_LENGTHS (sizeof chain_lengths / sizeof chain_lengths[0])
+#define TARGET_N 100
+#define TARGET_RATIO 0.1
+
+typedef enum { NODE_MEMSET, NODE_FILL } node_kind_t;
+static const char *const kind_names[] = {"memset 4 B", "fill 1 x f32"};
+
+typedef struct result {
+  node_kind_t kind;
+  int n;
+  size_t nodes_recorded;
+  bench_stats_t eager_ns, replay_ns; /* per node */
+} result_t;
+
+static accel_status_t enqueue_chain(accel_stream_t *s, node_kind_t kind, float *buf, int n) {
+  accel_tensor_t t = {buf, 1, ACCEL_F32};
+  for (int i = 0; i < n; i++) {
+    accel_status_t st = kind == NODE_MEMSET ? accel_memset_async(s, buf, i & 255, 4)
+                                            : accel_fill(s, &t, 1, (float)i);
+    if (st != ACCEL_OK) return st;
+  }
+  return ACCEL_OK;
+}
+
+static int measure(accel_device_t *dev, accel_stream_t *s, float *buf, int repeat, double *a,
+                   double *b, result_t *res) {
+  accel_graph_t *g = NULL;
+  int rc = 1;
+  const int n = res->n;
+  for (int r = -1; r < repeat; r++) {
+    uint64_t t0 = bench_now_ns();
+    BENCH_TRY(enqueue_chain(s, res->kind, buf, n));
+    BENCH_TRY(accel_stream_synchronize(s));
+    if (r >= 0) a[r] = (double)(bench_now_ns() - t0) / n;
+  }
+  BENCH_TRY(accel_graph_create(dev, &g));
+  BENCH_TRY(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
+  BENCH_TRY(enqueue_chain(s, res->kind, buf, n));
+  BENCH_TRY(accel_graph_capture_end(g));
+  BENCH_TRY(accel_graph_node_count(g, &res->nodes_recorded));
+  for (int r = -1; r < repeat; r++) {
+    uint64_t t0 = bench_now_ns();
+    BENCH_TRY(accel_graph_replay(g, s));
+    BENCH_TRY(accel_stream_synchronize(s));
+    if (r >= 0) b[r] = (double)(bench_now_ns() - t0) / n;
+  }
+  res->eager_ns = bench_stats(a, (size_t)repeat);
+  res->replay_ns = bench_stats(b, (size_t)repeat);
+  rc = 0;
+fail:
+  if (g) accel_graph_destroy(g);
+  return rc;
+}
+
+int bench_graph(const bench_opts_t *o) {
+  const int repeat = o->repeat ? o->repeat : 30;
+  accel_device_t *dev = NULL;
+  accel_stream_t *s = NULL;
+  float *buf = NULL;
+  double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
+  result_t res[2 * NUM_LENGTHS];
+  int rc = 1;
+  if (!a || !b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  if (bench_open_device(o, &dev)) goto fail;
+  /* Capture needs a non-default stream; eager runs on the same one for a fair comparison. */
+  BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
+  BENCH_TRY(accel_malloc(dev, 256, (void **)&buf));
+  for (size_t k = 0; k < 2; k++) {
+    for (size_t i = 0; i < NUM_LENGTHS; i++) {
+      result_t *r = &res[k * NUM_LENGTHS + i];
+      *r = (result_t){.kind = (node_kind_t)k, .n = chain_lengths[i]};
+      bench_progress("graph: %s x %d", kind_names[k], r->n);
+      if (measure(dev, s, buf, repeat, a, b, r)) goto fail;
+    }
+  }
+  bench_progress_done();
+
+  bench_machine_t m;
+  bench_machine_get(dev, &m);
+  FILE *f = bench_table_out(o);
+  bench_machine_print(f, &m);
+  fprintf(f, "graph: per-node host cost (submit + synchronize) / N, %d samples, median "
+             "[min..max] ns\n", repeat);
+  fprintf(f, "%-13s %5s %6s %-29s %-29s %7s  %s\n", "node", "N", "nodes", "eager ns/node",
+          "replay ns/node", "replay/eager", "target");
+  bench_json_t j;
+  bench_json_init(&j, o->json ? stdout : NULL);
+  bench_json_begin_object(&j, NULL);
+  bench_json_str(&j, "scenario", "graph");
+  bench_json_machine(&j, &m);
+  bench_json_int(&j, "repeat", repeat);
+  bench_json_begin_array(&j, "rows");
+  for (size_t i = 0; i < 2 * NUM_LENGTHS; i++) {
+    const result_t *r = &res[i];
+    double ratio = r->replay_ns.median / r->eager_ns.median;
+    char verdict[32] = "";
+    if (r->n == TARGET_N)
+      snprintf(verdict, sizeof verdict, "<= %.2f: %s", TARGET_RATIO,
+               ratio <= TARGET_RATIO ? "met" : "MISSED");
+    fprintf(f, "%-13s %5d %6zu %8.0f [%7.0f..%8.0f] %8.0f [%7.0f..%8.0f] %12.3f  %s\n",
+            kind_names[r->kind], r->n, r->nodes_recorded, r->eager_ns.median, r->eager_ns.min,
+            r->eager_ns.max, r->replay_ns.median, r->replay_ns.min, r->replay_ns.max, ratio,
+            verdict);
+    bench_json_begin_object(&j, NULL);
+    bench_json_str(&j, "node", kind_names[r->kind]);
+    bench_json_int(&j, "n", r->n);
+    bench_json_int(&j, "nodes_recorded", (long long)r->nodes_recorded);
+    bench_json_stats(&j, "eager_ns_per_node", &r->eager_ns);
+    bench_json_stats(&j, "replay_ns_per_node", &r->replay_ns);
+    bench_json_num(&j, "replay_over_eager", ratio);
+    if (r->n == TARGET_N) bench_json_bool(&j, "target_met", ratio <= TARGET_RATIO);
+    bench_json_end_object(&j);
+  }
+  bench_json_end_array(&j);
+  bench_json_end_object(&j);
+  rc = 0;
+fail:
+  bench_progress_done();
+  free(a);
+  free(b);
+  if (buf) accel_free(dev, buf);
+  if (s) accel_stream_destroy(s);
+  if (dev) accel_device_close(dev);
+  return rc;
+}

@@ -1,0 +1,223 @@
+/*
+ * overhead: eager host cost per operation on one stream (tiny memsets and host functions
+ * enqueued N times, then one synchronize; per-op = total / N) against the same work done
+ * directly, and the caching allocator's accel_malloc + accel_free pair against malloc + free.
+ * Targets (issue 2): <= 1 us per enqueued op, <= 100 ns median per alloc+free pair.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define ALLOC_PAIRS 10000
+#define TARGET_OP_NS 1000.0
+#define TARGET_ALLOC_NS 100.0
+
+typedef struct row {
+  const char *name;
+  bench_stats_t accel, base; /* ns per op */
+  double target_ns;          /* <= 0: no target */
+} row_t;
+
+static void count_call(void *user) { (*(size_t *)user)++; }
+/* Volatile function pointers keep the baselines from being folded away by the compiler. */
+static void (*volatile host_fn)(void *) = count_call;
+static void *(*volatile memset_fn)(void *, int, size_t) = memset;
+
+static int bench_memsets(accel_stream_t *s, void *dev_buf, size_t n, int repeat, row_t *enq,
+                         row_t *total) {
+  double *a = calloc((size_t)repeat, sizeof *a), *t = calloc((size_t)repeat, sizeof *t);
+  double *b = calloc((size_t)repeat, sizeof *b);
+  unsigned char host_buf[64];
+  int rc = 1;
+  if (!a || !t || !b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  for (int r = -1; r < repeat; r++) { /* r = -1: warm-up, not recorded */
+    bench_progress("overhead: memset %d/%d", r + 1, repeat);
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) BENCH_TRY(accel_memset_async(s, dev_buf, (int)(i & 255), 4));
+    uint64_t t1 = bench_now_ns();
+    BENCH_TRY(accel_stream_synchronize(s));
+    uint64_t t2 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) memset_fn(host_buf, (int)(i & 255), 4);
+    uint64_t t3 = bench_now_ns();
+    if (r < 0) continue;
+    a[r] = (double)(t1 - t0) / (double)n;
+    t[r] = (double)(t2 - t0) / (double)n;
+    b[r] = (double)(t3 - t2) / (double)n;
+  }
+  *enq = (row_t){"memset 4 B: enqueue only", bench_stats(a, (size_t)repeat),
+                 bench_stats(b, (size_t)repeat), 0};
+  *total = (row_t){"memset 4 B: enqueue+sync", bench_stats(t, (size_t)repeat), enq->base,
+                   TARGET_OP_NS};
+  rc = 0;
+fail:
+  free(a);
+  free(t);
+  free(b);
+  return rc;
+}
+
+static int bench_host_funcs(accel_stream_t *s, size_t n, int repeat, row_t *row) {
+  double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
+  size_t calls = 0, direct = 0;
+  int rc = 1;
+  if (!a || !b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  for (int r = -1; r < repeat; r++) {
+    bench_progress("overhead: host func %d/%d", r + 1, repeat);
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) BENCH_TRY(accel_launch_host_func(s, count_call, &calls));
+    BENCH_TRY(accel_stream_synchronize(s));
+    uint64_t t1 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) host_fn(&direct);
+    uint64_t t2 = bench_now_ns();
+    if (r < 0) continue;
+    a[r] = (double)(t1 - t0) / (double)n;
+    b[r] = (double)(t2 - t1) / (double)n;
+  }
+  if (calls != direct) {
+    fprintf(stderr, "accel-bench: host funcs ran %zu times, expected %zu\n", calls, direct);
+    goto fail;
+  }
+  *row = (row_t){"host func: enqueue+sync", bench_stats(a, (size_t)repeat),
+                 bench_stats(b, (size_t)repeat), TARGET_OP_NS};
+  rc = 0;
+fail:
+  free(a);
+  free(b);
+  return rc;
+}
+
+static const size_t alloc_sizes[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
+#define NUM_ALLOC_SIZES (sizeof alloc_sizes / sizeof alloc_sizes[0])
+
+/* Per size: median over repeats of the mean pair cost over ALLOC_PAIRS pairs. all_a/all_b
+ * collect every (size, repeat) sample for the overall median. */
+static int bench_alloc(accel_device_t *dev, int repeat, row_t *rows, char names[][48],
+                       double *all_a, double *all_b) {
+  double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
+  int rc = 1;
+  if (!a || !b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  for (size_t k = 0; k < NUM_ALLOC_SIZES; k++) {
+    size_t size = alloc_sizes[k];
+    for (int r = -1; r < repeat; r++) {
+      bench_progress("overhead: alloc %zu B %d/%d", size, r + 1, repeat);
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < ALLOC_PAIRS; i++) {
+        void *p;
+        BENCH_TRY(accel_malloc(dev, size, &p));
+        BENCH_TRY(accel_free(dev, p));
+      }
+      uint64_t t1 = bench_now_ns();
+      for (int i = 0; i < ALLOC_PAIRS; i++) {
+        void *volatile p = malloc(size);
+        free(p);
+      }
+      uint64_t t2 = bench_now_ns();
+      if (r < 0) continue;
+      a[r] = all_a[k * (size_t)repeat + (size_t)r] = (double)(t1 - t0) / ALLOC_PAIRS;
+      b[r] = all_b[k * (size_t)repeat + (size_t)r] = (double)(t2 - t1) / ALLOC_PAIRS;
+    }
+    snprintf(names[k], 48, "alloc+free %zu B", size);
+    rows[k] = (row_t){names[k], bench_stats(a, (size_t)repeat), bench_stats(b, (size_t)repeat),
+                      0};
+  }
+  rc = 0;
+fail:
+  free(a);
+  free(b);
+  return rc;
+}
+
+static void print_row(FILE *f, const row_t *r) {
+  char verdict[32] = "";
+  if (r->target_ns > 0)
+    snprintf(verdict, sizeof verdict, "<= %.0f: %s", r->target_ns,
+             r->accel.median <= r->target_ns ? "met" : "MISSED");
+  fprintf(f, "%-26s %9.1f [%8.1f..%8.1f] %9.1f [%8.1f..%8.1f] %7.2fx  %s\n", r->name,
+          r->accel.median, r->accel.min, r->accel.max, r->base.median, r->base.min, r->base.max,
+          r->accel.median / r->base.median, verdict);
+}
+
+static void json_row(bench_json_t *j, const row_t *r) {
+  bench_json_begin_object(j, NULL);
+  bench_json_str(j, "name", r->name);
+  bench_json_stats(j, "accel_ns", &r->accel);
+  bench_json_stats(j, "baseline_ns", &r->base);
+  bench_json_num(j, "ratio", r->accel.median / r->base.median);
+  if (r->target_ns > 0) {
+    bench_json_num(j, "target_ns", r->target_ns);
+    bench_json_bool(j, "met", r->accel.median <= r->target_ns);
+  }
+  bench_json_end_object(j);
+}
+
+int bench_overhead(const bench_opts_t *o) {
+  const size_t n = o->ops ? o->ops : 100000;
+  const int repeat = o->repeat ? o->repeat : 5;
+  accel_device_t *dev = NULL;
+  accel_stream_t *s = NULL;
+  void *buf = NULL;
+  double *all_a = NULL, *all_b = NULL;
+  row_t rows[3 + NUM_ALLOC_SIZES + 1];
+  char names[NUM_ALLOC_SIZES][48];
+  int rc = 1;
+  if (bench_open_device(o, &dev)) return 1;
+  BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
+  BENCH_TRY(accel_malloc(dev, 256, &buf));
+  all_a = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_a);
+  all_b = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_b);
+  if (!all_a || !all_b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  if (bench_memsets(s, buf, n, repeat, &rows[0], &rows[1])) goto fail;
+  if (bench_host_funcs(s, n, repeat, &rows[2])) goto fail;
+  if (bench_alloc(dev, repeat, &rows[3], names, all_a, all_b)) goto fail;
+  const size_t nall = NUM_ALLOC_SIZES * (size_t)repeat;
+  row_t *overall = &rows[3 + NUM_ALLOC_SIZES];
+  *overall = (row_t){"alloc+free, all sizes", bench_stats(all_a, nall), bench_stats(all_b, nall),
+                     TARGET_ALLOC_NS};
+  bench_progress_done();
+
+  bench_machine_t m;
+  bench_machine_get(dev, &m);
+  FILE *f = bench_table_out(o);
+  bench_machine_print(f, &m);
+  fprintf(f, "overhead: %zu ops per sample, %d samples; ns per op, median [min..max]\n", n,
+          repeat);
+  fprintf(f, "%-26s %-31s %-31s %8s  %s\n", "operation", "accel ns/op", "baseline ns/op",
+          "ratio", "target");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) print_row(f, &rows[i]);
+  fprintf(f, "baselines: memset(4 B) / a plain function call in a loop; malloc+free (glibc)\n");
+
+  bench_json_t j;
+  bench_json_init(&j, o->json ? stdout : NULL);
+  bench_json_begin_object(&j, NULL);
+  bench_json_str(&j, "scenario", "overhead");
+  bench_json_machine(&j, &m);
+  bench_json_int(&j, "ops", (long long)n);
+  bench_json_int(&j, "repeat", repeat);
+  bench_json_begin_array(&j, "rows");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) json_row(&j, &rows[i]);
+  bench_json_end_array(&j);
+  bench_json_end_object(&j);
+  rc = 0;
+fail:
+  bench_progress_done();
+  free(all_a);
+  free(all_b);
+  if (buf) accel_free(dev, buf);
+  if (s) accel_stream_destroy(s);
+  accel_device_close(dev);
+  return rc;
+}

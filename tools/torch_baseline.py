@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""PyTorch CPU peer for accel-bench (the same tensor shapes, measured the same way).
+
+usage: torch_baseline.py clip    --sizes FILE [--count N] [--threads T]
+       torch_baseline.py optstep --sizes FILE [--count N] [--threads T]
+
+FILE holds one tensor numel per line (accel-bench writes it). The last line printed is one JSON
+object: {"available": true, "mode", "torch_version", "threads", "ms": {"median", "min", "max",
+"p10", "p90", "n"}, ...} or {"available": false, "reason": ...} when torch cannot be imported.
+
+clip:    torch.nn.utils.clip_grad_norm_ over fp32 grads; max_norm is half the initial norm so
+         the first call clips, and every later call clips again by max_norm / (norm + 1e-6) < 1
+         (values stay stable, no denormal drift). Timed per call; N calls after one warm-up.
+optstep: the mixed-precision step accel-bench's optstep runs: fresh bf16 grads (copy from a
+         pristine buffer), fp32 grads zeroed and += bf16 (lp -> hp), bf16 grads zeroed, unscale
+         with an overflow check, clip_grad_norm_, torch.optim.AdamW(foreach=True).step().
+         N timed steps after one warm-up step (AdamW creates its state on the first step).
+Threads default to os.cpu_count(): this machine's torch build otherwise starts with one.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def stats(samples_ms):
+    s = sorted(samples_ms)
+
+    def pct(q):
+        pos = q * (len(s) - 1)
+        lo = int(pos)
+        if lo + 1 >= len(s):
+            return s[-1]
+        return s[lo] + (s[lo + 1] - s[lo]) * (pos - lo)
+
+    return {"median": statistics.median(s), "min": s[0], "max": s[-1],
+            "p10": pct(0.1), "p90": pct(0.9), "n": len(s)}
+
+
+def make_tensors(torch, sizes, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.rand(n, generator=gen) * 2 - 1).to(dtype) for n in sizes]
+
+
+def bench_clip(torch, sizes, count):
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in sizes]
+    for p, g in zip(params, make_tensors(torch, sizes, torch.float32, 1)):
+        p.grad = g
+    with torch.no_grad():
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad)
+                                                     for p in params]))
+    max_norm = float(norm) * 0.5
+    times = []
+    for i in range(count + 1):
+        t0 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
+        t1 = time.perf_counter()
+        if i > 0:
+            times.append((t1 - t0) * 1e3)
+    return times
+
+
+def unscale_and_check(torch, grads, inv_scale, found_inf):
+    """torch's AMP helper where this build has it on the CPU, else foreach_mul + isfinite."""
+    try:
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+        return "torch._amp_foreach_non_finite_check_and_unscale_"
+    except (RuntimeError, NotImplementedError):
+        torch._foreach_mul_(grads, float(inv_scale))
+        bad = torch.stack([torch.logical_not(torch.isfinite(g).all()) for g in grads]).any()
+        found_inf.copy_(bad.to(found_inf.dtype))
+        return "torch._foreach_mul_ + isfinite().all() per tensor"
+
+
+def bench_optstep(torch, sizes, count):
+    params = [torch.nn.Parameter(t) for t in make_tensors(torch, sizes, torch.float32, 2)]
+    pristine = make_tensors(torch, sizes, torch.bfloat16, 3)
+    lp_grads = [torch.empty_like(t) for t in pristine]
+    for p in params:
+        p.grad = torch.zeros_like(p)
+    hp_grads = [p.grad for p in params]
+    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                            foreach=True)
+    found_inf = torch.zeros(1)
+    times = []
+    how = ""
+    for i in range(count + 1):
+        inv_scale = torch.full((1,), 2.0 ** -(10 + i % 2))
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            torch._foreach_copy_(lp_grads, pristine) if hasattr(torch, "_foreach_copy_") else \
+                [d.copy_(s) for d, s in zip(lp_grads, pristine)]
+            torch._foreach_zero_(hp_grads)
+            for hp, lp in zip(hp_grads, lp_grads):
+                hp.add_(lp)
+            torch._foreach_zero_(lp_grads)
+            found_inf.zero_()
+            how = unscale_and_check(torch, hp_grads, inv_scale, found_inf)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        t1 = time.perf_counter()
+        if i > 0:
+            times.append((t1 - t0) * 1e3)
+    return times, how
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["clip", "optstep"])
+    ap.add_argument("--sizes", required=True)
+    ap.add_argument("--count", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError as e:
+        print(json.dumps({"available": False, "reason": f"import torch failed: {e}"}))
+        return 0
+    with open(args.sizes) as f:
+        sizes = [int(line) for line in f if line.strip()]
+    torch.set_num_threads(args.threads)
+    out = {"available": True, "mode": args.mode, "torch_version": torch.__version__,
+           "threads": torch.get_num_threads(), "tensors": len(sizes), "numel": sum(sizes)}
+    if args.mode == "clip":
+        times = bench_clip(torch, sizes, max(args.count, 1))
+    else:
+        times, how = bench_optstep(torch, sizes, max(args.count, 1))
+        out["unscale"] = how
+    out["ms"] = stats(times)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
