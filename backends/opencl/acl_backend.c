@@ -139,11 +139,9 @@ static accel_status_t backend_init(const accel_host_api_t *host, accel_be_backen
                                "no OpenCL platform: clGetPlatformIDs: %s (%d) (no ICD "
                                "registered in /etc/OpenCL/vendors or OCL_ICD_VENDORS)",
                                acl_error_name(err), (int)err);
-  if (err != CL_SUCCESS) {
-    acl_fail("clGetPlatformIDs", err);
+  if (err != CL_SUCCESS)
     return acl_host->set_error(ACCEL_ERROR_UNAVAILABLE, "OpenCL unusable: clGetPlatformIDs: %s (%d)",
                                acl_error_name(err), (int)err);
-  }
   cl_platform_id *plats = calloc(np, sizeof *plats);
   acl_backend_t *be = calloc(1, sizeof *be);
   if (!plats || !be) {
