@@ -2,6 +2,7 @@
  * accel-cts: the conformance suite driver.
  *
  *   accel-cts --device SELECTOR --mode eager|graph|lazy [--filter SUBSTR] [--list] [-v]
+ *             [--case-timeout SECONDS]
  *
  * Opens one device and runs every registered case (sorted by name) in one mode. Prints one line
  * per case and finally "N passed, N failed, N skipped". Exit status: 0 all good, 1 a case
@@ -18,8 +19,8 @@
 
 enum { CTS_EXIT_FAIL = 1, CTS_EXIT_USAGE = 2, CTS_EXIT_SKIP = 77 };
 /* Per-case watchdog: a hung case is reported and ends the run instead of waiting for the meson
- * timeout without saying which case hung. */
-enum { CTS_CASE_TIMEOUT_S = 120 };
+ * timeout without saying which case hung. Raise it for slow runs (valgrind, sanitizers). */
+enum { CTS_DEFAULT_CASE_TIMEOUT_S = 120 };
 
 typedef struct cts_options {
   const char *selector;
@@ -27,6 +28,7 @@ typedef struct cts_options {
   const char *filter;
   int list;
   int verbose;
+  unsigned case_timeout_s;
 } cts_options_t;
 
 static const char *const k_mode_names[] = {"eager", "graph", "lazy"};
@@ -74,12 +76,15 @@ static void usage(FILE *f) {
           "  --mode     how cases submit work: directly, captured and replayed, or lazily\n"
           "  --filter   run only cases whose name contains SUBSTR\n"
           "  --list     list the cases and their tags, run nothing\n"
-          "  -v         print timings and details\n");
+          "  -v         print timings and details\n"
+          "  --case-timeout SECONDS  watchdog per case (default %d, 0: none)\n",
+          CTS_DEFAULT_CASE_TIMEOUT_S);
 }
 
 static int parse_args(int argc, char **argv, cts_options_t *o) {
   memset(o, 0, sizeof(*o));
   o->mode = CTS_MODE_EAGER;
+  o->case_timeout_s = CTS_DEFAULT_CASE_TIMEOUT_S;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has_value = i + 1 < argc;
@@ -99,6 +104,14 @@ static int parse_args(int argc, char **argv, cts_options_t *o) {
       }
     } else if (strcmp(a, "--filter") == 0 && has_value) {
       o->filter = argv[++i];
+    } else if (strcmp(a, "--case-timeout") == 0 && has_value) {
+      char *end = NULL;
+      unsigned long v = strtoul(argv[++i], &end, 10);
+      if (!end || *end || v > 86400) {
+        fprintf(stderr, "accel-cts: bad --case-timeout '%s'\n", argv[i]);
+        return 0;
+      }
+      o->case_timeout_s = (unsigned)v;
     } else if (strcmp(a, "--list") == 0) {
       o->list = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -311,7 +324,7 @@ int main(int argc, char **argv) {
     const cts_case_t *c = &cases[i];
     if (!selected(&opt, c)) continue;
     g_running_case = c->name;
-    alarm(CTS_CASE_TIMEOUT_S);
+    alarm(opt.case_timeout_s);
     double t0 = now_ms();
     cts_result_t r = run_case(&ctx, c, &kernels_probe, kernels_reason, sizeof(kernels_reason));
     double ms = now_ms() - t0;
