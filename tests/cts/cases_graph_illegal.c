@@ -208,6 +208,8 @@ ILLEGAL_CASE(relaxed_capturing_stream_query, ACCEL_CAPTURE_MODE_RELAXED, call_st
 ALLOWED_CASE(thread_local_other_thread_sync, ACCEL_CAPTURE_MODE_THREAD_LOCAL,
              call_other_stream_sync_from_thread)
 ALLOWED_CASE(relaxed_other_stream_sync, ACCEL_CAPTURE_MODE_RELAXED, call_other_stream_sync)
+ALLOWED_CASE(relaxed_other_thread_sync, ACCEL_CAPTURE_MODE_RELAXED,
+             call_other_stream_sync_from_thread)
 ALLOWED_CASE(relaxed_malloc, ACCEL_CAPTURE_MODE_RELAXED, call_malloc)
 
 /* A stream that joined the capture by waiting on its event but never rejoined the origin. */
