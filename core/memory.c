@@ -165,13 +165,21 @@ void accel_device_internal_free(accel_device_t *dev, void *ptr) {
 }
 
 accel_status_t accel_device_upload(accel_device_t *dev, void *dst, const void *src, size_t size) {
+  /* the stream is created outside dev->lock (creation links it into the device's list) */
   pthread_mutex_lock(&dev->lock);
-  accel_status_t st = ACCEL_OK;
-  if (!dev->upload_stream)
-    st = accel_stream_create_internal(dev, ACCEL_STREAM_EAGER, false, true, &dev->upload_stream);
   accel_stream_t *s = dev->upload_stream;
   pthread_mutex_unlock(&dev->lock);
-  if (st != ACCEL_OK) return st;
+  accel_status_t st = ACCEL_OK;
+  if (!s) {
+    accel_stream_t *created = NULL;
+    st = accel_stream_create_internal(dev, ACCEL_STREAM_EAGER, false, true, &created);
+    if (st != ACCEL_OK) return st;
+    pthread_mutex_lock(&dev->lock);
+    if (!dev->upload_stream) dev->upload_stream = created;
+    s = dev->upload_stream;
+    pthread_mutex_unlock(&dev->lock);
+    if (s != created) accel_stream_destroy_internal(created); /* another thread won */
+  }
   const accel_backend_vtable_t *vt = dev->backend->vt;
   pthread_mutex_lock(&s->lock);
   st = vt->memcpy_async(s->impl, dst, src, size, ACCEL_COPY_HOST_TO_DEVICE);
