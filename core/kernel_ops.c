@@ -26,8 +26,11 @@ _Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
                    offsetof(accel_adam_args_t, found_inf) == offsetof(acc_adam_args_t, found_inf),
                "accel_adam_args_t and acc_adam_args_t differ");
 
-/* Entries kept per device before unused ones are evicted. */
-#define KOP_CACHE_MAX 64u
+/* Entries kept per device before unused ones are evicted. Per-tensor loops over a large model
+ * create one entry per (op, tensor), so the cache holds many; an eviction drains the device,
+ * so it frees a quarter of the cache at once to keep drains rare. */
+#define KOP_CACHE_MAX 65536u
+#define KOP_CACHE_AFTER_EVICT (KOP_CACHE_MAX / 4u * 3u)
 
 size_t accel_dtype_size(accel_dtype_t dtype) {
   switch (dtype) {
@@ -228,7 +231,7 @@ typedef struct kop_key_elem {
 typedef struct kop_entry {
   accel_keepalive_t keep; /* first: the keepalive is the entry */
   accel_device_t *dev;
-  struct kop_entry *next;
+  struct kop_entry *next; /* hash-bucket chain */
   uint64_t hash;
   uint64_t last_use;
   uint32_t op;
@@ -243,10 +246,48 @@ typedef struct kop_entry {
 
 typedef struct kop_state {
   pthread_mutex_t mu;
-  kop_entry_t *entries;
+  kop_entry_t **buckets; /* nbuckets chains, a power of two */
+  size_t nbuckets;
   size_t count;
   uint64_t tick;
 } kop_state_t;
+
+/* Links e into its bucket, growing the table past two entries per bucket (mu held). */
+static void kop_insert(kop_state_t *s, kop_entry_t *e) {
+  if (s->count + 1 > s->nbuckets * 2) {
+    size_t n = s->nbuckets ? s->nbuckets * 2 : 1024;
+    kop_entry_t **nb = calloc(n, sizeof *nb);
+    if (nb) { /* without memory the chains just get longer */
+      for (size_t i = 0; i < s->nbuckets; ++i)
+        for (kop_entry_t *x = s->buckets[i], *nx; x; x = nx) {
+          nx = x->next;
+          x->next = nb[x->hash & (n - 1)];
+          nb[x->hash & (n - 1)] = x;
+        }
+      free(s->buckets);
+      s->buckets = nb;
+      s->nbuckets = n;
+    }
+  }
+  kop_entry_t **head = &s->buckets[e->hash & (s->nbuckets - 1)];
+  e->next = *head;
+  *head = e;
+  ++s->count;
+}
+
+static void kop_unlink(kop_state_t *s, kop_entry_t *e) {
+  for (kop_entry_t **pp = &s->buckets[e->hash & (s->nbuckets - 1)]; *pp; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      --s->count;
+      return;
+    }
+}
+
+static int kop_older(const void *a, const void *b) {
+  const kop_entry_t *x = *(kop_entry_t *const *)a, *y = *(kop_entry_t *const *)b;
+  return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+}
 
 static pthread_mutex_t g_state_create_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -326,45 +367,35 @@ static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry
   return ACCEL_OK;
 }
 
-/* Frees least recently used entries that only the cache holds, down to KOP_CACHE_MAX, keeping
- * keep. Never during a capture; drains the device first (eager work may read the tables). */
+/* Frees least recently used entries that only the cache holds, down to KOP_CACHE_AFTER_EVICT,
+ * keeping keep. Never during a capture; drains the device first (eager work may read the
+ * tables). */
 static void kop_evict(kop_state_t *s, accel_device_t *dev, const kop_entry_t *keep) {
-  kop_entry_t *victims = NULL;
+  if (accel_device_any_capture(dev)) return;
   pthread_mutex_lock(&s->mu);
-  while (s->count > KOP_CACHE_MAX && !accel_device_any_capture(dev)) {
-    kop_entry_t **lru = NULL;
-    for (kop_entry_t **pp = &s->entries; *pp; pp = &(*pp)->next)
-      if (*pp != keep && __atomic_load_n(&(*pp)->keep.refcount, __ATOMIC_ACQUIRE) == 1 &&
-          (!lru || (*pp)->last_use < (*lru)->last_use))
-        lru = pp;
-    if (!lru) break;
-    kop_entry_t *v = *lru;
-    *lru = v->next;
-    v->next = victims;
-    victims = v;
-    --s->count;
+  kop_entry_t **cand = malloc(s->count * sizeof *cand);
+  size_t ncand = 0, nvict = 0;
+  for (size_t i = 0; cand && i < s->nbuckets; ++i)
+    for (kop_entry_t *e = s->buckets[i]; e; e = e->next)
+      if (e != keep && __atomic_load_n(&e->keep.refcount, __ATOMIC_ACQUIRE) == 1)
+        cand[ncand++] = e;
+  if (cand && s->count > KOP_CACHE_AFTER_EVICT) {
+    nvict = s->count - KOP_CACHE_AFTER_EVICT;
+    if (nvict > ncand) nvict = ncand;
+    qsort(cand, ncand, sizeof *cand, kop_older);
+    for (size_t i = 0; i < nvict; ++i) kop_unlink(s, cand[i]);
   }
   pthread_mutex_unlock(&s->mu);
-  if (!victims) return;
   /* Unlinked entries can no longer be found; wait for eager work that may still read them. */
-  if (accel_device_drain(dev) != ACCEL_OK) {
+  if (nvict && accel_device_drain(dev) != ACCEL_OK) {
     /* Cannot prove they are idle: put them back rather than free memory in use. */
     pthread_mutex_lock(&s->mu);
-    while (victims) {
-      kop_entry_t *v = victims;
-      victims = v->next;
-      v->next = s->entries;
-      s->entries = v;
-      ++s->count;
-    }
+    for (size_t i = 0; i < nvict; ++i) kop_insert(s, cand[i]);
     pthread_mutex_unlock(&s->mu);
-    return;
+    nvict = 0;
   }
-  while (victims) {
-    kop_entry_t *v = victims;
-    victims = v->next;
-    kop_entry_free(v);
-  }
+  for (size_t i = 0; i < nvict; ++i) kop_entry_free(cand[i]);
+  free(cand);
 }
 
 /* The cached table for r (built on a miss), with a reference for the caller. */
@@ -380,7 +411,7 @@ static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t 
   h = fnv1a(h, key, key_len * sizeof *key);
 
   pthread_mutex_lock(&s->mu);
-  for (kop_entry_t *e = s->entries; e; e = e->next)
+  for (kop_entry_t *e = s->nbuckets ? s->buckets[h & (s->nbuckets - 1)] : NULL; e; e = e->next)
     if (e->hash == h && e->op == r->op && e->stream == stream && e->key_len == key_len &&
         memcmp(e->key, key, key_len * sizeof *key) == 0) {
       accel_keepalive_retain(&e->keep);
@@ -413,9 +444,7 @@ static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t 
   e->key_len = key_len;
   pthread_mutex_lock(&s->mu);
   e->last_use = ++s->tick;
-  e->next = s->entries;
-  s->entries = e;
-  ++s->count;
+  kop_insert(s, e);
   const int over = s->count > KOP_CACHE_MAX;
   pthread_mutex_unlock(&s->mu);
   if (over) kop_evict(s, r->dev, e);
@@ -427,11 +456,12 @@ void accel_kernel_state_destroy(accel_device_t *device, void *state) {
   (void)device;
   kop_state_t *s = state;
   if (!s) return;
-  while (s->entries) {
-    kop_entry_t *e = s->entries;
-    s->entries = e->next;
-    accel_keepalive_release(&e->keep);
-  }
+  for (size_t i = 0; i < s->nbuckets; ++i)
+    for (kop_entry_t *e = s->buckets[i], *n; e; e = n) {
+      n = e->next;
+      accel_keepalive_release(&e->keep);
+    }
+  free(s->buckets);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
