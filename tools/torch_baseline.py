@@ -8,9 +8,9 @@ FILE holds one tensor numel per line (accel-bench writes it). The last line prin
 object: {"available": true, "mode", "torch_version", "threads", "ms": {"median", "min", "max",
 "p10", "p90", "n"}, ...} or {"available": false, "reason": ...} when torch cannot be imported.
 
-clip:    torch.nn.utils.clip_grad_norm_ over fp32 grads; max_norm is half the initial norm so
-         the first call clips, and every later call clips again by max_norm / (norm + 1e-6) < 1
-         (values stay stable, no denormal drift). Timed per call; N calls after one warm-up.
+clip:    torch.nn.utils.clip_grad_norm_ over fp32 grads; call k uses max_norm = initial norm
+         / 2^(k+1), so every call scales by ~0.5 (as accel-bench does). Timed per call; N calls
+         after one warm-up.
 optstep: the mixed-precision step accel-bench's optstep runs: fresh bf16 grads (copy from a
          pristine buffer), fp32 grads zeroed and += bf16 (lp -> hp), bf16 grads zeroed, unscale
          with an overflow check, clip_grad_norm_, torch.optim.AdamW(foreach=True).step().
@@ -51,9 +51,10 @@ def bench_clip(torch, sizes, count):
     with torch.no_grad():
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad)
                                                      for p in params]))
-    max_norm = float(norm) * 0.5
+    max_norm = float(norm)
     times = []
     for i in range(count + 1):
+        max_norm *= 0.5
         t0 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(params, max_norm)
         t1 = time.perf_counter()
