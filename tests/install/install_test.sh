@@ -1,0 +1,147 @@
+#!/bin/sh
+# Install test: stages `meson install` of a build directory into a temporary DESTDIR, then uses
+# the staged tree exactly as a user of an installed accel would, through pkg-config only:
+#   1. tests/install/hello_accel.c      compiles, links and runs (header/library versions, cpu)
+#   2. examples/optimizer_step.c        compiles warning-free, runs, and its output is checked
+#      (on cpu, and on opencl too when that backend has a device: the output must be identical);
+#      the copy of it in docs/API.md must be the same text
+#   3. examples/plugin                  builds out of tree with its Makefile against the staged
+#      headers and installs into the staged plugin dir; tests/install/plugin_check.c opens the
+#      "example" device and checks copies, events, host functions, graphs and kernel refusal;
+#      the staged accel-info lists the plugin as loaded.
+#
+# usage: install_test.sh BUILD_DIR SOURCE_DIR MESON
+# Environment: CC (default cc). Exit status 77 (skipped) when pkg-config or make is missing.
+set -eu
+
+build=$1
+src=$2
+meson=$3
+cc=${CC:-cc}
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAILED: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+command -v pkg-config >/dev/null 2>&1 || skip "pkg-config not found"
+command -v make >/dev/null 2>&1 || skip "make not found (needed to build examples/plugin)"
+
+# Settings of the caller must not steer what is tested.
+unset ACCEL_BACKEND ACCEL_PLUGIN_PATH ACCEL_LAZY ACCEL_DISABLE_GRAPHS ACCEL_VISIBLE_DEVICES \
+      ACCEL_FAULT_INJECT ACCEL_TRACE PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR 2>/dev/null || true
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accel-install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+stage=$tmp/stage
+export ACCEL_CACHE_DIR="$tmp/cache"
+
+# --- install --------------------------------------------------------------------------------
+step "meson install --destdir $stage"
+# --no-rebuild: `meson test` builds only what tests depend on; installing must not start a build
+# of its own (and must not need root or the network).
+if ! "$meson" install -C "$build" --no-rebuild --destdir "$stage" --quiet >"$tmp/install.log" 2>&1
+then
+  cat "$tmp/install.log"
+  fail "meson install failed (build everything first: ninja -C $build)"
+fi
+
+pc=$(find "$stage" -path '*/pkgconfig/accel.pc' | head -n 1)
+[ -n "$pc" ] || fail "accel.pc was not installed"
+# Only the staged tree: no system .pc files, and the prefix moved into the stage.
+export PKG_CONFIG_LIBDIR="${pc%/accel.pc}"
+prefix=$(pkg-config --variable=prefix accel)
+pkgconf="pkg-config --define-variable=prefix=$stage$prefix"
+cflags=$($pkgconf --cflags accel)
+libs=$($pkgconf --libs accel)
+libdir=$($pkgconf --variable=libdir accel)
+plugindir=$($pkgconf --variable=plugindir accel)
+bindir=$stage$prefix/bin
+echo "prefix $prefix staged at $stage$prefix"
+echo "cflags: $cflags"
+echo "libs:   $libs"
+case "$cflags" in *"$stage"*) ;; *) fail "pkg-config --cflags does not point into the stage" ;; esac
+for f in "$libdir/libaccel.so" "$bindir/accel-info" \
+         "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
+         "$stage$prefix/include/accel/accel_plugin.h"; do
+  [ -e "$f" ] || fail "not installed: $f"
+done
+export LD_LIBRARY_PATH="$libdir"
+# The staged libaccel looks in the real plugin dir; point it at the staged one.
+export ACCEL_PLUGIN_PATH="$plugindir"
+
+# --- 1. a tiny program ------------------------------------------------------------------------
+step "hello_accel.c"
+# shellcheck disable=SC2086 # word splitting of pkg-config output is intended
+$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/hello_accel.c" $cflags $libs \
+  -o "$tmp/hello_accel"
+out=$(timeout 60 "$tmp/hello_accel") || fail "hello_accel failed: $out"
+echo "$out"
+version=$($pkgconf --modversion accel)
+[ "$out" = "hello accel $version: cpu:0 round trip ok" ] || fail "unexpected output from hello_accel"
+
+# --- 2. the optimizer-step example ------------------------------------------------------------
+step "examples/optimizer_step.c"
+python3 - "$src/docs/API.md" "$src/examples/optimizer_step.c" <<'EOF' || fail "docs/API.md's copy of examples/optimizer_step.c differs from the file"
+import sys
+doc, example = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+begin, end = "<!-- begin examples/optimizer_step.c -->\n```c\n", "```\n<!-- end examples/optimizer_step.c -->"
+start = doc.find(begin)
+stop = doc.find(end, start)
+sys.exit(0 if start >= 0 and stop > start and doc[start + len(begin):stop] == example else 1)
+EOF
+# shellcheck disable=SC2086
+$cc -std=c11 -Wall -Wextra -Werror -pedantic "$src/examples/optimizer_step.c" $cflags $libs \
+  -o "$tmp/optimizer_step"
+
+# Runs the example on one device and checks what every correct run prints.
+run_optimizer() {
+  if ! timeout 300 "$tmp/optimizer_step" "$1" >"$tmp/opt-$1.txt" 2>&1; then
+    cat "$tmp/opt-$1.txt"
+    fail "optimizer_step $1 failed"
+  fi
+  cat "$tmp/opt-$1.txt"
+  grep -q '^step 3: loss scale 65536: overflow, step skipped$' "$tmp/opt-$1.txt" ||
+    fail "optimizer_step $1: the overflowing step was not skipped"
+  [ "$(grep -c '^step [0-9]*: loss scale [0-9]*, grad norm' "$tmp/opt-$1.txt")" = 5 ] ||
+    fail "optimizer_step $1: expected 5 steps taken"
+  grep -q '^graph replay vs eager: bitwise identical$' "$tmp/opt-$1.txt" ||
+    fail "optimizer_step $1: graph replay and eager execution differ"
+}
+run_optimizer cpu
+# Kernels give the same bits on every backend: everything but the device line must match.
+if "$bindir/accel-info" 2>/dev/null | grep -q '^  opencl: available'; then
+  run_optimizer opencl
+  grep -v '^device:' "$tmp/opt-cpu.txt" >"$tmp/opt-cpu.cmp"
+  grep -v '^device:' "$tmp/opt-opencl.txt" >"$tmp/opt-opencl.cmp"
+  diff "$tmp/opt-cpu.cmp" "$tmp/opt-opencl.cmp" || fail "optimizer_step: cpu and opencl differ"
+  echo "cpu and opencl results are identical"
+else
+  echo "(opencl has no device here: the cross-backend comparison is skipped)"
+fi
+
+# --- 3. the out-of-tree plugin ----------------------------------------------------------------
+step "examples/plugin (out of tree)"
+cp -R "$src/examples/plugin" "$tmp/plugin"
+make -C "$tmp/plugin" clean >/dev/null
+make -C "$tmp/plugin" PKG_CONFIG="$pkgconf" CC="$cc" install ||
+  fail "examples/plugin does not build or install against the staged headers"
+[ -f "$plugindir/libaccel-example.so" ] || fail "make install did not put the plugin in $plugindir"
+if command -v nm >/dev/null 2>&1; then
+  exported=$(nm -D --defined-only "$plugindir/libaccel-example.so" | awk '$2 == "T" {print $3}')
+  [ "$exported" = "accel_plugin_query" ] ||
+    fail "the plugin must export only accel_plugin_query, exports: $exported"
+fi
+
+# shellcheck disable=SC2086
+$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/plugin_check.c" $cflags $libs \
+  -o "$tmp/plugin_check"
+timeout 60 "$tmp/plugin_check" || fail "plugin_check failed"
+
+timeout 120 "$bindir/accel-info" >"$tmp/info.txt" 2>&1 ||
+  { cat "$tmp/info.txt"; fail "staged accel-info failed"; }
+grep -E "^  example +loaded +$plugindir/libaccel-example.so" "$tmp/info.txt" ||
+  { cat "$tmp/info.txt"; fail "staged accel-info does not list the example plugin as loaded"; }
+grep -q '^  example: available, 1 device(s)$' "$tmp/info.txt" ||
+  { cat "$tmp/info.txt"; fail "staged accel-info does not show the example device"; }
+
+echo "install test passed"
