@@ -34,7 +34,11 @@ static void open_trace(void) {
     return;
   }
   t_base = accel_now_ns();
-  fputs("[\n", out);
+  /* track 0: calls not tied to a device or stream yet (device selection) */
+  fprintf(out, "[\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,"
+               "\"args\":{\"name\":\"accel host\"}}",
+          (int)getpid());
+  first_event = false;
   atexit(close_trace);
 }
 

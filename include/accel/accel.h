@@ -90,7 +90,9 @@ typedef struct accel_pool accel_pool_t;
  * use. */
 ACCEL_API int accel_backend_count(void);
 ACCEL_API accel_status_t accel_backend_get(int index, accel_backend_t **out);
-/* Looks a backend up by name ("cpu", "opencl", "cuda", "hip", "level_zero"). */
+/* Looks a backend up by name ("cpu", "opencl", "cuda", "hip", "level_zero"). An unknown name
+ * is ACCEL_ERROR_INVALID_ARGUMENT (the message lists the known backends); a known plugin that is
+ * not installed is ACCEL_ERROR_UNAVAILABLE; one present but refused is ACCEL_ERROR_PLUGIN. */
 ACCEL_API accel_status_t accel_backend_find(const char *name, accel_backend_t **out);
 ACCEL_API const char *accel_backend_name(const accel_backend_t *backend);
 /* ACCEL_OK when the backend's runtime initialised; otherwise why not (message in *reason,
@@ -174,6 +176,8 @@ ACCEL_API accel_status_t accel_malloc_async(accel_stream_t *stream, size_t size,
 ACCEL_API accel_status_t accel_free_async(accel_stream_t *stream, void *ptr);
 /* Host memory, page-locked where the backend has it (ordinary host memory on the CPU). */
 ACCEL_API accel_status_t accel_host_alloc(accel_device_t *device, size_t size, void **ptr);
+/* NULL is a no-op; a pointer that is not a live accel_host_alloc block of this device returns
+ * ACCEL_ERROR_INVALID_ARGUMENT. */
 ACCEL_API accel_status_t accel_host_free(accel_device_t *device, void *ptr);
 
 /* Copies size bytes; the direction is inferred from the pointers (device allocations of this
@@ -219,6 +223,7 @@ enum {
 };
 
 ACCEL_API accel_status_t accel_stream_create(accel_device_t *device, accel_stream_t **out);
+/* Unknown flags, or LAZY together with EAGER: ACCEL_ERROR_INVALID_ARGUMENT. */
 ACCEL_API accel_status_t accel_stream_create_ex(accel_device_t *device, unsigned flags,
                                                 accel_stream_t **out);
 /* Waits for the stream's work, then destroys it. The default stream cannot be destroyed. */
@@ -283,7 +288,9 @@ typedef enum accel_capture_mode {
 ACCEL_API accel_status_t accel_graph_create(accel_device_t *device, accel_graph_t **out);
 /* Starts recording the work submitted to stream (and to streams that join by waiting on an
  * event recorded on it). pool: the memory pool for allocations made during the capture (NULL:
- * a private pool). The default stream cannot capture. */
+ * a private pool). The default stream cannot capture (ACCEL_ERROR_INVALID_ARGUMENT); a stream
+ * that is already capturing returns ACCEL_ERROR_ILLEGAL_IN_CAPTURE and invalidates that capture;
+ * a graph that already holds a capture returns ACCEL_ERROR_STATE. */
 ACCEL_API accel_status_t accel_graph_capture_begin(accel_graph_t *graph, accel_stream_t *stream,
                                                    accel_pool_t *pool, accel_capture_mode_t mode);
 /* Ends the capture. ACCEL_ERROR_CAPTURE_INVALIDATED if an illegal call invalidated it, or a
