@@ -1,0 +1,33 @@
+/*
+ * The lane macros shared by the SIMT preludes (prelude_gpu.h, prelude_opencl.h): a lane is one
+ * thread / work-item, so lane code runs once per thread and the reduction tree steps are
+ * separated by barriers. Each prelude defines ACC_LANE_ID_, ACC_BLOCK and ACC_BARRIER() first.
+ */
+#ifndef ACCEL_PRELUDE_SIMT_H
+#define ACCEL_PRELUDE_SIMT_H
+
+#define ACC_LANES(...)                       \
+  {                                          \
+    const acc_u32 lane = ACC_LANE_ID_;       \
+    (void)lane;                              \
+    __VA_ARGS__                              \
+  }
+#define ACC_LANE0(...)            \
+  if (ACC_LANE_ID_ == 0u) {       \
+    __VA_ARGS__                   \
+  }
+
+#define ACC_LANE_LOOP(i, n, ...)                                       \
+  for (acc_idx i = ACC_LANE_ID_; i < (n); i += ACC_BLOCK) {            \
+    __VA_ARGS__                                                        \
+  }
+#define ACC_ELEM_LOOP(i, n, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
+
+#define ACC_TREE(red, FN, ARG)                                            \
+  for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
+    if (ACC_LANE_ID_ < acc_s_)                                            \
+      (red)[ACC_LANE_ID_] = FN((red)[ACC_LANE_ID_], (red)[ACC_LANE_ID_ + acc_s_], (ARG)); \
+    ACC_BARRIER();                                                        \
+  }
+
+#endif
