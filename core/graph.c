@@ -183,6 +183,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   g->capture = NULL;
   g->capture_stream = NULL;
   if (valid) {
+    accel_cmdlist_free(&g->cmds); /* storage kept by an earlier graph_clear */
     g->cmds = cmds;
     st = accel_cmdlist_copy(&g->flat, &g->cmds, true);
   }

@@ -10,6 +10,10 @@
  * never dlclose'd. Every file considered is kept as a report for accel-info.
  */
 #include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -107,8 +111,66 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
   return NULL;
 }
 
+/*
+ * Refuses, before dlopen, 64-bit ELF files that dlopen would crash on or misreport: glibc maps
+ * PT_LOAD segments that lie past the end of a truncated file and dies of SIGBUS relocating
+ * them, and it says "No such file or directory" about an existing ELF built for another
+ * machine. Anything else (not ELF, too short for a header, unreadable) is left to dlopen.
+ */
+#if defined(__x86_64__)
+#define HOST_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define HOST_ELF_MACHINE EM_PPC64
+#endif
+
+static bool elf_precheck(const char *path, char *why, size_t size) {
+#ifdef HOST_ELF_MACHINE
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  struct stat sb;
+  Elf64_Ehdr eh;
+  bool ok = true;
+  if (fstat(fd, &sb) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0) {
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+      snprintf(why, size, "ELF class %u, this host loads ELFCLASS64 (%u) objects",
+               (unsigned)eh.e_ident[EI_CLASS], (unsigned)ELFCLASS64);
+      ok = false;
+    } else if (eh.e_machine != HOST_ELF_MACHINE) {
+      snprintf(why, size, "ELF machine %u, this host is machine %u (built for another "
+               "architecture)", (unsigned)eh.e_machine, (unsigned)HOST_ELF_MACHINE);
+      ok = false;
+    }
+    for (unsigned i = 0; ok && i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+      if (pread(fd, &ph, sizeof ph, at) != (ssize_t)sizeof ph) {
+        snprintf(why, size, "truncated: program header %u lies past the end of the file", i);
+        ok = false;
+      } else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (uint64_t)sb.st_size) {
+        snprintf(why, size, "truncated: segment %u needs %llu bytes, the file has %lld", i,
+                 (unsigned long long)(ph.p_offset + ph.p_filesz), (long long)sb.st_size);
+        ok = false;
+      }
+    }
+  }
+  close(fd);
+  return ok;
+#else
+  (void)path, (void)why, (void)size;
+  return true;
+#endif
+}
+
 static void load_plugin(const char *path) {
   char why[512];
+  if (!elf_precheck(path, why, sizeof why)) {
+    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "not loadable here: %s", why);
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, why);
+    return;
+  }
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char *e = dlerror();

@@ -259,15 +259,22 @@ static void seg_release(accel_mempool_t *m, segment_t *s) {
   free(s);
 }
 
-/* A segment is fully free when it holds a single free block. */
-static bool seg_is_free(const segment_t *s) { return !s->first->allocated && !s->first->next; }
+/* A segment is fully free when none of its blocks is allocated (free blocks binned under
+ * different stream keys do not coalesce, so there may be several). */
+static bool seg_is_free(const segment_t *s) {
+  for (const block_t *b = s->first; b; b = b->next)
+    if (b->allocated) return false;
+  return true;
+}
 
 static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a) {
   for (size_t i = m->nsegs; i-- > 0;) {
     segment_t *s = m->segs[i];
     if (s->arena != a || !seg_is_free(s)) continue;
-    bins_t *b = bins_for(a, s->first->key, false);
-    if (b) bin_remove(b, s->first);
+    for (block_t *blk = s->first; blk; blk = blk->next) {
+      bins_t *b = bins_for(a, blk->key, false);
+      if (b) bin_remove(b, blk);
+    }
     seg_release(m, s);
   }
 }

@@ -43,9 +43,13 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 #define ACC_POWF(x, y) powf((x), (y))
 #define ACC_FABSF(x) fabsf(x)
 
-/* Per-ISA copies of every kernel, chosen at load time from cpuid (GCC/clang function
- * multi-versioning through an ifunc resolver). */
-#if defined(__x86_64__) && !defined(ACC_NO_TARGET_CLONES)
+/* Per-ISA copies of every kernel, chosen at load time from cpuid (GCC function
+ * multi-versioning through an ifunc resolver). Not with clang: clang 14's clones of these
+ * static kernels with a by-value parameter struct received a garbage struct (accel_k_scale
+ * read a NULL scale pointer, accel_k_fill wrote nothing). Not under ThreadSanitizer: its
+ * instrumentation runs inside the ifunc resolver before the runtime is up and crashes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(ACC_NO_TARGET_CLONES)
 #define ACC_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ACC_CPU_CLONES
