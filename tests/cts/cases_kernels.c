@@ -157,7 +157,7 @@ static accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *in
   if (st != ACCEL_OK) return st;
   S->dev = S->buf.data;
   unsigned char zero[64] = {0};
-  memcpy(zero, init, bytes);
+  if (bytes) memcpy(zero, init, bytes);
   return cts_upload(ctx, S->dev, zero, 64);
 }
 
