@@ -17,7 +17,7 @@
 
 /* Command-line options; each scenario reads the ones it documents (bench_main.c). */
 typedef struct bench_opts {
-  const char *device;       /* --device (default "cpu") */
+  const char *device;       /* --device (default NULL: ACCEL_BACKEND, else the probe) */
   int json;                 /* --json: JSON object on stdout, table on stderr */
   int repeat;               /* --repeat N (0: the scenario's default) */
   int steps;                /* --steps N (optstep; 0: default) */

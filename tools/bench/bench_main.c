@@ -38,7 +38,8 @@ static void usage(FILE *f) {
   for (size_t i = 0; i < NUM_SCENARIOS; i++)
     fprintf(f, "  %-14s  %s\n", scenarios[i].name, scenarios[i].help);
   fprintf(f,
-          "common: --device SEL (cpu), --json (JSON on stdout, table on stderr),\n"
+          "common: --device SEL (default: ACCEL_BACKEND, else the probe order),\n"
+          "        --json (JSON on stdout, table on stderr),\n"
           "        --python PATH (/usr/bin/python3), --torch-script PATH\n");
 }
 
@@ -115,7 +116,7 @@ int main(int argc, char **argv) {
   }
   const char *script = getenv("ACCEL_BENCH_TORCH_SCRIPT");
   bench_opts_t o = {
-      .device = "cpu",
+      .device = NULL, /* accel_device_open(NULL): ACCEL_BACKEND, else the probe order */
       .torch = -1, /* scenario default */
       .python = "/usr/bin/python3",
       .torch_script = script ? script : ACCEL_BENCH_TORCH_SCRIPT,

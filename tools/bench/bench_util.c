@@ -127,7 +127,7 @@ int bench_open_device(const bench_opts_t *o, accel_device_t **dev) {
   accel_status_t st = accel_device_open(o->device, dev);
   if (st != ACCEL_OK) {
     char what[300];
-    snprintf(what, sizeof what, "accel_device_open(\"%s\")", o->device);
+    snprintf(what, sizeof what, "accel_device_open(\"%s\")", o->device ? o->device : "default");
     return bench_fail(st, what);
   }
   return 0;
