@@ -35,6 +35,22 @@ int bench_overhead(const bench_opts_t *o);
 int bench_graph(const bench_opts_t *o);
 int bench_kernels(const bench_opts_t *o);
 int bench_optstep(const bench_opts_t *o);
+int bench_opencl(const bench_opts_t *o); /* built with the OpenCL ICD loader only */
+
+/* The hand-written OpenCL host loop of the opencl scenario (bench_opencl_host.c): the OpenCL
+ * API without accel, running accel_k_fill + accel_k_scale on one fp32 tensor. Each returns 0,
+ * or nonzero with the failing call and its error code in why. */
+typedef struct bench_cl_host bench_cl_host_t;
+/* Context, in-order queue and kernels on the device accel calls opencl:index (name checked). */
+int bench_cl_host_open(int index, const char *name, bench_cl_host_t **out, char *why,
+                       size_t cap);
+/* (Re)allocates the tensor (numel fp32, fine-grained SVM), its chunk table and *scale. */
+int bench_cl_host_prepare(bench_cl_host_t *h, size_t numel, float scale, char *why,
+                          size_t cap);
+/* n times fill(values[k]) then scale, then clFinish. */
+int bench_cl_host_run(bench_cl_host_t *h, const float *values, int n, char *why, size_t cap);
+const float *bench_cl_host_data(const bench_cl_host_t *h);
+void bench_cl_host_close(bench_cl_host_t *h);
 
 /* Where tables go: stdout, or stderr when --json owns stdout. */
 FILE *bench_table_out(const bench_opts_t *o);

@@ -28,6 +28,11 @@ static const struct {
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
      "                  [--preset tiny|many-small|gpt2] [--tensors N --params M] [--steps N]\n"
      "                  [--torch]; default: many-small then gpt2"},
+#ifdef ACCEL_BENCH_HAVE_OPENCL
+    {"opencl", bench_opencl,
+     "on the opencl device: list vs per-tensor norm, eager vs graph optimizer step, accel\n"
+     "                  vs a hand-written OpenCL host loop [--repeat N (15)]"},
+#endif
 };
 #define NUM_SCENARIOS (sizeof scenarios / sizeof scenarios[0])
 
