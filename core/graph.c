@@ -33,7 +33,11 @@ static void pool_release(accel_pool_t *p) {
   if (atomic_fetch_sub(&p->hdr.refcount, 1) != 1) return;
   accel_device_t *dev = p->dev;
   accel_handle_unregister(&p->hdr);
-  accel_mempool_arena_release(p->arena);
+  if (accel_mempool_arena_release(p->arena)) {
+    /* the pool's memory goes back once no queued work (a replay) can still use it */
+    accel_device_drain(dev);
+    accel_mempool_collect(dev->mem);
+  }
   free(p);
   accel_device_release(dev);
 }

@@ -12,6 +12,33 @@ static accel_status_t check_size(const char *fn, size_t size) {
   return ACCEL_OK;
 }
 
+/* Returns cached memory to the backend. Draining first makes every cached block idle (a block
+ * freed stream-ordered may still be read by queued work); callers hold no stream lock. */
+static void empty_cache_drained(accel_device_t *dev) {
+  accel_device_drain(dev);
+  accel_mempool_empty_cache(dev->mem);
+}
+
+/* The out-of-memory protocol shared by accel_malloc and accel_malloc_async: the first failure
+ * drains the device, empties the cache and retries once; a second failure is reported. s is
+ * the stream the allocation is ordered on (NULL: the default stream, not stream-ordered). */
+static accel_status_t alloc_with_retry(accel_device_t *dev, accel_stream_t *s, size_t size,
+                                       void **ptr) {
+  accel_stream_t *key = s ? s : dev->default_stream;
+  for (int attempt = 0;; ++attempt) {
+    if (s) pthread_mutex_lock(&s->lock);
+    accel_mempool_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
+                                                   : accel_mempool_default_arena(dev->mem);
+    accel_status_t st = accel_mempool_alloc(dev->mem, arena, key, size, ptr);
+    if (s) pthread_mutex_unlock(&s->lock);
+    if (st != ACCEL_ERROR_OUT_OF_MEMORY || attempt == 1) {
+      if (attempt == 1) accel_mempool_count_retry(dev->mem, st != ACCEL_OK);
+      return st;
+    }
+    empty_cache_drained(dev);
+  }
+}
+
 accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
   accel_status_t st = accel_device_check(dev, "accel_malloc");
   if (st != ACCEL_OK) return st;
@@ -22,8 +49,7 @@ accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
     *ptr = NULL;
     return ACCEL_OK;
   }
-  return accel_mempool_alloc(dev->mem, accel_mempool_default_arena(dev->mem),
-                             dev->default_stream, size, ptr);
+  return alloc_with_retry(dev, NULL, size, ptr);
 }
 
 accel_status_t accel_free(accel_device_t *dev, void *ptr) {
@@ -46,13 +72,8 @@ accel_status_t accel_malloc_async(accel_stream_t *s, size_t size, void **ptr) {
     return ACCEL_OK;
   }
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_malloc_async");
-  pthread_mutex_lock(&s->lock);
-  accel_mempool_arena_t *arena =
-      s->capture ? accel_capture_arena(s->capture) : accel_mempool_default_arena(dev->mem);
-  st = accel_mempool_alloc(dev->mem, arena, s, size, ptr);
-  bool captured = s->capture != NULL;
-  pthread_mutex_unlock(&s->lock);
-  accel_trace_end_args(&t, "\"bytes\":%zu,\"captured\":%d", size, captured);
+  st = alloc_with_retry(dev, s, size, ptr);
+  accel_trace_end_args(&t, "\"bytes\":%zu", size);
   return st;
 }
 
@@ -135,9 +156,7 @@ accel_status_t accel_reset_peak_memory_stats(accel_device_t *dev) {
 accel_status_t accel_empty_cache(accel_device_t *dev) {
   accel_status_t st = accel_device_check(dev, "accel_empty_cache");
   if (st != ACCEL_OK) return st;
-  /* cached blocks may still be read by queued work on their streams */
-  if (!accel_device_any_capture(dev)) accel_device_drain(dev);
-  accel_mempool_empty_cache(dev->mem);
+  empty_cache_drained(dev);
   return ACCEL_OK;
 }
 

@@ -286,18 +286,13 @@ static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, cons
                         : (size + SEGMENT_GRANULE - 1) / SEGMENT_GRANULE * SEGMENT_GRANULE;
   if (seg_size < size) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "size overflow");
   void *p = NULL;
+  /* No retry here: releasing cached segments is only safe once queued work is drained, which
+   * the caller does without holding stream locks (see accel_mempool_count_retry). */
   accel_status_t st = m->vt->mem_alloc(m->impl, seg_size, &p);
   if (st != ACCEL_OK) {
-    /* free what the cache holds, then retry once */
-    m->stats.alloc_retries++;
-    release_free_segments(m, &m->default_arena);
-    st = m->vt->mem_alloc(m->impl, seg_size, &p);
-  }
-  if (st != ACCEL_OK) {
-    m->stats.ooms++;
     if (st == ACCEL_ERROR_OUT_OF_MEMORY)
       return accel_set_error(st, "out of device memory allocating %zu bytes (segment %zu, "
-                                 "reserved %llu after emptying the cache): %s",
+                                 "%llu bytes reserved): %s",
                              size, seg_size, (unsigned long long)m->stats.reserved_bytes,
                              accel_last_error());
     return st;
@@ -401,25 +396,46 @@ void accel_mempool_arena_retain(accel_mempool_arena_t *a) {
   pthread_mutex_unlock(&a->m->lock);
 }
 
-/* Frees a graph pool arena once nothing refers to it (lock held). */
-static void arena_maybe_destroy(accel_mempool_t *m, accel_mempool_arena_t *a) {
-  if (!a->graph_pool || a->refs > 0 || a->live_blocks > 0) return;
-  release_free_segments(m, a);
-  for (accel_mempool_arena_t **pp = &m->pools; *pp; pp = &(*pp)->next) {
-    if (*pp == a) {
-      *pp = a->next;
-      break;
-    }
-  }
-  arena_free_state(a);
-  free(a);
+/* A graph pool nothing refers to and with no live block: its segments can go back once queued
+ * work is drained (accel_mempool_collect). */
+static bool arena_is_zombie(const accel_mempool_arena_t *a) {
+  return a->graph_pool && a->refs == 0 && a->live_blocks == 0;
 }
 
-void accel_mempool_arena_release(accel_mempool_arena_t *a) {
+/* Frees every zombie pool arena (lock held; the caller drained the device). */
+static void collect_zombies(accel_mempool_t *m) {
+  for (accel_mempool_arena_t **pp = &m->pools; *pp;) {
+    accel_mempool_arena_t *a = *pp;
+    if (!arena_is_zombie(a)) {
+      pp = &a->next;
+      continue;
+    }
+    release_free_segments(m, a);
+    *pp = a->next;
+    arena_free_state(a);
+    free(a);
+  }
+}
+
+bool accel_mempool_arena_release(accel_mempool_arena_t *a) {
   accel_mempool_t *m = a->m;
   pthread_mutex_lock(&m->lock);
   a->refs--;
-  arena_maybe_destroy(m, a);
+  bool zombie = arena_is_zombie(a);
+  pthread_mutex_unlock(&m->lock);
+  return zombie;
+}
+
+void accel_mempool_collect(accel_mempool_t *m) {
+  pthread_mutex_lock(&m->lock);
+  collect_zombies(m);
+  pthread_mutex_unlock(&m->lock);
+}
+
+void accel_mempool_count_retry(accel_mempool_t *m, bool failed) {
+  pthread_mutex_lock(&m->lock);
+  m->stats.alloc_retries++;
+  if (failed) m->stats.ooms++;
   pthread_mutex_unlock(&m->lock);
 }
 
@@ -545,7 +561,6 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
     blk = coalesce(m, b, blk);
     bin_insert(b, blk);
   } /* else: out of host memory for a bin; the block stays unreachable until teardown */
-  arena_maybe_destroy(m, a);
   pthread_mutex_unlock(&m->lock);
   return ACCEL_OK;
 }
@@ -665,5 +680,6 @@ void accel_mempool_reset_peaks(accel_mempool_t *m) {
 void accel_mempool_empty_cache(accel_mempool_t *m) {
   pthread_mutex_lock(&m->lock);
   release_free_segments(m, &m->default_arena);
+  collect_zombies(m);
   pthread_mutex_unlock(&m->lock);
 }

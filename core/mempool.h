@@ -29,9 +29,15 @@ accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m);
 /* A graph pool arena with one reference. */
 accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out);
 void accel_mempool_arena_retain(accel_mempool_arena_t *a);
-/* Drops a reference; the arena's segments go back to the backend once it has no references
- * and no live blocks. */
-void accel_mempool_arena_release(accel_mempool_arena_t *a);
+/* Drops a reference. Returns true when the arena is now unreferenced and holds no live block;
+ * its segments go back at the next accel_mempool_collect / empty_cache (after a drain). */
+bool accel_mempool_arena_release(accel_mempool_arena_t *a);
+
+/* The allocator never returns memory to the backend on its own: a segment may only go back once
+ * no queued work can still use it, which only the device can ensure (it drains its streams,
+ * without holding stream locks, then calls empty_cache / collect). On OUT_OF_MEMORY the caller
+ * drains, empties the cache, retries once and reports the attempt with
+ * accel_mempool_count_retry. */
 
 /* Allocates size bytes (> 0) for work ordered on stream_key. When search_key is not NULL a
  * free block binned under it may be used too (graph pools: blocks freed by earlier captures). */
@@ -57,7 +63,12 @@ void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const
 
 void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out);
 void accel_mempool_reset_peaks(accel_mempool_t *m);
-/* Returns fully free segments of the default arena to the backend. */
+/* Returns fully free segments of the default arena, and every unreferenced graph pool without
+ * live blocks, to the backend. The caller drained the device. */
 void accel_mempool_empty_cache(accel_mempool_t *m);
+/* Returns unreferenced graph pools without live blocks to the backend (device drained). */
+void accel_mempool_collect(accel_mempool_t *m);
+/* Counts an out-of-memory retry (stats alloc_retries) and whether it failed again (ooms). */
+void accel_mempool_count_retry(accel_mempool_t *m, bool failed);
 
 #endif

@@ -107,19 +107,23 @@ int main(void) {
   accel_mempool_stats(m, &st);
   CHECK(st.peak_allocated_bytes == 0 && st.peak_reserved_bytes == 0);
 
-  /* OOM: the first raw failure empties the cache and retries; a second one fails cleanly */
+  /* OOM: the allocator itself never releases cached memory (only the device may, after a
+   * drain): a raw failure is reported at once and leaves the cache as it was */
   void *keep, *tmp;
   CHECK(accel_mempool_alloc(m, def, &s1, 100, &tmp) == ACCEL_OK);
   CHECK(accel_mempool_free(m, tmp, NULL) == ACCEL_OK); /* cached segment */
   raw_fail_next = 1;
-  CHECK(accel_mempool_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_OK);
-  accel_mempool_stats(m, &st);
-  CHECK(st.alloc_retries == 1 && st.segment_count == 1); /* the cached segment was released */
-  raw_fail_next = 2;
-  CHECK(accel_mempool_alloc(m, def, &s2, 5u << 20, &tmp) == ACCEL_ERROR_OUT_OF_MEMORY);
+  CHECK(accel_mempool_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_ERROR_OUT_OF_MEMORY);
   CHECK(strstr(last, "out of device memory") != NULL);
   accel_mempool_stats(m, &st);
-  CHECK(st.ooms == 1 && st.allocated_bytes == (3u << 20));
+  CHECK(st.segment_count == 1 && st.allocated_bytes == 0);
+  /* the device's protocol: (drain,) empty the cache, retry, count the retry */
+  accel_mempool_empty_cache(m);
+  CHECK(accel_mempool_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_OK);
+  accel_mempool_count_retry(m, false);
+  accel_mempool_count_retry(m, true);
+  accel_mempool_stats(m, &st);
+  CHECK(st.alloc_retries == 2 && st.ooms == 1 && st.allocated_bytes == (3u << 20));
   CHECK(accel_mempool_free(m, keep, NULL) == ACCEL_OK);
 
   /* graph pool arenas: live until released and empty; shared free blocks reused */
@@ -133,10 +137,14 @@ int main(void) {
   CHECK(accel_mempool_alloc(m, pool, &s2, 4096, &g2) == ACCEL_OK && g2 == g1);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == (2u << 20));
-  accel_mempool_arena_release(pool); /* block still live: pool stays */
+  CHECK(!accel_mempool_arena_release(pool)); /* block still live: pool stays */
+  accel_mempool_collect(m);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == (2u << 20));
-  CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK); /* last block: pool goes */
+  CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK); /* last block: the pool can go... */
+  accel_mempool_stats(m, &st);
+  CHECK(st.graph_pool_reserved_bytes == (2u << 20)); /* ...at the next collect, not before */
+  accel_mempool_collect(m);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == 0);
 
@@ -145,9 +153,10 @@ int main(void) {
   CHECK(accel_mempool_arena_create(m, &pool) == ACCEL_OK);
   CHECK(accel_mempool_alloc(m, pool, &s1, 256, &g1) == ACCEL_OK);
   CHECK(accel_mempool_alloc(m, pool, &s1, 256, &g2) == ACCEL_OK);
-  accel_mempool_arena_release(pool);
+  CHECK(!accel_mempool_arena_release(pool));
   CHECK(accel_mempool_free(m, g1, &s2) == ACCEL_OK);
   CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK);
+  accel_mempool_collect(m);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == 0);
   /* likewise the default arena: empty_cache releases a segment split between two keys */
