@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acl_internal.h"
@@ -25,20 +24,7 @@ static uint64_t fnv64(const void *data, size_t n) {
   return h;
 }
 
-/* Creates dir and its parents (like mkdir -p); 0 when it exists afterwards. */
-static int make_dirs(const char *dir) {
-  char path[4096];
-  int n = snprintf(path, sizeof path, "%s", dir);
-  if (n <= 0 || (size_t)n >= sizeof path) return -1;
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return (mkdir(path, 0755) == 0 || errno == EEXIST) ? 0 : -1;
-}
-
+/* host->cache_dir() creates the directory and answers NULL when it is not usable. */
 static int entry_path(const char *key, char *path, size_t cap) {
   const char *dir = acl_host->cache_dir ? acl_host->cache_dir() : NULL;
   if (!dir || !*dir) return -1;
@@ -80,12 +66,6 @@ int acl_cache_load(const char *key, unsigned char **data, size_t *size) {
 void acl_cache_store(const char *key, const unsigned char *data, size_t size) {
   char path[4096], tmp[4200];
   if (entry_path(key, path, sizeof path) != 0) return;
-  const char *dir = acl_host->cache_dir();
-  if (make_dirs(dir) != 0) {
-    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN, "cannot create cache dir %s: %s", dir,
-                  strerror(errno));
-    return;
-  }
   /* Unique per process and call: two devices with the same key may store concurrently. */
   static unsigned seq;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
