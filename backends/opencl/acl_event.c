@@ -39,7 +39,6 @@ accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stre
   cl_event marker = NULL;
   cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueMarkerWithWaitList", err);
-  err = clFlush(s->queue);
   clRetainEvent(marker);
   acl_stream_set_last(s, marker);
   pthread_mutex_lock(&e->lock);
@@ -47,7 +46,7 @@ accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stre
   e->ev = marker;
   pthread_mutex_unlock(&e->lock);
   if (old) clReleaseEvent(old);
-  return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clFlush", err);
+  return acl_stream_flush(s, ACCEL_OK);
 }
 
 accel_status_t acl_event_synchronize(accel_be_event_t *event) {

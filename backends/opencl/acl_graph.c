@@ -163,25 +163,29 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
 accel_status_t acl_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream) {
   acl_graph_t *g = graph;
   acl_stream_t *s = stream;
-  cl_event before = NULL, after = NULL;
+  cl_event before = NULL, after = NULL, barrier = NULL;
   cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &before);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueMarkerWithWaitList", err);
-  accel_status_t st = ACCEL_OK;
-  err = clFlush(s->queue);
-  if (err == CL_SUCCESS) err = g->dev->phys->cb.enqueue(0, NULL, g->cb, 1, &before, &after);
-  if (err != CL_SUCCESS) {
-    st = acl_fail("clEnqueueCommandBufferKHR", err);
-  } else {
-    cl_event barrier = NULL;
+  /* Each step runs only when the one before succeeded; call names the one that failed. */
+  const char *call = "clFlush";
+  err = clFlush(s->queue); /* the command buffer's queue waits on before: submit it */
+  if (err == CL_SUCCESS) {
+    call = "clEnqueueCommandBufferKHR";
+    err = g->dev->phys->cb.enqueue(0, NULL, g->cb, 1, &before, &after);
+  }
+  if (err == CL_SUCCESS) {
+    call = "clEnqueueBarrierWithWaitList";
     err = clEnqueueBarrierWithWaitList(s->queue, 1, &after, &barrier);
-    if (err == CL_SUCCESS) acl_stream_set_last(s, barrier);
-    if (err == CL_SUCCESS) err = clFlush(g->queue);
-    if (err == CL_SUCCESS) err = clFlush(s->queue);
-    if (err != CL_SUCCESS) st = acl_fail("clEnqueueBarrierWithWaitList/clFlush", err);
+  }
+  if (err == CL_SUCCESS) {
+    acl_stream_set_last(s, barrier);
+    call = "clFlush";
+    err = clFlush(g->queue);
   }
   clReleaseEvent(before);
   if (after) clReleaseEvent(after);
-  return st;
+  if (err != CL_SUCCESS) return acl_fail(call, err);
+  return acl_stream_flush(s, ACCEL_OK);
 }
 
 void acl_graph_destroy(accel_be_graph_t *graph) {

@@ -47,7 +47,7 @@ static void *hostq_main(void *arg) {
     if (!q->head) q->tail = NULL;
     pthread_mutex_unlock(&q->lock);
     if (call->status == CL_COMPLETE) call->fn(call->user);
-    clSetUserEventStatus(call->done, call->status == CL_COMPLETE ? CL_COMPLETE : call->status);
+    clSetUserEventStatus(call->done, call->status); /* CL_COMPLETE or M's error */
     clReleaseEvent(call->done);
     free(call);
     pthread_mutex_lock(&q->lock);
@@ -149,8 +149,5 @@ accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *
 
 accel_status_t acl_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
   acl_stream_t *s = stream;
-  accel_status_t st = acl_enqueue_host_func(s, fn, user);
-  cl_int err = clFlush(s->queue);
-  if (st == ACCEL_OK && err != CL_SUCCESS) return acl_fail("clFlush", err);
-  return st;
+  return acl_stream_flush(s, acl_enqueue_host_func(s, fn, user));
 }

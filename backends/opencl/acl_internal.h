@@ -175,6 +175,9 @@ accel_status_t acl_launch_kernel(accel_be_stream_t *stream,
                                  const accel_kernel_launch_t *launch);
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
 
+/* clFlush(s->queue) after enqueueing: returns st, or the flush failure when st is ACCEL_OK
+ * (the flush runs either way so that what was enqueued still starts). */
+accel_status_t acl_stream_flush(acl_stream_t *s, accel_status_t st);
 /* Takes ownership of ev, the event of the command just enqueued on s. */
 void acl_stream_set_last(acl_stream_t *s, cl_event ev);
 /* Status of a command: ACCEL_OK when complete, NOT_READY while pending, an error (message

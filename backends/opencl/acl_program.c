@@ -150,19 +150,19 @@ static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *o
   size_t wg = 0;
   err = clGetKernelWorkGroupInfo(k, dev->phys->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
                                  NULL);
-  if (err == CL_SUCCESS && wg < ACCEL_KERNEL_BLOCK) {
-    clReleaseKernel(k);
-    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                               "%s: work-group size limit %zu < %u on %s",
-                               accel_kernel_names[id], wg, ACCEL_KERNEL_BLOCK, dev->phys->name);
-  }
-  if (err == CL_SUCCESS && dev->fine_grain_system) {
+  if (err != CL_SUCCESS) {
+    st = acl_fail("clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", err);
+  } else if (wg < ACCEL_KERNEL_BLOCK) {
+    st = acl_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: work-group size limit %zu < %u on %s",
+                             accel_kernel_names[id], wg, ACCEL_KERNEL_BLOCK, dev->phys->name);
+  } else if (dev->fine_grain_system) {
     cl_bool yes = CL_TRUE;
     err = clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes);
+    if (err != CL_SUCCESS) st = acl_fail("clSetKernelExecInfo(SVM_FINE_GRAIN_SYSTEM)", err);
   }
-  if (err != CL_SUCCESS) {
+  if (st != ACCEL_OK) {
     clReleaseKernel(k);
-    return acl_fail("clGetKernelWorkGroupInfo/clSetKernelExecInfo", err);
+    return st;
   }
   *out = k;
   return ACCEL_OK;

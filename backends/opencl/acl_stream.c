@@ -67,9 +67,9 @@ accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
   cl_event ev = NULL;
   cl_int err = clEnqueueBarrierWithWaitList(s->queue, 1, &marker, &ev);
   clReleaseEvent(marker);
-  if (err == CL_SUCCESS) acl_stream_set_last(s, ev);
-  if (err == CL_SUCCESS) err = clFlush(s->queue);
-  return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clEnqueueBarrierWithWaitList", err);
+  if (err != CL_SUCCESS) return acl_fail("clEnqueueBarrierWithWaitList", err);
+  acl_stream_set_last(s, ev);
+  return acl_stream_flush(s, ACCEL_OK);
 }
 
 /* --- commands, enqueued without a flush (the callers flush) ------------------------------- */
@@ -103,7 +103,7 @@ static accel_status_t enqueue_kernel(acl_stream_t *s, const accel_kernel_launch_
   return ACCEL_OK;
 }
 
-static accel_status_t flush(acl_stream_t *s, accel_status_t st) {
+accel_status_t acl_stream_flush(acl_stream_t *s, accel_status_t st) {
   cl_int err = clFlush(s->queue);
   if (st == ACCEL_OK && err != CL_SUCCESS) return acl_fail("clFlush", err);
   return st;
@@ -114,19 +114,19 @@ accel_status_t acl_memcpy_async(accel_be_stream_t *stream, void *dst, const void
   (void)kind; /* SVM: one call for every direction */
   acl_stream_t *s = stream;
   if (size == 0) return ACCEL_OK;
-  return flush(s, enqueue_memcpy(s, dst, src, size));
+  return acl_stream_flush(s, enqueue_memcpy(s, dst, src, size));
 }
 
 accel_status_t acl_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
                                 size_t size) {
   acl_stream_t *s = stream;
   if (size == 0) return ACCEL_OK;
-  return flush(s, enqueue_memset(s, dst, value, size));
+  return acl_stream_flush(s, enqueue_memset(s, dst, value, size));
 }
 
 accel_status_t acl_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
   acl_stream_t *s = stream;
-  return flush(s, enqueue_kernel(s, launch));
+  return acl_stream_flush(s, enqueue_kernel(s, launch));
 }
 
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
@@ -154,5 +154,5 @@ accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cm
     }
   }
   /* Flush what was enqueued even when a later command failed: it must still run. */
-  return flush(s, st);
+  return acl_stream_flush(s, st);
 }
