@@ -100,12 +100,16 @@ static void backend_free(acl_backend_t *be) {
   free(be);
 }
 
-/* Appends the devices of one platform; returns the OpenCL error of the first failing query. */
+/* Appends the devices of one platform; returns the OpenCL error of the first failing device
+ * query. A platform whose device list cannot be read is skipped (logged), so that one broken
+ * ICD does not hide the devices of the others. */
 static cl_int add_platform_devices(acl_backend_t *be, cl_platform_id p) {
   cl_uint n = 0;
   cl_int err = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n);
-  if (err == CL_DEVICE_NOT_FOUND || n == 0) return CL_SUCCESS;
-  if (err != CL_SUCCESS) return err;
+  if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND)
+    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN, "platform skipped: clGetDeviceIDs: %s (%d)",
+                  acl_error_name(err), (int)err);
+  if (err != CL_SUCCESS || n == 0) return CL_SUCCESS;
   cl_device_id *ids = calloc(n, sizeof *ids);
   acl_phys_t *grown = realloc(be->devs, (be->count + n) * sizeof *grown);
   if (!ids || !grown) {
