@@ -94,10 +94,7 @@ accel_status_t accel_ze_event_synchronize(accel_be_event_t *event) {
 accel_status_t accel_ze_event_query(accel_be_event_t *event) {
   accel_ze_event_t *e = event;
   if (!e->recorded) return ACCEL_OK;
-  ze_result_t r = e->dev->api->zeEventQueryStatus(e->ev);
-  if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
-  if (r != ZE_RESULT_SUCCESS) return accel_ze_fail("zeEventQueryStatus", r);
-  return ACCEL_OK;
+  return accel_ze_poll_result("zeEventQueryStatus", e->dev->api->zeEventQueryStatus(e->ev));
 }
 
 accel_status_t accel_ze_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end,

@@ -21,6 +21,10 @@ extern const accel_host_api_t *accel_ze_host;
  * out-of-memory results become ACCEL_ERROR_OUT_OF_MEMORY, the rest ACCEL_ERROR_BACKEND. */
 accel_status_t accel_ze_fail(const char *call, ze_result_t r);
 
+/* Result of waiting on or querying a fence, event or queue: ACCEL_OK when signaled,
+ * ACCEL_ERROR_NOT_READY when not yet, else accel_ze_fail(call, r). */
+accel_status_t accel_ze_poll_result(const char *call, ze_result_t r);
+
 /* Evaluates a ze call; on failure returns its mapped status from the enclosing function. */
 #define ACCEL_ZE_TRY(api, call, ...)                         \
   do {                                                       \
@@ -77,7 +81,7 @@ typedef struct accel_ze_stream {
   ze_command_list_handle_t imm;
   ze_event_pool_handle_t marker_pool;
   ze_event_handle_t marker;   /* signaled by a barrier on imm to query/synchronize it */
-  int imm_commands;           /* commands appended to imm since creation */
+  int imm_used;               /* something was appended to imm since creation */
   int imm_dirty;              /* commands appended since the last marker */
   int marker_pending;         /* a marker barrier was appended and not yet seen signaled */
   accel_ze_path_t path;

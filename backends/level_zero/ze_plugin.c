@@ -14,6 +14,12 @@ accel_status_t accel_ze_fail(const char *call, ze_result_t r) {
                                   (unsigned)r);
 }
 
+accel_status_t accel_ze_poll_result(const char *call, ze_result_t r) {
+  if (r == ZE_RESULT_SUCCESS) return ACCEL_OK;
+  if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
+  return accel_ze_fail(call, r);
+}
+
 static const accel_backend_vtable_t accel_ze_vtable = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(accel_backend_vtable_t),

@@ -53,18 +53,25 @@ void accel_ze_stream_destroy(accel_be_stream_t *stream) {
   free(s);
 }
 
+/* Waits for (block) or queries the marker barrier in flight. */
+static accel_status_t accel_ze_marker_wait(accel_ze_stream_t *s, int block) {
+  const accel_ze_api_t *api = s->dev->api;
+  accel_status_t st =
+      block ? accel_ze_poll_result("zeEventHostSynchronize",
+                                   api->zeEventHostSynchronize(s->marker, UINT64_MAX))
+            : accel_ze_poll_result("zeEventQueryStatus", api->zeEventQueryStatus(s->marker));
+  if (st == ACCEL_OK) s->marker_pending = 0;
+  return st;
+}
+
 /* Appends a barrier signaling the marker once every immediate command so far finished.
  * A marker still in flight is waited for (block) or reported NOT_READY (query). */
 static accel_status_t accel_ze_imm_mark(accel_ze_stream_t *s, int block) {
   const accel_ze_api_t *api = s->dev->api;
   if (!s->imm_dirty) return ACCEL_OK;
   if (s->marker_pending) {
-    ze_result_t r = block ? api->zeEventHostSynchronize(s->marker, UINT64_MAX)
-                          : api->zeEventQueryStatus(s->marker);
-    if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
-    if (r != ZE_RESULT_SUCCESS)
-      return accel_ze_fail(block ? "zeEventHostSynchronize" : "zeEventQueryStatus", r);
-    s->marker_pending = 0;
+    accel_status_t st = accel_ze_marker_wait(s, block);
+    if (st != ACCEL_OK) return st;
   }
   ACCEL_ZE_TRY(api, zeEventHostReset, s->marker);
   ACCEL_ZE_TRY(api, zeCommandListAppendBarrier, s->imm, s->marker, 0, NULL);
@@ -76,21 +83,13 @@ static accel_status_t accel_ze_imm_mark(accel_ze_stream_t *s, int block) {
 static accel_status_t accel_ze_imm_wait(accel_ze_stream_t *s, int block) {
   accel_status_t st = accel_ze_imm_mark(s, block);
   if (st != ACCEL_OK || !s->marker_pending) return st;
-  const accel_ze_api_t *api = s->dev->api;
-  ze_result_t r = block ? api->zeEventHostSynchronize(s->marker, UINT64_MAX)
-                        : api->zeEventQueryStatus(s->marker);
-  if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
-  if (r != ZE_RESULT_SUCCESS)
-    return accel_ze_fail(block ? "zeEventHostSynchronize" : "zeEventQueryStatus", r);
-  s->marker_pending = 0;
-  return ACCEL_OK;
+  return accel_ze_marker_wait(s, block);
 }
 
 static accel_status_t accel_ze_queue_wait(accel_ze_stream_t *s, int block) {
-  ze_result_t r = s->dev->api->zeCommandQueueSynchronize(s->queue, block ? UINT64_MAX : 0);
-  if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
-  if (r != ZE_RESULT_SUCCESS) return accel_ze_fail("zeCommandQueueSynchronize", r);
-  return ACCEL_OK;
+  return accel_ze_poll_result("zeCommandQueueSynchronize",
+                              s->dev->api->zeCommandQueueSynchronize(s->queue,
+                                                                     block ? UINT64_MAX : 0));
 }
 
 static accel_status_t accel_ze_stream_wait(accel_ze_stream_t *s, int block) {
@@ -125,11 +124,11 @@ accel_status_t accel_ze_stream_use_path(accel_ze_stream_t *s, accel_ze_path_t pa
 static accel_status_t accel_ze_slot_recycle(const accel_ze_api_t *api, accel_ze_slot_t *slot,
                                             int block) {
   if (slot->busy) {
-    ze_result_t r = block ? api->zeFenceHostSynchronize(slot->fence, UINT64_MAX)
-                          : api->zeFenceQueryStatus(slot->fence);
-    if (r == ZE_RESULT_NOT_READY) return ACCEL_ERROR_NOT_READY;
-    if (r != ZE_RESULT_SUCCESS)
-      return accel_ze_fail(block ? "zeFenceHostSynchronize" : "zeFenceQueryStatus", r);
+    accel_status_t st =
+        block ? accel_ze_poll_result("zeFenceHostSynchronize",
+                                     api->zeFenceHostSynchronize(slot->fence, UINT64_MAX))
+              : accel_ze_poll_result("zeFenceQueryStatus", api->zeFenceQueryStatus(slot->fence));
+    if (st != ACCEL_OK) return st;
     ACCEL_ZE_TRY(api, zeFenceReset, slot->fence);
     slot->busy = 0;
   }
@@ -196,19 +195,23 @@ accel_status_t accel_ze_stream_control_begin(accel_ze_stream_t *s, ze_command_li
   return st;
 }
 
+/* Something was appended to the immediate list (the marker must cover it). */
+static void accel_ze_imm_appended(accel_ze_stream_t *s) {
+  s->imm_used = 1;
+  s->imm_dirty = 1;
+}
+
 accel_status_t accel_ze_stream_control_end(accel_ze_stream_t *s, accel_ze_slot_t *slot) {
   if (slot) return accel_ze_stream_execute_slot(s, slot);
-  s->imm_commands++;
-  s->imm_dirty = 1;
+  accel_ze_imm_appended(s);
   return ACCEL_OK;
 }
 
 accel_status_t accel_ze_stream_append_eager(accel_ze_stream_t *s, const accel_cmd_t *cmd) {
   accel_status_t st = accel_ze_stream_use_path(s, ACCEL_ZE_PATH_IMMEDIATE);
   if (st != ACCEL_OK) return st;
-  st = accel_ze_append_cmd(s->dev, s->imm, cmd, s->imm_commands > 0);
+  st = accel_ze_append_cmd(s->dev, s->imm, cmd, s->imm_used);
   /* A barrier may have been appended even when the command failed: count it as work. */
-  s->imm_commands++;
-  s->imm_dirty = 1;
+  accel_ze_imm_appended(s);
   return st;
 }
