@@ -4,6 +4,19 @@
 /* The core needs >= 256 byte alignment for every raw allocation. */
 #define ACCEL_ZE_ALIGN 256u
 
+/* Bytes of a device allocation for mem_info. The plugin ABI gives no size on free, so the
+ * size is read back with zeMemGetAddressRange on both sides: a driver that reports the
+ * allocation rounded up cannot make the count wrap below zero. 0 without that entry point. */
+static size_t accel_ze_accounted(accel_ze_device_t *dev, void *ptr) {
+  const accel_ze_api_t *api = dev->api;
+  void *base = NULL;
+  size_t size = 0;
+  if (!api->zeMemGetAddressRange ||
+      api->zeMemGetAddressRange(dev->ctx, ptr, &base, &size) != ZE_RESULT_SUCCESS)
+    return 0;
+  return size;
+}
+
 accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   accel_ze_device_t *dev = device;
   if (accel_ze_host->fault_should_fail(ACCEL_FAULT_ALLOC))
@@ -12,20 +25,15 @@ accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void *
   ze_device_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
   void *p = NULL;
   ACCEL_ZE_TRY(dev->api, zeMemAllocDevice, dev->ctx, &desc, size, ACCEL_ZE_ALIGN, dev->dev, &p);
-  atomic_fetch_add(&dev->be->bytes_in_use[dev->index], (uint64_t)size);
+  atomic_fetch_add(&dev->be->bytes_in_use[dev->index], (uint64_t)accel_ze_accounted(dev, p));
   *ptr = p;
   return ACCEL_OK;
 }
 
-/* The plugin ABI gives no size on free: the accounting for mem_info reads it back. */
 void accel_ze_mem_free(accel_be_device_t *device, void *ptr) {
   accel_ze_device_t *dev = device;
-  size_t size = 0;
   const accel_ze_api_t *api = dev->api;
-  if (api->zeMemGetAddressRange) {
-    void *base = NULL;
-    if (api->zeMemGetAddressRange(dev->ctx, ptr, &base, &size) != ZE_RESULT_SUCCESS) size = 0;
-  }
+  size_t size = accel_ze_accounted(dev, ptr);
   ze_result_t r = api->zeMemFree(dev->ctx, ptr);
   if (r != ZE_RESULT_SUCCESS) {
     accel_ze_host->log(ACCEL_LOG_ERROR, "level_zero", "zeMemFree failed: %s (0x%x)",
