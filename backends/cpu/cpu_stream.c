@@ -50,6 +50,17 @@ void cpu_stream_submit(cpu_stream_t *stream) {
   cpu_notifier_notify(&stream->work_available);
 }
 
+accel_status_t cpu_stream_enqueue(cpu_stream_t *stream, const char *what, const cpu_op_t *op,
+                                  void *heap) {
+  cpu_entry_t *e = NULL;
+  accel_status_t st = cpu_stream_reserve(stream, what, &e);
+  if (st != ACCEL_OK) return st;
+  e->op = *op;
+  e->heap = heap;
+  cpu_stream_submit(stream);
+  return ACCEL_OK;
+}
+
 accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
   cpu_device_t *dev = device;
   const accel_host_api_t *host = dev->host;
@@ -136,16 +147,8 @@ accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
     cpu_record_release(r);
     return ACCEL_OK;
   }
-  cpu_entry_t *e = NULL;
-  accel_status_t st = cpu_stream_reserve(s, "stream_wait_event", &e);
-  if (st != ACCEL_OK) {
-    cpu_record_release(r);
-    return st;
-  }
-  e->op.type = CPU_OP_WAIT;
-  e->op.u.record.record = r;
-  e->op.u.record.timed = 0;
-  e->heap = NULL;
-  cpu_stream_submit(s);
-  return ACCEL_OK;
+  const cpu_op_t op = {.type = CPU_OP_WAIT, .u.record = {.record = r, .timed = 0}};
+  accel_status_t st = cpu_stream_enqueue(s, "stream_wait_event", &op, NULL);
+  if (st != ACCEL_OK) cpu_record_release(r);
+  return st;
 }

@@ -30,6 +30,11 @@ typedef struct cpu_stream {
  * MEMORY with a message naming `what` on failure), fill entry->op and entry->heap, submit. */
 accel_status_t cpu_stream_reserve(cpu_stream_t *stream, const char *what, cpu_entry_t **entry);
 void cpu_stream_submit(cpu_stream_t *stream);
+/* Reserve, fill and submit in one call, for ops that keep nothing inside the entry: queues a
+ * copy of op, whose entry then owns heap (may be NULL). On failure nothing is queued and the
+ * caller keeps heap. */
+accel_status_t cpu_stream_enqueue(cpu_stream_t *stream, const char *what, const cpu_op_t *op,
+                                  void *heap);
 
 /* vtable entry points: stream objects (cpu_stream.c) */
 accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out);

@@ -9,45 +9,20 @@
 accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
                                 size_t size, accel_copy_kind_t kind) {
   (void)kind; /* host and device memory are the same memory on the CPU */
-  cpu_stream_t *s = stream;
-  cpu_entry_t *e = NULL;
-  accel_status_t st = cpu_stream_reserve(s, "memcpy_async", &e);
-  if (st != ACCEL_OK) return st;
-  e->op.type = CPU_OP_MEMCPY;
-  e->op.u.copy.dst = dst;
-  e->op.u.copy.src = src;
-  e->op.u.copy.size = size;
-  e->heap = NULL;
-  cpu_stream_submit(s);
-  return ACCEL_OK;
+  const cpu_op_t op = {.type = CPU_OP_MEMCPY, .u.copy = {.dst = dst, .src = src, .size = size}};
+  return cpu_stream_enqueue(stream, "memcpy_async", &op, NULL);
 }
 
 accel_status_t cpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
                                 size_t size) {
-  cpu_stream_t *s = stream;
-  cpu_entry_t *e = NULL;
-  accel_status_t st = cpu_stream_reserve(s, "memset_async", &e);
-  if (st != ACCEL_OK) return st;
-  e->op.type = CPU_OP_MEMSET;
-  e->op.u.fill.dst = dst;
-  e->op.u.fill.size = size;
-  e->op.u.fill.value = value;
-  e->heap = NULL;
-  cpu_stream_submit(s);
-  return ACCEL_OK;
+  const cpu_op_t op = {.type = CPU_OP_MEMSET,
+                       .u.fill = {.dst = dst, .size = size, .value = value}};
+  return cpu_stream_enqueue(stream, "memset_async", &op, NULL);
 }
 
 accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
-  cpu_stream_t *s = stream;
-  cpu_entry_t *e = NULL;
-  accel_status_t st = cpu_stream_reserve(s, "launch_host_func", &e);
-  if (st != ACCEL_OK) return st;
-  e->op.type = CPU_OP_HOST_FUNC;
-  e->op.u.host.fn = fn;
-  e->op.u.host.user = user;
-  e->heap = NULL;
-  cpu_stream_submit(s);
-  return ACCEL_OK;
+  const cpu_op_t op = {.type = CPU_OP_HOST_FUNC, .u.host = {.fn = fn, .user = user}};
+  return cpu_stream_enqueue(stream, "launch_host_func", &op, NULL);
 }
 
 /* The CPU function of a launch, or NULL with the error set. */
@@ -142,34 +117,23 @@ accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cm
         break;
       }
       case ACCEL_CMD_MEMCPY:
-        op->type = CPU_OP_MEMCPY;
-        op->u.copy.dst = c->u.memcpy.dst;
-        op->u.copy.src = c->u.memcpy.src;
-        op->u.copy.size = c->u.memcpy.size;
+        *op = (cpu_op_t){.type = CPU_OP_MEMCPY,
+                         .u.copy = {.dst = c->u.memcpy.dst, .src = c->u.memcpy.src,
+                                    .size = c->u.memcpy.size}};
         break;
       case ACCEL_CMD_MEMSET:
-        op->type = CPU_OP_MEMSET;
-        op->u.fill.dst = c->u.memset.dst;
-        op->u.fill.size = c->u.memset.size;
-        op->u.fill.value = (uint8_t)c->u.memset.value;
+        *op = (cpu_op_t){.type = CPU_OP_MEMSET,
+                         .u.fill = {.dst = c->u.memset.dst, .size = c->u.memset.size,
+                                    .value = (uint8_t)c->u.memset.value}};
         break;
       default: /* ACCEL_CMD_HOST_FUNC, the only type left after the check above */
-        op->type = CPU_OP_HOST_FUNC;
-        op->u.host.fn = c->u.host_func.fn;
-        op->u.host.user = c->u.host_func.user;
+        *op = (cpu_op_t){.type = CPU_OP_HOST_FUNC,
+                         .u.host = {.fn = c->u.host_func.fn, .user = c->u.host_func.user}};
         break;
     }
   }
-  cpu_entry_t *e = NULL;
-  accel_status_t st = cpu_stream_reserve(s, "submit_batch", &e);
-  if (st != ACCEL_OK) {
-    free(storage);
-    return st;
-  }
-  e->op.type = CPU_OP_BATCH;
-  e->op.u.batch.ops = ops;
-  e->op.u.batch.count = n;
-  e->heap = storage;
-  cpu_stream_submit(s);
-  return ACCEL_OK;
+  const cpu_op_t batch = {.type = CPU_OP_BATCH, .u.batch = {.ops = ops, .count = n}};
+  accel_status_t st = cpu_stream_enqueue(s, "submit_batch", &batch, storage);
+  if (st != ACCEL_OK) free(storage);
+  return st;
 }
