@@ -91,6 +91,9 @@ accel_status_t gpu_loader_open(gpu_backend_t *backend);
 
 /* Makes the device current on the calling thread (every entry point calls it first). */
 accel_status_t gpu_make_current(gpu_device_t *device);
+/* The same for destroy paths, whose caller cannot report a failure: logs it (gpu_warn) and
+ * returns nonzero on success. */
+int gpu_make_current_or_warn(gpu_device_t *device);
 
 /* Loads the embedded kernel image and looks up every kernel (gpu_module.c). */
 accel_status_t gpu_module_load(gpu_device_t *device);
@@ -98,8 +101,6 @@ void gpu_module_unload(gpu_device_t *device);
 
 /* Issues one KERNEL/MEMCPY/MEMSET/HOST_FUNC command on a vendor stream (gpu_stream.c). */
 accel_status_t gpu_issue(gpu_device_t *device, gpuStream_t stream, const accel_cmd_t *cmd);
-accel_status_t gpu_launch(gpu_device_t *device, gpuStream_t stream,
-                          const accel_kernel_launch_t *launch);
 
 /* vtable entries, grouped by file. */
 accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);

@@ -7,12 +7,28 @@
  * fill every unit; the kernels are grid-stride so the result does not depend on it. */
 #define GPU_BLOCKS_PER_UNIT 8u
 
-accel_status_t gpu_make_current(gpu_device_t *d) {
+/* Makes d current on the calling thread; *call names the vendor entry point. */
+static gpuError_t set_current(gpu_device_t *d, const char **call) {
 #if GPU_HAS_PRIMARY_CONTEXT
-  return GPU_TRY(d->backend, CtxSetCurrent, d->context);
+  *call = gpu_api_names.CtxSetCurrent;
+  return d->backend->api.CtxSetCurrent(d->context);
 #else
-  return GPU_TRY(d->backend, SetDevice, d->ordinal);
+  *call = gpu_api_names.SetDevice;
+  return d->backend->api.SetDevice(d->ordinal);
 #endif
+}
+
+accel_status_t gpu_make_current(gpu_device_t *d) {
+  const char *call;
+  gpuError_t err = set_current(d, &call);
+  return gpu_check(d->backend, err, call);
+}
+
+int gpu_make_current_or_warn(gpu_device_t *d) {
+  const char *call;
+  gpuError_t err = set_current(d, &call);
+  gpu_warn(d->backend, err, call);
+  return err == GPU_SUCCESS;
 }
 
 accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
@@ -47,7 +63,7 @@ accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_
 
 void gpu_device_close(accel_be_device_t *device) {
   gpu_device_t *d = device;
-  if (gpu_make_current(d) == ACCEL_OK) gpu_module_unload(d);
+  if (gpu_make_current_or_warn(d)) gpu_module_unload(d);
 #if GPU_HAS_PRIMARY_CONTEXT
   GPU_WARN(d->backend, PrimaryCtxRelease, d->handle);
 #endif

@@ -23,7 +23,7 @@ accel_status_t gpu_event_create(accel_be_device_t *device, unsigned flags,
 
 void gpu_event_destroy(accel_be_event_t *event) {
   gpu_event_t *e = event;
-  if (gpu_make_current(e->device) == ACCEL_OK)
+  if (gpu_make_current_or_warn(e->device))
     GPU_WARN(e->device->backend, EventDestroy, e->handle);
   free(e);
 }

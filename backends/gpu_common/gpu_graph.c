@@ -135,7 +135,7 @@ accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stre
 void gpu_graph_destroy(accel_be_graph_t *graph) {
   gpu_graph_t *g = graph;
   gpu_backend_t *be = g->device->backend;
-  if (gpu_make_current(g->device) == ACCEL_OK) {
+  if (gpu_make_current_or_warn(g->device)) {
     GPU_WARN(be, GraphExecDestroy, g->exec);
     GPU_WARN(be, GraphDestroy, g->graph);
   }

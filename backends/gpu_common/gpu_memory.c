@@ -15,7 +15,7 @@ accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr)
 
 void gpu_mem_free(accel_be_device_t *device, void *ptr) {
   gpu_device_t *d = device;
-  if (gpu_make_current(d) == ACCEL_OK) GPU_WARN(d->backend, MemFree, GPU_DPTR(ptr));
+  if (gpu_make_current_or_warn(d)) GPU_WARN(d->backend, MemFree, GPU_DPTR(ptr));
 }
 
 accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr) {
@@ -30,5 +30,5 @@ accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr
 
 void gpu_host_free(accel_be_device_t *device, void *ptr) {
   gpu_device_t *d = device;
-  if (gpu_make_current(d) == ACCEL_OK) GPU_WARN(d->backend, HostFree, ptr);
+  if (gpu_make_current_or_warn(d)) GPU_WARN(d->backend, HostFree, ptr);
 }

@@ -22,7 +22,7 @@ accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
 
 void gpu_stream_destroy(accel_be_stream_t *stream) {
   gpu_stream_t *s = stream;
-  if (gpu_make_current(s->device) == ACCEL_OK)
+  if (gpu_make_current_or_warn(s->device))
     GPU_WARN(s->device->backend, StreamDestroy, s->handle);
   free(s);
 }
@@ -50,8 +50,8 @@ accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
                         : GPU_TRY(s->device->backend, StreamWaitEvent, s->handle, e->handle, 0u);
 }
 
-accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
-                          const accel_kernel_launch_t *launch) {
+static accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
+                                 const accel_kernel_launch_t *launch) {
   if (!d->module)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                "%s: plugin built without kernels, cannot launch %s",
@@ -98,36 +98,31 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
                              GPU_BACKEND_NAME, cmd->type);
 }
 
+/* memcpy, memset and host functions are issued as a batch of one command. */
 accel_status_t gpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
                                 size_t size, accel_copy_kind_t kind) {
-  gpu_stream_t *s = stream;
   accel_cmd_t cmd = {.type = ACCEL_CMD_MEMCPY};
   cmd.u.memcpy.dst = dst;
   cmd.u.memcpy.src = src;
   cmd.u.memcpy.size = size;
   cmd.u.memcpy.kind = (uint32_t)kind;
-  accel_status_t st = gpu_make_current(s->device);
-  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+  return gpu_submit_batch(stream, &cmd, 1);
 }
 
 accel_status_t gpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
                                 size_t size) {
-  gpu_stream_t *s = stream;
   accel_cmd_t cmd = {.type = ACCEL_CMD_MEMSET};
   cmd.u.memset.dst = dst;
   cmd.u.memset.size = size;
   cmd.u.memset.value = value;
-  accel_status_t st = gpu_make_current(s->device);
-  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+  return gpu_submit_batch(stream, &cmd, 1);
 }
 
 accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
-  gpu_stream_t *s = stream;
   accel_cmd_t cmd = {.type = ACCEL_CMD_HOST_FUNC};
   cmd.u.host_func.fn = fn;
   cmd.u.host_func.user = user;
-  accel_status_t st = gpu_make_current(s->device);
-  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, &cmd);
+  return gpu_submit_batch(stream, &cmd, 1);
 }
 
 accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
