@@ -16,6 +16,7 @@
  * stream's earlier work (marker) and makes the stream's later work wait for it (barrier).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "acl_internal.h"
 
@@ -28,7 +29,11 @@ typedef struct acl_graph {
   acl_device_t *dev;
   cl_command_queue queue;
   cl_command_buffer_khr cb;
-  acl_kernel_set_t kernels;
+  /* One kernel object per recorded launch: PoCL 3.1's provisional command buffers read the
+   * arguments at execution time, so launches sharing a cl_kernel all ran with the arguments
+   * set last (a per-tensor step replayed wrong results). */
+  acl_kernel_set_t *kernel_sets;
+  size_t kernel_set_count, kernel_set_cap;
   acl_wrap_t *wraps;
   size_t wrap_count;
 } acl_graph_t;
@@ -65,9 +70,18 @@ static accel_status_t record(acl_graph_t *g, const accel_cmd_t *c, cl_uint nwait
   accel_status_t st;
   switch (c->type) {
     case ACCEL_CMD_KERNEL: {
+      if (g->kernel_set_count == g->kernel_set_cap) {
+        size_t cap = g->kernel_set_cap ? g->kernel_set_cap * 2 : 64;
+        acl_kernel_set_t *n = realloc(g->kernel_sets, cap * sizeof *n);
+        if (!n) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+        memset(n + g->kernel_set_cap, 0, (cap - g->kernel_set_cap) * sizeof *n);
+        g->kernel_sets = n;
+        g->kernel_set_cap = cap;
+      }
       cl_kernel k;
       size_t global, local;
-      st = acl_kernel_prepare(g->dev, &g->kernels, &c->u.kernel, &k, &global, &local);
+      st = acl_kernel_prepare(g->dev, &g->kernel_sets[g->kernel_set_count++], &c->u.kernel, &k,
+                              &global, &local);
       if (st != ACCEL_OK) return st;
       err = f->ndrange(g->cb, NULL, NULL, k, 1, NULL, &global, &local, nwait, wait, sp, NULL);
       return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clCommandNDRangeKernelKHR", err);
@@ -192,7 +206,8 @@ void acl_graph_destroy(accel_be_graph_t *graph) {
   acl_graph_t *g = graph;
   if (g->queue) clFinish(g->queue); /* replays still running keep their objects */
   if (g->cb) g->dev->phys->cb.release(g->cb);
-  acl_kernel_set_release(&g->kernels);
+  for (size_t i = 0; i < g->kernel_set_count; i++) acl_kernel_set_release(&g->kernel_sets[i]);
+  free(g->kernel_sets);
   for (size_t i = 0; i < g->wrap_count; i++) clReleaseMemObject(g->wraps[i].mem);
   free(g->wraps);
   if (g->queue) clReleaseCommandQueue(g->queue);

@@ -764,3 +764,58 @@ CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   cts_dev_free(ctx, &S.buf);
   return CTS_PASS;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The same kernel launched many times with different arguments in one submission (a per-tensor
+ * loop). Regression: OpenCL command buffers on PoCL read kernel arguments at execution time, so
+ * launches sharing one cl_kernel all ran with the last arguments.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { RELAUNCH_N = 6, RELAUNCH_LEN = 1000 };
+
+typedef struct relaunch_job {
+  accel_tensor_t t[RELAUNCH_N];
+  float *factors_dev; /* RELAUNCH_N device scalars */
+} relaunch_job_t;
+
+static accel_status_t body_relaunch(accel_stream_t *s, void *user) {
+  relaunch_job_t *j = user;
+  accel_status_t st = ACCEL_OK;
+  for (int i = 0; i < RELAUNCH_N && st == ACCEL_OK; ++i)
+    st = accel_fill(s, &j->t[i], 1, (float)(i + 1));
+  for (int i = 0; i < RELAUNCH_N && st == ACCEL_OK; ++i)
+    st = accel_scale(s, &j->t[i], 1, &j->factors_dev[i]);
+  return st;
+}
+
+CTS_CASE(kernels_relaunch_per_tensor, CTS_TAG_KERNELS) {
+  cts_buf_t bufs[RELAUNCH_N], fbuf;
+  relaunch_job_t j;
+  float factors[RELAUNCH_N];
+  for (int i = 0; i < RELAUNCH_N; ++i) {
+    CTS_OK(cts_dev_alloc(ctx, RELAUNCH_LEN * sizeof(float), KC_GUARD, &bufs[i]));
+    j.t[i] = (accel_tensor_t){bufs[i].data, RELAUNCH_LEN, ACCEL_F32};
+    factors[i] = 0.5f * (float)(i + 1); /* products are exact */
+  }
+  CTS_OK(cts_dev_alloc(ctx, sizeof factors, KC_GUARD, &fbuf));
+  j.factors_dev = fbuf.data;
+  CTS_OK(cts_upload(ctx, fbuf.data, factors, sizeof factors));
+  CTS_OK(cts_exec(ctx, body_relaunch, &j, 2));
+  static float got[RELAUNCH_LEN];
+  cts_result_t r = CTS_PASS;
+  for (int i = 0; i < RELAUNCH_N && r == CTS_PASS; ++i) {
+    CTS_OK(cts_download(ctx, got, bufs[i].data, sizeof got));
+    const float want = (float)(i + 1) * factors[i];
+    for (int k = 0; k < RELAUNCH_LEN; ++k)
+      if (got[k] != want) {
+        r = cts_fail(ctx, __FILE__, __LINE__, "tensor %d element %d: %g, want %g", i, k,
+                     (double)got[k], (double)want);
+        break;
+      }
+    if (r == CTS_PASS && !cts_dev_guard_ok(ctx, &bufs[i]))
+      r = cts_fail(ctx, __FILE__, __LINE__, "tensor %d: guard bytes overwritten", i);
+  }
+  for (int i = 0; i < RELAUNCH_N; ++i) cts_dev_free(ctx, &bufs[i]);
+  cts_dev_free(ctx, &fbuf);
+  return r;
+}
