@@ -25,17 +25,23 @@ accel_status_t cpu_device_count(accel_be_backend_t *backend, int *count) {
   return ACCEL_OK;
 }
 
+/* cpu_sysinfo_memory, or ACCEL_ERROR_BACKEND with a message naming the entry point `what`. */
+static accel_status_t read_memory(const accel_host_api_t *host, const char *what,
+                                  uint64_t *total, uint64_t *available) {
+  int rc = cpu_sysinfo_memory(total, available);
+  if (rc == 0) return ACCEL_OK;
+  char err[128];
+  return host->set_error(ACCEL_ERROR_BACKEND,
+                         "cpu: %s: /proc/meminfo unreadable and sysinfo failed: %s", what,
+                         cpu_strerror(rc, err, sizeof(err)));
+}
+
 accel_status_t cpu_device_info(accel_be_backend_t *backend, int index,
                                accel_device_info_t *info) {
   cpu_backend_t *b = backend;
   uint64_t total = 0, avail = 0;
-  int rc = cpu_sysinfo_memory(&total, &avail);
-  if (rc != 0) {
-    char err[128];
-    return b->host->set_error(ACCEL_ERROR_BACKEND,
-                              "cpu: device_info: /proc/meminfo unreadable and sysinfo failed: %s",
-                              cpu_strerror(rc, err, sizeof(err)));
-  }
+  accel_status_t st = read_memory(b->host, "device_info", &total, &avail);
+  if (st != ACCEL_OK) return st;
   memset(info, 0, sizeof(*info));
   cpu_sysinfo_processor(info->name, sizeof(info->name), info->vendor, sizeof(info->vendor));
   snprintf(info->backend, sizeof(info->backend), "cpu");
@@ -105,12 +111,5 @@ void cpu_device_close(accel_be_device_t *device) {
 accel_status_t cpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                             uint64_t *total_bytes) {
   cpu_device_t *dev = device;
-  int rc = cpu_sysinfo_memory(total_bytes, free_bytes);
-  if (rc != 0) {
-    char err[128];
-    return dev->host->set_error(ACCEL_ERROR_BACKEND,
-                                "cpu: mem_info: /proc/meminfo unreadable and sysinfo failed: %s",
-                                cpu_strerror(rc, err, sizeof(err)));
-  }
-  return ACCEL_OK;
+  return read_memory(dev->host, "mem_info", total_bytes, free_bytes);
 }

@@ -27,7 +27,7 @@ void cpu_record_complete(cpu_device_t *device, cpu_record_t *record, int timed) 
 static int record_ready(void *arg) { return cpu_record_is_done(arg); }
 
 void cpu_record_wait(cpu_device_t *device, cpu_record_t *record) {
-  cpu_notifier_wait(&device->record_done, record_ready, record, CPU_SPIN_ITERATIONS);
+  cpu_notifier_wait(&device->record_done, record_ready, record);
 }
 
 cpu_record_t *cpu_event_last_record(cpu_event_t *event) {

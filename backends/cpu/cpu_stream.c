@@ -24,7 +24,7 @@ static void *worker_main(void *arg) {
     if (e == NULL) {
       /* Shutdown is only honoured once the queue is drained. */
       if (atomic_load(&s->shutdown)) break;
-      cpu_notifier_wait(&s->work_available, worker_should_wake, s, CPU_SPIN_ITERATIONS);
+      cpu_notifier_wait(&s->work_available, worker_should_wake, s);
       continue;
     }
     cpu_op_execute(s->device, &e->op);
@@ -128,7 +128,7 @@ static int reached(void *arg) {
 accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
   sync_target_t t = {s, cpu_queue_submitted(&s->queue)};
-  cpu_notifier_wait(&s->work_done, reached, &t, CPU_SPIN_ITERATIONS);
+  cpu_notifier_wait(&s->work_done, reached, &t);
   return ACCEL_OK;
 }
 

@@ -19,9 +19,8 @@ void cpu_notifier_destroy(cpu_notifier_t *n) {
   pthread_mutex_destroy(&n->mutex);
 }
 
-void cpu_notifier_wait(cpu_notifier_t *n, cpu_ready_fn ready, void *arg,
-                       unsigned spin_iterations) {
-  for (unsigned i = 0; i < spin_iterations; ++i) {
+void cpu_notifier_wait(cpu_notifier_t *n, cpu_ready_fn ready, void *arg) {
+  for (unsigned i = 0; i < CPU_SPIN_ITERATIONS; ++i) {
     if (ready(arg)) return;
     cpu_relax();
   }

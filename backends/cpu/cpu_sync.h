@@ -35,9 +35,8 @@ typedef int (*cpu_ready_fn)(void *arg);
 int cpu_notifier_init(cpu_notifier_t *n);
 void cpu_notifier_destroy(cpu_notifier_t *n);
 
-/* Returns once ready(arg) is true: spins up to spin_iterations checks, then sleeps. */
-void cpu_notifier_wait(cpu_notifier_t *n, cpu_ready_fn ready, void *arg,
-                       unsigned spin_iterations);
+/* Returns once ready(arg) is true: spins up to CPU_SPIN_ITERATIONS checks, then sleeps. */
+void cpu_notifier_wait(cpu_notifier_t *n, cpu_ready_fn ready, void *arg);
 
 /* Call after making a condition true (with a seq_cst store): wakes sleeping waiters. */
 void cpu_notifier_notify(cpu_notifier_t *n);
