@@ -62,10 +62,11 @@ typedef struct kop_list {
 } kop_list_t;
 
 typedef struct kop_scalar {
-  const void *ptr; /* NULL: absent (optional output) */
+  const void *ptr; /* NULL: absent (allowed only when not required) */
   size_t size;
   const char *name;
   int written;
+  int required;
 } kop_scalar_t;
 
 typedef struct kop_req {
@@ -166,6 +167,10 @@ static accel_status_t check_tensor(kop_req_t *r, int l, size_t i, accel_dtype_t 
 static accel_status_t kop_validate(kop_req_t *r) {
   accel_status_t st = accel_stream_check(r->stream, r->fn, &r->dev);
   if (st != ACCEL_OK) return st;
+  for (int s = 0; s < r->ns; ++s)
+    if (r->scalars[s].required && !r->scalars[s].ptr)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", r->fn,
+                             r->scalars[s].name);
   for (int l = 0; l < r->nl; ++l)
     if (r->n > 0 && !r->lists[l].t)
       return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with n = %zu", r->fn,
@@ -339,7 +344,7 @@ static kop_key_elem_t *kop_make_key(const kop_req_t *r, size_t *len) {
 static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry_t *e) {
   const size_t table_bytes = (size_t)r->num_chunks * sizeof(acc_chunk_t);
   const size_t bytes = table_bytes + (with_partials ? (size_t)r->num_chunks * sizeof(float) : 0);
-  acc_chunk_t *host = calloc(r->num_chunks ? r->num_chunks : 1, sizeof *host);
+  acc_chunk_t *host = calloc(r->num_chunks, sizeof *host); /* only built for num_chunks > 0 */
   if (!host) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
   uint32_t c = 0;
   for (size_t i = 0; i < r->n; ++i) {
@@ -520,16 +525,13 @@ accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tenso
   const char *fn = "accel_multi_tensor_norm";
   kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_NORM_PARTIAL, .nl = 1,
                  .lists = {{tensors, "tensors", 0, 0}}, .n = n, .ns = 1,
-                 .scalars = {{out_dev, sizeof(float), "out_dev", 1}}};
-  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
+                 .scalars = {{out_dev, sizeof(float), "out_dev", 1, 1}}};
+  accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK) return st;
   if (!(norm_type > 0.0f)) /* also rejects NaN */
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: norm_type %g is not supported (want p > 0 or INFINITY)", fn,
                            (double)norm_type);
-  if (!out_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: out_dev is NULL", fn);
-  st = kop_validate(&r);
-  if (st != ACCEL_OK) return st;
   norm_args_t a = {ACC_NORM_P, norm_type, out_dev};
   if (isinf(norm_type)) a.kind = ACC_NORM_INF;
   else if (norm_type == 1.0f) a.kind = ACC_NORM_L1;
@@ -557,16 +559,11 @@ static accel_status_t clip_body(const kop_req_t *r, kop_entry_t *e, const void *
 accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
                                          size_t n, float max_norm, const float *total_norm_dev,
                                          float eps, float *coef_out_dev) {
-  const char *fn = "accel_clip_by_global_norm";
-  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_CLIP, .nl = 1,
-                 .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
-                 .scalars = {{total_norm_dev, sizeof(float), "total_norm_dev", 0},
-                             {coef_out_dev, sizeof(float), "coef_out_dev", 1}}};
-  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
-  if (st != ACCEL_OK) return st;
-  if (!total_norm_dev)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: total_norm_dev is NULL", fn);
-  st = kop_validate(&r);
+  kop_req_t r = {.fn = "accel_clip_by_global_norm", .stream = stream, .op = ACCEL_KERNEL_CLIP,
+                 .nl = 1, .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
+                 .scalars = {{total_norm_dev, sizeof(float), "total_norm_dev", 0, 1},
+                             {coef_out_dev, sizeof(float), "coef_out_dev", 1, 0}}};
+  accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK) return st;
   const clip_args_t a = {max_norm, eps, total_norm_dev, coef_out_dev};
   return kop_run(&r, 0, clip_body, &a);
@@ -603,17 +600,11 @@ static accel_status_t unscale_body(const kop_req_t *r, kop_entry_t *e, const voi
 accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tensor_t *tensors,
                                        size_t n, const float *inv_scale_dev,
                                        float *found_inf_dev) {
-  const char *fn = "accel_unscale_and_check";
-  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_UNSCALE, .nl = 1,
-                 .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
-                 .scalars = {{inv_scale_dev, sizeof(float), "inv_scale_dev", 0},
-                             {found_inf_dev, sizeof(float), "found_inf_dev", 1}}};
-  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
-  if (st != ACCEL_OK) return st;
-  if (!inv_scale_dev || !found_inf_dev)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                           inv_scale_dev ? "found_inf_dev" : "inv_scale_dev");
-  st = kop_validate(&r);
+  kop_req_t r = {.fn = "accel_unscale_and_check", .stream = stream, .op = ACCEL_KERNEL_UNSCALE,
+                 .nl = 1, .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 2,
+                 .scalars = {{inv_scale_dev, sizeof(float), "inv_scale_dev", 0, 1},
+                             {found_inf_dev, sizeof(float), "found_inf_dev", 1, 1}}};
+  accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   const unscale_args_t a = {inv_scale_dev, found_inf_dev};
   return kop_run(&r, 0, unscale_body, &a);
@@ -629,16 +620,12 @@ accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *pa
                                 const accel_tensor_t *grads, const accel_tensor_t *exp_avg,
                                 const accel_tensor_t *exp_avg_sq, size_t n,
                                 const accel_adam_args_t *args_dev) {
-  const char *fn = "accel_fused_adam";
-  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_ADAM, .nl = 4,
+  kop_req_t r = {.fn = "accel_fused_adam", .stream = stream, .op = ACCEL_KERNEL_ADAM, .nl = 4,
                  .lists = {{params, "params", 1, 1}, {grads, "grads", 0, 0},
                            {exp_avg, "exp_avg", 1, 1}, {exp_avg_sq, "exp_avg_sq", 1, 1}},
                  .n = n, .ns = 1,
-                 .scalars = {{args_dev, sizeof(accel_adam_args_t), "args_dev", 0}}};
-  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
-  if (st != ACCEL_OK) return st;
-  if (!args_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: args_dev is NULL", fn);
-  st = kop_validate(&r);
+                 .scalars = {{args_dev, sizeof(accel_adam_args_t), "args_dev", 0, 1}}};
+  accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, 0, adam_body, args_dev);
 }
@@ -666,14 +653,10 @@ static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void 
 
 accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
                            const float *scale_dev) {
-  const char *fn = "accel_scale";
-  kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_SCALE, .nl = 1,
+  kop_req_t r = {.fn = "accel_scale", .stream = stream, .op = ACCEL_KERNEL_SCALE, .nl = 1,
                  .lists = {{tensors, "tensors", 1, 0}}, .n = n, .ns = 1,
-                 .scalars = {{scale_dev, sizeof(float), "scale_dev", 0}}};
-  accel_status_t st = accel_stream_check(stream, fn, &r.dev);
-  if (st != ACCEL_OK) return st;
-  if (!scale_dev) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: scale_dev is NULL", fn);
-  st = kop_validate(&r);
+                 .scalars = {{scale_dev, sizeof(float), "scale_dev", 0, 1}}};
+  accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, 0, scale_body, scale_dev);
 }
