@@ -54,13 +54,17 @@ bool rel_round_trip(accel_device_t *dev, accel_stream_t *stream, size_t n) {
   return rel_failures == before;
 }
 
-accel_memory_stats_t rel_settled_stats(accel_device_t *dev) {
+accel_memory_stats_t rel_stats(accel_device_t *dev) {
   accel_memory_stats_t s;
   memset(&s, 0, sizeof s);
-  REL_CHECK(accel_device_synchronize(dev) == ACCEL_OK, "device synchronize");
-  REL_CHECK(accel_empty_cache(dev) == ACCEL_OK, "empty cache");
   REL_CHECK(accel_memory_stats(dev, &s) == ACCEL_OK, "memory stats");
   return s;
+}
+
+accel_memory_stats_t rel_settled_stats(accel_device_t *dev) {
+  REL_CHECK(accel_device_synchronize(dev) == ACCEL_OK, "device synchronize");
+  REL_CHECK(accel_empty_cache(dev) == ACCEL_OK, "empty cache");
+  return rel_stats(dev);
 }
 
 int rel_finish(const char *name) {

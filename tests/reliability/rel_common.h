@@ -36,6 +36,8 @@ accel_device_t *rel_open(const char *selector);
  * allocates. Reports its own failures through REL_CHECK. */
 bool rel_round_trip(accel_device_t *dev, accel_stream_t *stream, size_t n);
 
+/* The device's memory statistics now (zeros, and a failed check, when the call fails). */
+accel_memory_stats_t rel_stats(accel_device_t *dev);
 /* Memory statistics after synchronizing the device and emptying the cache. */
 accel_memory_stats_t rel_settled_stats(accel_device_t *dev);
 

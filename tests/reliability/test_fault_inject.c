@@ -78,8 +78,7 @@ static void scenario_alloc(accel_device_t *dev, accel_stream_t *s, long n) {
     }
     note(&o, accel_stream_synchronize(s), "accel_stream_synchronize");
   }
-  accel_memory_stats_t mid;
-  accel_memory_stats(dev, &mid);
+  const accel_memory_stats_t mid = rel_stats(dev);
   const uint64_t retries = mid.alloc_retries - before.alloc_retries;
   printf("alloc:%ld: %d failed call(s), %llu cache retr%s\n", n, o.failures,
          (unsigned long long)retries, retries == 1 ? "y" : "ies");
@@ -100,14 +99,12 @@ static void scenario_retry(accel_device_t *dev) {
   void *a = NULL, *b = NULL;
   REL_CHECK(accel_malloc(dev, 4u << 20, &a) == ACCEL_OK, "first allocation");
   REL_CHECK(accel_free(dev, a) == ACCEL_OK, "free");
-  accel_memory_stats_t s0;
-  accel_memory_stats(dev, &s0);
+  const accel_memory_stats_t s0 = rel_stats(dev);
   REL_CHECK(s0.reserved_bytes == 4u << 20, "cache holds %llu bytes, want 4 MiB",
             (unsigned long long)s0.reserved_bytes);
   /* second raw allocation (too big for the cached segment) fails once: retried */
   accel_status_t st = accel_malloc(dev, 8u << 20, &b);
-  accel_memory_stats_t s1;
-  accel_memory_stats(dev, &s1);
+  const accel_memory_stats_t s1 = rel_stats(dev);
   REL_CHECK(st == ACCEL_OK, "allocation after one injected failure: %s", accel_status_name(st));
   REL_CHECK(s1.alloc_retries == s0.alloc_retries + 1, "alloc_retries %llu -> %llu, want +1",
             (unsigned long long)s0.alloc_retries, (unsigned long long)s1.alloc_retries);
@@ -126,12 +123,10 @@ static void scenario_oom(accel_device_t *dev) {
   /* something in the cache that the retry can release */
   REL_CHECK(accel_malloc(dev, 1u << 20, &keep) == ACCEL_OK && accel_free(dev, keep) == ACCEL_OK,
             "small allocation");
-  accel_memory_stats_t s0;
-  accel_memory_stats(dev, &s0);
+  const accel_memory_stats_t s0 = rel_stats(dev);
   const size_t huge = SIZE_MAX >> 2; /* valid argument, impossible allocation */
   accel_status_t st = accel_malloc(dev, huge, &p);
-  accel_memory_stats_t s1;
-  accel_memory_stats(dev, &s1);
+  const accel_memory_stats_t s1 = rel_stats(dev);
   REL_CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY, "accel_malloc(%zu) -> %s, want OUT_OF_MEMORY", huge,
             accel_status_name(st));
   REL_CHECK(p == NULL, "output written on failure");
@@ -145,7 +140,10 @@ static void scenario_oom(accel_device_t *dev) {
 
 static void scenario_kernel_build(accel_device_t *dev, accel_stream_t *s, long n) {
   accel_device_info_t info;
-  accel_device_get_info(dev, &info);
+  if (accel_device_get_info(dev, &info) != ACCEL_OK) {
+    REL_CHECK(0, "accel_device_get_info");
+    return;
+  }
   if (strcmp(info.backend, "cpu") == 0) {
     printf("SKIP: kernel_build fault injection is not applicable to the cpu backend (its "
            "kernels are compiled into libaccel; there is no build step)\n");
@@ -210,8 +208,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* the baseline: nothing allocated through the caching allocator yet */
-  accel_memory_stats_t base;
-  accel_memory_stats(dev, &base);
+  const accel_memory_stats_t base = rel_stats(dev);
 
   if (strcmp(scenario, "alloc") == 0) scenario_alloc(dev, s, n);
   else if (strcmp(scenario, "retry") == 0) scenario_retry(dev);
