@@ -68,11 +68,12 @@ static double now_s(void) {
 int main(int argc, char **argv) {
   const char *selector = "cpu";
   long replays = 1000000, allocs = 100000, every = 100000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--device") == 0) selector = argv[i + 1];
-    else if (strcmp(argv[i], "--replays") == 0) replays = atol(argv[i + 1]);
-    else if (strcmp(argv[i], "--allocs") == 0) allocs = atol(argv[i + 1]);
-    else if (strcmp(argv[i], "--report-every") == 0) every = atol(argv[i + 1]);
+  for (int i = 1; i < argc; i += 2) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL; /* every option takes a value */
+    if (v && strcmp(argv[i], "--device") == 0) selector = v;
+    else if (v && strcmp(argv[i], "--replays") == 0) replays = atol(v);
+    else if (v && strcmp(argv[i], "--allocs") == 0) allocs = atol(v);
+    else if (v && strcmp(argv[i], "--report-every") == 0) every = atol(v);
     else {
       fprintf(stderr, "usage: accel-soak [--device SEL] [--replays N] [--allocs N] "
                       "[--report-every N]\n");
@@ -134,9 +135,9 @@ int main(int argc, char **argv) {
   t0 = now_s();
   for (long i = 1; i <= allocs; ++i) {
     void *a, *b;
-    size_t sz = sizes[i % 7];
-    TRY(accel_malloc(dev, sz, &a));
-    TRY(accel_malloc_async(s, sizes[(i + 3) % 7], &b));
+    const size_t nsizes = sizeof sizes / sizeof sizes[0];
+    TRY(accel_malloc(dev, sizes[(size_t)i % nsizes], &a));
+    TRY(accel_malloc_async(s, sizes[(size_t)(i + 3) % nsizes], &b));
     TRY(accel_free_async(s, b));
     TRY(accel_free(dev, a));
     if (i % 1000 == 0) TRY(accel_empty_cache(dev));
