@@ -53,7 +53,7 @@ static int cl_setup(void) {
   if (err) return 0;
   g_q = clCreateCommandQueueWithProperties(g_ctx, dev, NULL, &err);
   if (err) return 0;
-  const char *src = accel_kernels_cl_source;
+  const char *src = (const char *)accel_kernels_cl_source;
   g_prog = clCreateProgramWithSource(g_ctx, 1, &src, NULL, &err);
   if (err) return 0;
   err = clBuildProgram(g_prog, 1, &dev, "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt",

@@ -97,7 +97,7 @@ done:
 }
 
 static int build(bench_cl_host_t *h, char *why, size_t cap) {
-  const char *src = accel_kernels_cl_source;
+  const char *src = (const char *)accel_kernels_cl_source;
   cl_int err = CL_SUCCESS;
   h->program = clCreateProgramWithSource(h->ctx, 1, &src, NULL, &err);
   if (err != CL_SUCCESS) return fail(why, cap, "clCreateProgramWithSource: error %d", (int)err);
