@@ -11,47 +11,14 @@
 #include <string.h>
 
 #include "accel/accel_plugin.h"
-
-static char last_error[2048];
-
-static void fake_log(accel_log_level_t level, const char *domain, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "[log %d %s] ", (int)level, domain);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-static accel_status_t fake_set_error(accel_status_t status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_error, sizeof(last_error), fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-static int fake_fault(accel_fault_site_t site) {
-  (void)site;
-  return 0;
-}
-
-static const char *fake_cache_dir(void) { return NULL; }
-
-static const accel_host_api_t host = {
-    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(accel_host_api_t),
-    .log = fake_log,
-    .set_error = fake_set_error,
-    .fault_should_fail = fake_fault,
-    .cache_dir = fake_cache_dir,
-};
+#include "fake_host.h"
 
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s libaccel-level-zero.so\n", argv[0]);
     return 2;
   }
+  fake_host_verbose = 1;
   void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     printf("FAIL: dlopen: %s\n", dlerror());
@@ -63,13 +30,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   const accel_backend_vtable_t *vt = NULL;
-  if (query(ACCEL_PLUGIN_ABI_VERSION + 1, &host, &vt) != ACCEL_ERROR_PLUGIN || vt) {
+  if (query(ACCEL_PLUGIN_ABI_VERSION + 1, &fake_host, &vt) != ACCEL_ERROR_PLUGIN || vt) {
     printf("FAIL: a wrong host ABI was not refused\n");
     return 1;
   }
-  printf("ok: wrong ABI refused: %s\n", last_error);
-  if (query(ACCEL_PLUGIN_ABI_VERSION, &host, &vt) != ACCEL_OK || !vt) {
-    printf("FAIL: accel_plugin_query: %s\n", last_error);
+  printf("ok: wrong ABI refused: %s\n", fake_host_error);
+  if (query(ACCEL_PLUGIN_ABI_VERSION, &fake_host, &vt) != ACCEL_OK || !vt) {
+    printf("FAIL: accel_plugin_query: %s\n", fake_host_error);
     return 1;
   }
   if (vt->abi_version != ACCEL_PLUGIN_ABI_VERSION || vt->struct_size != sizeof(*vt) ||
@@ -79,19 +46,20 @@ int main(int argc, char **argv) {
     return 1;
   }
   accel_be_backend_t *be = NULL;
-  last_error[0] = '\0';
-  accel_status_t st = vt->backend_init(&host, &be);
+  fake_host_error[0] = '\0';
+  accel_status_t st = vt->backend_init(&fake_host, &be);
   if (st == ACCEL_ERROR_UNAVAILABLE) {
-    if (!last_error[0] || (!strstr(last_error, "zeInit") && !strstr(last_error, "libze_loader") &&
-                           !strstr(last_error, "zeDeviceGet"))) {
-      printf("FAIL: UNAVAILABLE without a useful reason: \"%s\"\n", last_error);
+    if (!fake_host_error[0] ||
+        (!strstr(fake_host_error, "zeInit") && !strstr(fake_host_error, "libze_loader") &&
+         !strstr(fake_host_error, "zeDeviceGet"))) {
+      printf("FAIL: UNAVAILABLE without a useful reason: \"%s\"\n", fake_host_error);
       return 1;
     }
-    printf("ok: UNAVAILABLE: %s\n", last_error);
+    printf("ok: UNAVAILABLE: %s\n", fake_host_error);
     return 0;
   }
   if (st != ACCEL_OK) {
-    printf("FAIL: backend_init returned %d: %s\n", (int)st, last_error);
+    printf("FAIL: backend_init returned %d: %s\n", (int)st, fake_host_error);
     return 1;
   }
   int count = 0;
@@ -102,7 +70,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < count; ++i) {
     accel_device_info_t info;
     if (vt->device_info(be, i, &info) != ACCEL_OK || !info.name[0] || !info.lazy_default) {
-      printf("FAIL: device_info(%d): %s\n", i, last_error);
+      printf("FAIL: device_info(%d): %s\n", i, fake_host_error);
       return 1;
     }
     printf("ok: device %d: %s (%s), %llu bytes\n", i, info.name, info.vendor,

@@ -16,52 +16,14 @@
 #include <unistd.h>
 
 #include "accel/accel_plugin.h"
+#include "fake_host.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
 #include "cpu_backend.h"
 #include "cpu_device.h"
 #include "cpu_exec.h"
 
-/* ---- fake host ------------------------------------------------------------------------- */
-
-static _Thread_local char g_error[1024];
-static atomic_int g_fail_alloc, g_fail_launch;
-static int g_verbose;
-
-static void fake_log(accel_log_level_t level, const char *domain, const char *fmt, ...) {
-  if (!g_verbose && level > ACCEL_LOG_WARN) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "  [%s:%d] ", domain, (int)level);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-static accel_status_t fake_set_error(accel_status_t status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_error, sizeof(g_error), fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-static int fake_fault(accel_fault_site_t site) {
-  if (site == ACCEL_FAULT_ALLOC) return atomic_load(&g_fail_alloc);
-  if (site == ACCEL_FAULT_LAUNCH) return atomic_load(&g_fail_launch);
-  return 0;
-}
-
-static const char *fake_cache_dir(void) { return NULL; }
-
-static const accel_host_api_t g_host = {
-    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(accel_host_api_t),
-    .log = fake_log,
-    .set_error = fake_set_error,
-    .fault_should_fail = fake_fault,
-    .cache_dir = fake_cache_dir,
-};
+/* ---- fake host: tests/common/fake_host.h -------------------------------------------- */
 
 /* ---- harness --------------------------------------------------------------------------- */
 
@@ -84,7 +46,7 @@ static accel_be_backend_t *g_backend;
 #define CHECK_OK(expr)                                                               \
   do {                                                                               \
     accel_status_t st_ = (expr);                                                     \
-    CHECK(st_ == ACCEL_OK, "status %d (%s)", (int)st_, st_ == ACCEL_OK ? "" : g_error); \
+    CHECK(st_ == ACCEL_OK, "status %d (%s)", (int)st_, st_ == ACCEL_OK ? "" : fake_host_error); \
   } while (0)
 
 static void run_test(const char *name, int (*fn)(void)) {
@@ -110,7 +72,7 @@ static accel_be_device_t *open_device(unsigned threads) {
   }
   accel_be_device_t *dev = NULL;
   if (vt->device_open(g_backend, 0, &dev) != ACCEL_OK) {
-    fprintf(stderr, "  device_open failed: %s\n", g_error);
+    fprintf(stderr, "  device_open failed: %s\n", fake_host_error);
     return NULL;
   }
   return dev;
@@ -184,7 +146,7 @@ static int test_device_info(void) {
   CHECK_OK(vt->mem_info(dev, &fr, &tot));
   CHECK(tot == info.memory_total && fr > 0, "mem_info %llu/%llu", (unsigned long long)fr,
         (unsigned long long)tot);
-  if (g_verbose) printf("  %s (%s), %s, %u threads\n", info.name, info.vendor,
+  if (fake_host_verbose) printf("  %s (%s), %s, %u threads\n", info.name, info.vendor,
                         info.driver_version, info.compute_units);
   vt->device_close(dev);
   /* An invalid ACCEL_CPU_THREADS is ignored (with a warning). */
@@ -216,14 +178,14 @@ static int test_memory(void) {
     vt->mem_free(dev, p);
     vt->host_free(dev, h);
   }
-  atomic_store(&g_fail_alloc, 1);
+  atomic_store(&fake_host_fail_alloc, 1);
   void *p = (void *)0x1;
   accel_status_t st = vt->mem_alloc(dev, 64, &p);
   CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY && p == (void *)0x1, "injected alloc fault: %d", st);
-  CHECK(strstr(g_error, "ACCEL_FAULT_ALLOC") != NULL, "message: %s", g_error);
+  CHECK(strstr(fake_host_error, "ACCEL_FAULT_ALLOC") != NULL, "message: %s", fake_host_error);
   st = vt->host_alloc(dev, 64, &p);
   CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY, "injected host alloc fault: %d", st);
-  atomic_store(&g_fail_alloc, 0);
+  atomic_store(&fake_host_fail_alloc, 0);
   vt->device_close(dev);
   return TEST_PASS;
 }
@@ -429,7 +391,7 @@ static int test_elapsed(void) {
   CHECK(ms >= 19.0f && ms < 5000.0f, "elapsed %f ms around a 20 ms sleep", (double)ms);
   CHECK_OK(vt->stream_synchronize(s));
   CHECK(vt->event_elapsed_ms(e0, nt, &ms) == ACCEL_ERROR_INVALID_ARGUMENT, "timing disabled");
-  CHECK(strstr(g_error, "DISABLE_TIMING") != NULL, "message: %s", g_error);
+  CHECK(strstr(fake_host_error, "DISABLE_TIMING") != NULL, "message: %s", fake_host_error);
   vt->event_destroy(e0);
   vt->event_destroy(e1);
   vt->event_destroy(nt);
@@ -503,7 +465,7 @@ static int test_batch(void) {
   bad[1].u.kernel.num_blocks = 1;
   bad[1].u.kernel.kernel_name = "no_such_kernel";
   CHECK(vt->submit_batch(s, bad, 2) == ACCEL_ERROR_UNSUPPORTED, "unknown kernel in batch");
-  CHECK(strstr(g_error, "no_such_kernel") != NULL, "message: %s", g_error);
+  CHECK(strstr(fake_host_error, "no_such_kernel") != NULL, "message: %s", fake_host_error);
   CHECK_OK(vt->stream_query(s));
   vt->stream_destroy(s);
   vt->device_close(dev);
@@ -519,13 +481,13 @@ static int test_launch_errors(void) {
   accel_kernel_launch_t l = {ACCEL_KERNEL_COUNT + 1u, 1, "no_such_kernel", params,
                              sizeof(params), 0};
   CHECK(vt->launch_kernel(s, &l) == ACCEL_ERROR_UNSUPPORTED, "unknown kernel id");
-  CHECK(strstr(g_error, "no_such_kernel") != NULL, "message: %s", g_error);
-  atomic_store(&g_fail_launch, 1);
+  CHECK(strstr(fake_host_error, "no_such_kernel") != NULL, "message: %s", fake_host_error);
+  atomic_store(&fake_host_fail_launch, 1);
   l.kernel_id = ACCEL_KERNEL_FILL;
   l.kernel_name = "accel_k_fill";
   CHECK(vt->launch_kernel(s, &l) == ACCEL_ERROR_BACKEND, "injected launch fault");
-  CHECK(strstr(g_error, "ACCEL_FAULT_LAUNCH") != NULL, "message: %s", g_error);
-  atomic_store(&g_fail_launch, 0);
+  CHECK(strstr(fake_host_error, "ACCEL_FAULT_LAUNCH") != NULL, "message: %s", fake_host_error);
+  atomic_store(&fake_host_fail_launch, 0);
   CHECK_OK(vt->stream_query(s)); /* nothing was queued */
   vt->stream_destroy(s);
   vt->device_close(dev);
@@ -752,15 +714,15 @@ static int test_enqueue_cost(void) {
 }
 
 int main(int argc, char **argv) {
-  g_verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+  fake_host_verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
   vt = accel_cpu_backend_vtable();
   if (vt->abi_version != ACCEL_PLUGIN_ABI_VERSION ||
       vt->struct_size != sizeof(accel_backend_vtable_t) || strcmp(vt->name, "cpu") != 0) {
     printf("0 passed, 1 failed (vtable header)\n");
     return 1;
   }
-  if (vt->backend_init(&g_host, &g_backend) != ACCEL_OK) {
-    printf("0 passed, 1 failed (backend_init: %s)\n", g_error);
+  if (vt->backend_init(&fake_host, &g_backend) != ACCEL_OK) {
+    printf("0 passed, 1 failed (backend_init: %s)\n", fake_host_error);
     return 1;
   }
   run_test("device_info", test_device_info);
