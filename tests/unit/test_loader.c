@@ -18,19 +18,9 @@
 #include <unistd.h>
 
 #include "accel/accel.h"
+#include "check.h"
 #include "accel/accel_plugin.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);         \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
 
 /* Files created by the test, removed at exit (a loaded plugin stays mapped after unlink). */
 static char g_tmpdir[PATH_MAX];

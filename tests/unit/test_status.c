@@ -6,18 +6,8 @@
 #include <string.h>
 
 #include "accel/accel.h"
+#include "check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);         \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
 
 static const accel_status_t k_all[] = {
     ACCEL_OK, ACCEL_ERROR_INVALID_ARGUMENT, ACCEL_ERROR_INVALID_HANDLE,
