@@ -237,8 +237,11 @@ accel_status_t accel_device_synchronize(accel_device_t *dev) {
 int accel_device_any_capture(accel_device_t *dev) {
   int any = 0;
   pthread_mutex_lock(&dev->lock);
-  for (accel_stream_t *s = dev->streams; s && !any; s = s->next_in_device)
+  for (accel_stream_t *s = dev->streams; s && !any; s = s->next_in_device) {
+    pthread_mutex_lock(&s->lock); /* dev->lock then s->lock: the order accel_device_drain uses */
     any = s->capture != NULL;
+    pthread_mutex_unlock(&s->lock);
+  }
   pthread_mutex_unlock(&dev->lock);
   return any;
 }
