@@ -10,10 +10,7 @@ extern const char *const accel_probe_order[];
 extern const size_t accel_probe_order_len;
 
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn) {
-  if (!accel_handle_is_live(dev, ACCEL_HANDLE_DEVICE))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or closed device handle %p",
-                           fn, (void *)dev);
-  return ACCEL_OK;
+  return accel_handle_check(dev, ACCEL_HANDLE_DEVICE, fn);
 }
 
 void accel_device_retain(accel_device_t *dev) {

@@ -5,10 +5,7 @@
 #include "trace.h"
 
 static accel_status_t event_check(accel_event_t *e, const char *fn) {
-  if (!accel_handle_is_live(e, ACCEL_HANDLE_EVENT))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or destroyed event %p", fn,
-                           (void *)e);
-  return ACCEL_OK;
+  return accel_handle_check(e, ACCEL_HANDLE_EVENT, fn);
 }
 
 accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_event_t **out) {

@@ -11,17 +11,11 @@
 #include "trace.h"
 
 static accel_status_t graph_check(accel_graph_t *g, const char *fn) {
-  if (!accel_handle_is_live(g, ACCEL_HANDLE_GRAPH))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or destroyed graph %p", fn,
-                           (void *)g);
-  return ACCEL_OK;
+  return accel_handle_check(g, ACCEL_HANDLE_GRAPH, fn);
 }
 
 static accel_status_t pool_check(accel_pool_t *p, const char *fn) {
-  if (!accel_handle_is_live(p, ACCEL_HANDLE_POOL))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or released pool %p", fn,
-                           (void *)p);
-  return ACCEL_OK;
+  return accel_handle_check(p, ACCEL_HANDLE_POOL, fn);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -125,3 +125,12 @@ bool accel_handle_is_live(const void *h, accel_handle_kind_t kind) {
     if (atomic_load_explicit(&seq, memory_order_relaxed) == before) return live;
   }
 }
+
+accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn) {
+  static const char *const what[] = {
+      [ACCEL_HANDLE_DEVICE] = "closed device handle", [ACCEL_HANDLE_STREAM] = "destroyed stream",
+      [ACCEL_HANDLE_EVENT] = "destroyed event",       [ACCEL_HANDLE_GRAPH] = "destroyed graph",
+      [ACCEL_HANDLE_POOL] = "released pool"};
+  if (accel_handle_is_live(h, kind)) return ACCEL_OK;
+  return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or %s %p", fn, what[kind], h);
+}

@@ -44,6 +44,8 @@ void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
                            const accel_backend_vtable_t *vt);
 void accel_handle_unregister(accel_handle_t *h);
 bool accel_handle_is_live(const void *h, accel_handle_kind_t kind);
+/* ACCEL_OK for a live handle of that kind; else INVALID_HANDLE with a message naming fn. */
+accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Backends                                                                                    */
