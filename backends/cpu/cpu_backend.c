@@ -2,6 +2,7 @@
 
 #include "cpu_device.h"
 #include "cpu_event.h"
+#include "cpu_graph.h"
 #include "cpu_stream.h"
 
 static const accel_backend_vtable_t cpu_vtable = {
@@ -35,10 +36,9 @@ static const accel_backend_vtable_t cpu_vtable = {
     .launch_host_func = cpu_launch_host_func,
     .launch_kernel = cpu_launch_kernel,
     .submit_batch = cpu_submit_batch,
-    /* Graphs replay through submit_batch; the core synchronizes each stream. */
-    .graph_instantiate = NULL,
-    .graph_launch = NULL,
-    .graph_destroy = NULL,
+    .graph_instantiate = cpu_graph_instantiate,
+    .graph_launch = cpu_graph_launch,
+    .graph_destroy = cpu_graph_destroy,
     .device_synchronize = NULL,
     .mem_info = cpu_mem_info,
 };

@@ -55,7 +55,7 @@ accel_status_t cpu_device_info(accel_be_backend_t *backend, int index,
   /* F16/BF16 run everywhere through conversion to F32. */
   info->supports_fp16 = 1;
   info->supports_bf16 = 1;
-  info->native_graphs = 0; /* graphs replay through submit_batch */
+  info->native_graphs = 1; /* converted once, multi-tensor launches fused (cpu_graph.h) */
   info->lazy_default = 0;
   info->host_accessible = 1;
   return ACCEL_OK;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cpu_event.h"
+#include "cpu_graph.h"
 
 typedef struct kernel_job {
   accel_cpu_kernel_fn fn;
@@ -34,6 +35,28 @@ static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
     }
   }
   op->u.kernel.fn(op->u.kernel.params, 0, blocks);
+}
+
+/* Blocks [begin, end) of a fused group: every op runs one tile of blocks before the next op
+ * runs the same tile, so what one op wrote is still in cache when the next one reads it. */
+static void fused_range(void *ctx, uint64_t begin, uint64_t end) {
+  const cpu_op_t *op = ctx;
+  const uint64_t tile = op->u.fused.tile_blocks;
+  for (uint64_t t = begin; t < end; t += tile) {
+    uint32_t t1 = (uint32_t)(end - t > tile ? t + tile : end);
+    for (uint32_t k = 0; k < op->u.fused.count; ++k) {
+      const cpu_op_t *kop = &op->u.fused.ops[k];
+      kop->u.kernel.fn(kop->u.kernel.params, (uint32_t)t, t1);
+    }
+  }
+}
+
+static void exec_fused(cpu_device_t *device, const cpu_op_t *op) {
+  if (op->u.fused.parts > 1u)
+    cpu_pool_run(device->pool, fused_range, (void *)op, op->u.fused.num_blocks,
+                 op->u.fused.parts);
+  else
+    fused_range((void *)op, 0, op->u.fused.num_blocks);
 }
 
 /* Copies and fills are split on 64-byte units so that parts start on cache lines. */
@@ -119,6 +142,13 @@ void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op) {
       break;
     case CPU_OP_BATCH:
       for (size_t i = 0; i < op->u.batch.count; ++i) cpu_op_execute(device, &op->u.batch.ops[i]);
+      break;
+    case CPU_OP_FUSED:
+      exec_fused(device, op);
+      break;
+    case CPU_OP_GRAPH:
+      for (size_t i = 0; i < op->u.graph.graph->count; ++i)
+        cpu_op_execute(device, &op->u.graph.graph->steps[i]);
       break;
   }
 }

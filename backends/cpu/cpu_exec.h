@@ -31,11 +31,14 @@ typedef enum cpu_op_type {
   CPU_OP_HOST_FUNC,
   CPU_OP_RECORD, /* completes an event record */
   CPU_OP_WAIT,   /* waits for an event record (of any stream) to complete */
-  CPU_OP_BATCH   /* a list of KERNEL/MEMCPY/MEMSET/HOST_FUNC ops run in order */
+  CPU_OP_BATCH,  /* a list of KERNEL/MEMCPY/MEMSET/HOST_FUNC ops run in order */
+  CPU_OP_FUSED,  /* KERNEL ops run tile by tile over their blocks (cpu_fuse.h) */
+  CPU_OP_GRAPH   /* an instantiated graph's steps (cpu_graph.h); the entry holds a reference */
 } cpu_op_type_t;
 
 typedef struct cpu_record cpu_record_t;
 typedef struct cpu_op cpu_op_t;
+typedef struct cpu_graph cpu_graph_t;
 
 struct cpu_op {
   cpu_op_type_t type;
@@ -51,6 +54,14 @@ struct cpu_op {
     struct { accel_host_fn_t fn; void *user; } host;
     struct { cpu_record_t *record; int timed; } record; /* RECORD and WAIT */
     struct { const cpu_op_t *ops; size_t count; } batch;
+    struct {
+      const cpu_op_t *ops; /* KERNEL ops with num_blocks blocks each */
+      uint32_t count;
+      uint32_t num_blocks;
+      uint32_t tile_blocks; /* blocks each op runs before the next op takes the same blocks */
+      uint32_t parts;       /* pool parts (1: inline on the stream worker) */
+    } fused;
+    struct { const cpu_graph_t *graph; } graph;
   } u;
 };
 

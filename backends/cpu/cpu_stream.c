@@ -4,11 +4,13 @@
 #include <stdlib.h>
 
 #include "cpu_event.h"
+#include "cpu_graph.h"
 
 /* Drops what an executed entry owns. */
 static void entry_release(cpu_entry_t *e) {
   if (e->op.type == CPU_OP_RECORD || e->op.type == CPU_OP_WAIT)
     cpu_record_release(e->op.u.record.record);
+  if (e->op.type == CPU_OP_GRAPH) cpu_graph_release(e->op.u.graph.graph);
   free(e->heap);
 }
 

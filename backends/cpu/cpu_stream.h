@@ -52,4 +52,11 @@ accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t f
 accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
 accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
 
+/* Converts cmds[0, n) into one heap block (free() it) that starts with the op list and holds
+ * every kernel's parameter copy; *count ops. skip_events: EVENT_RECORD/EVENT_WAIT edges of a
+ * graph are dropped (the list runs in order on one stream), otherwise they are an error. */
+accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
+                             const accel_cmd_t *cmds, size_t n, int skip_events,
+                             cpu_op_t **ops, size_t *count);
+
 #endif

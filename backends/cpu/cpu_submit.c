@@ -80,34 +80,35 @@ accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_l
 
 static size_t align_up(size_t v) { return (v + BATCH_PARAMS_ALIGN - 1u) & ~(size_t)(BATCH_PARAMS_ALIGN - 1u); }
 
-accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
-  cpu_stream_t *s = stream;
-  const accel_host_api_t *host = s->device->host;
-  if (n == 0) return ACCEL_OK;
+accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
+                             const accel_cmd_t *cmds, size_t n, int skip_events,
+                             cpu_op_t **out_ops, size_t *out_count) {
   /* One allocation holds the op list followed by every kernel's parameter block. */
   size_t bytes = align_up(n * sizeof(cpu_op_t));
   for (size_t i = 0; i < n; ++i) {
     uint32_t type = cmds[i].type;
     if (type == ACCEL_CMD_KERNEL) {
-      if (resolve_kernel(host, "submit_batch", &cmds[i].u.kernel) == NULL)
-        return ACCEL_ERROR_UNSUPPORTED;
+      if (resolve_kernel(host, what, &cmds[i].u.kernel) == NULL) return ACCEL_ERROR_UNSUPPORTED;
       bytes += align_up(cmds[i].u.kernel.params_size);
+    } else if (skip_events && (type == ACCEL_CMD_EVENT_RECORD || type == ACCEL_CMD_EVENT_WAIT)) {
+      continue;
     } else if (type != ACCEL_CMD_MEMCPY && type != ACCEL_CMD_MEMSET &&
                type != ACCEL_CMD_HOST_FUNC) {
       return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                             "cpu: submit_batch: command %zu has type %u; a batch holds only "
-                             "kernel, memcpy, memset and host-function commands", i, type);
+                             "cpu: %s: command %zu has type %u; only kernel, memcpy, memset and "
+                             "host-function commands%s can run here", what, i, type,
+                             skip_events ? " (and event edges)" : "");
     }
   }
   unsigned char *storage = malloc(bytes);
   if (storage == NULL)
-    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: submit_batch: malloc(%zu) failed",
-                           bytes);
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: %s: malloc(%zu) failed", what, bytes);
   cpu_op_t *ops = (cpu_op_t *)storage;
   unsigned char *params = storage + align_up(n * sizeof(cpu_op_t));
+  size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     const accel_cmd_t *c = &cmds[i];
-    cpu_op_t *op = &ops[i];
+    cpu_op_t *op = &ops[count];
     switch (c->type) {
       case ACCEL_CMD_KERNEL: {
         const accel_kernel_launch_t *k = &c->u.kernel;
@@ -126,14 +127,29 @@ accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cm
                          .u.fill = {.dst = c->u.memset.dst, .size = c->u.memset.size,
                                     .value = (uint8_t)c->u.memset.value}};
         break;
-      default: /* ACCEL_CMD_HOST_FUNC, the only type left after the check above */
+      case ACCEL_CMD_HOST_FUNC:
         *op = (cpu_op_t){.type = CPU_OP_HOST_FUNC,
                          .u.host = {.fn = c->u.host_func.fn, .user = c->u.host_func.user}};
         break;
+      default: /* an event edge (skip_events): list order already satisfies it */
+        continue;
     }
+    ++count;
   }
-  const cpu_op_t batch = {.type = CPU_OP_BATCH, .u.batch = {.ops = ops, .count = n}};
-  accel_status_t st = cpu_stream_enqueue(s, "submit_batch", &batch, storage);
-  if (st != ACCEL_OK) free(storage);
+  *out_ops = ops;
+  *out_count = count;
+  return ACCEL_OK;
+}
+
+accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
+  cpu_stream_t *s = stream;
+  if (n == 0) return ACCEL_OK;
+  cpu_op_t *ops = NULL;
+  size_t count = 0;
+  accel_status_t st = cpu_ops_build(s->device->host, "submit_batch", cmds, n, 0, &ops, &count);
+  if (st != ACCEL_OK) return st;
+  const cpu_op_t batch = {.type = CPU_OP_BATCH, .u.batch = {.ops = ops, .count = count}};
+  st = cpu_stream_enqueue(s, "submit_batch", &batch, ops);
+  if (st != ACCEL_OK) free(ops);
   return st;
 }

@@ -64,3 +64,90 @@ uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params) {
     return 0;
   }
 }
+
+static void set_chunks(accel_cpu_kernel_access_t *a, acc_u64 chunks, acc_u32 num_chunks) {
+  a->chunks = (const void *)(uintptr_t)chunks;
+  a->num_chunks = num_chunks;
+}
+
+static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes, int write) {
+  a->elem_bytes[slot] = (uint8_t)bytes;
+  a->slot_writes[slot] = (uint8_t)write;
+}
+
+static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size,
+                       uint32_t block, int write) {
+  a->scalars[a->num_scalars++] =
+      (accel_cpu_kernel_scalar_t){.addr = addr, .size = size, .block = block,
+                                  .write = (uint32_t)write};
+}
+
+void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
+                             accel_cpu_kernel_access_t *out) {
+  memset(out, 0, sizeof *out);
+  switch (kernel_id) {
+  case ACCEL_KERNEL_NORM_PARTIAL: {
+    acc_norm_partial_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.dtype), 0);
+    out->scalars[out->num_scalars++] = (accel_cpu_kernel_scalar_t){
+        .addr = p.partials, .size = 4u, .stride = 4u, .block = ACCEL_CPU_ALL_BLOCKS, .write = 1u};
+    break;
+  }
+  case ACCEL_KERNEL_CLIP: {
+    acc_clip_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    add_scalar(out, p.total_norm, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
+    if (p.coef_out != 0u) add_scalar(out, p.coef_out, 4u, 0u, 1);
+    break;
+  }
+  case ACCEL_KERNEL_UPDATE_HP: {
+    acc_update_hp_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.lp_dtype), p.zero_lp != 0u);
+    set_slot(out, 1, 4u, 1);
+    break;
+  }
+  case ACCEL_KERNEL_UNSCALE: {
+    acc_unscale_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    add_scalar(out, p.inv_scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
+    add_scalar(out, p.found_inf, 4u, ACCEL_CPU_ALL_BLOCKS, 1);
+    break;
+  }
+  case ACCEL_KERNEL_ADAM: {
+    acc_adam_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, 4u, 1);
+    set_slot(out, 1, dtype_bytes(p.grad_dtype), 0);
+    set_slot(out, 2, 4u, 1);
+    set_slot(out, 3, 4u, 1);
+    add_scalar(out, p.args, (uint32_t)sizeof(acc_adam_args_t), ACCEL_CPU_ALL_BLOCKS, 0);
+    break;
+  }
+  case ACCEL_KERNEL_FILL: {
+    acc_fill_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    break;
+  }
+  case ACCEL_KERNEL_SCALE: {
+    acc_scale_params_t p;
+    memcpy(&p, params, sizeof p);
+    set_chunks(out, p.chunks, p.num_chunks);
+    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    add_scalar(out, p.scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
+    break;
+  }
+  default: /* NORM_FINAL reads every partial: a reduction over all blocks, never fused */
+    break;
+  }
+}

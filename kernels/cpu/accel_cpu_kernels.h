@@ -18,4 +18,33 @@ accel_cpu_kernel_fn accel_cpu_kernel_lookup(uint32_t kernel_id);
  * launch is worth splitting over the thread pool. */
 uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params);
 
+/* One memory access of a launch outside its chunk table: a device scalar (or a small struct of
+ * them) read or written by the blocks `block` (ACCEL_CPU_ALL_BLOCKS: any block), or, with
+ * `stride` != 0, a per-block output: block b writes [addr + b * stride, + size). */
+#define ACCEL_CPU_ALL_BLOCKS UINT32_MAX
+typedef struct accel_cpu_kernel_scalar {
+  uint64_t addr;
+  uint32_t size;
+  uint32_t stride;
+  uint32_t block;
+  uint32_t write;
+} accel_cpu_kernel_scalar_t;
+
+/* Everything one launch reads and writes, so that the CPU backend can prove two launches of a
+ * graph independent block by block (graph fusion, backends/cpu/cpu_fuse.c). */
+typedef struct accel_cpu_kernel_access {
+  /* acc_chunk_t[num_chunks]: block b touches chunks[b].ptr[k][0, count) for every slot k with
+   * elem_bytes[k] != 0. NULL: the launch is not chunk-wise (it is never fused). */
+  const void *chunks;
+  uint32_t num_chunks;
+  uint8_t elem_bytes[4];
+  uint8_t slot_writes[4];
+  accel_cpu_kernel_scalar_t scalars[3];
+  unsigned num_scalars;
+} accel_cpu_kernel_access_t;
+
+/* Fills *out for a launch of kernel_id with params; an unknown id gives chunks == NULL. */
+void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
+                             accel_cpu_kernel_access_t *out);
+
 #endif

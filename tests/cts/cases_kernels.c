@@ -819,3 +819,82 @@ CTS_CASE(kernels_relaunch_per_tensor, CTS_TAG_KERNELS) {
   cts_dev_free(ctx, &fbuf);
   return r;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Two launches over the same tensors in a different order: block b of the second reads what
+ * block b^1 of the first writes. A backend that reorders or fuses launches of a graph (the CPU
+ * backend runs independent launches tile by tile) must keep the second after the whole first.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { ORDER_LEN = 65536 }; /* one full chunk per tensor: two blocks per launch */
+
+typedef struct order_job {
+  float *pristine[2];      /* the lp values, copied in at the start of every run */
+  accel_tensor_t lp[2];    /* l0, l1 */
+  accel_tensor_t lp_rev[2]; /* l1, l0 */
+  accel_tensor_t hp[2];    /* h0, h1: get l0, l1 */
+  accel_tensor_t hp2[2];   /* h2, h3: get l1, l0 after the first launch zeroed them: nothing */
+} order_job_t;
+
+static accel_status_t body_order(accel_stream_t *s, void *user) {
+  order_job_t *j = user;
+  accel_status_t st = ACCEL_OK;
+  for (int i = 0; i < 2 && st == ACCEL_OK; ++i)
+    st = accel_memcpy_async(s, j->lp[i].data, j->pristine[i], ORDER_LEN * sizeof(float));
+  if (st == ACCEL_OK) st = accel_update_hp_grads(s, j->lp, j->hp, 2, 1);
+  if (st == ACCEL_OK) st = accel_update_hp_grads(s, j->lp_rev, j->hp2, 2, 1);
+  return st;
+}
+
+CTS_CASE(kernels_cross_block_order, CTS_TAG_KERNELS) {
+  enum { RUNS = 3 };
+  cts_buf_t pristine[2], lp[2], hp[4];
+  order_job_t j;
+  static float host[ORDER_LEN], got[ORDER_LEN];
+  for (int i = 0; i < 2; ++i) {
+    CTS_OK(cts_dev_alloc(ctx, sizeof host, KC_GUARD, &pristine[i]));
+    CTS_OK(cts_dev_alloc(ctx, sizeof host, KC_GUARD, &lp[i]));
+    for (int k = 0; k < ORDER_LEN; ++k) host[k] = (float)(1 + (k + 3 * i) % 7);
+    CTS_OK(cts_upload(ctx, pristine[i].data, host, sizeof host));
+    j.pristine[i] = pristine[i].data;
+    j.lp[i] = (accel_tensor_t){lp[i].data, ORDER_LEN, ACCEL_F32};
+    j.lp_rev[1 - i] = j.lp[i];
+  }
+  for (int i = 0; i < 4; ++i) {
+    CTS_OK(cts_dev_alloc(ctx, sizeof host, KC_GUARD, &hp[i]));
+    for (int k = 0; k < ORDER_LEN; ++k) host[k] = (float)(100 * (i + 1));
+    CTS_OK(cts_upload(ctx, hp[i].data, host, sizeof host));
+    accel_tensor_t t = {hp[i].data, ORDER_LEN, ACCEL_F32};
+    if (i < 2) j.hp[i] = t; else j.hp2[i - 2] = t;
+  }
+  CTS_OK(cts_exec(ctx, body_order, &j, RUNS));
+  cts_result_t r = CTS_PASS;
+  for (int i = 0; i < 4 && r == CTS_PASS; ++i) {
+    CTS_OK(cts_download(ctx, got, hp[i].data, sizeof got));
+    for (int k = 0; k < ORDER_LEN; ++k) {
+      const float want = (float)(100 * (i + 1)) + (i < 2 ? (float)(RUNS * (1 + (k + 3 * i) % 7)) : 0.0f);
+      if (got[k] != want) {
+        r = cts_fail(ctx, __FILE__, __LINE__, "hp %d element %d: %g, want %g", i, k,
+                     (double)got[k], (double)want);
+        break;
+      }
+    }
+    if (r == CTS_PASS && !cts_dev_guard_ok(ctx, &hp[i]))
+      r = cts_fail(ctx, __FILE__, __LINE__, "hp %d: guard bytes overwritten", i);
+  }
+  for (int i = 0; i < 2 && r == CTS_PASS; ++i) {
+    CTS_OK(cts_download(ctx, got, lp[i].data, sizeof got));
+    for (int k = 0; k < ORDER_LEN; ++k)
+      if (got[k] != 0.0f) {
+        r = cts_fail(ctx, __FILE__, __LINE__, "lp %d element %d: %g, want 0", i, k,
+                     (double)got[k]);
+        break;
+      }
+  }
+  for (int i = 0; i < 2; ++i) {
+    cts_dev_free(ctx, &pristine[i]);
+    cts_dev_free(ctx, &lp[i]);
+  }
+  for (int i = 0; i < 4; ++i) cts_dev_free(ctx, &hp[i]);
+  return r;
+}

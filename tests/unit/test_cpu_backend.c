@@ -140,7 +140,7 @@ static int test_device_info(void) {
         "memory %llu/%llu", (unsigned long long)info.memory_free,
         (unsigned long long)info.memory_total);
   CHECK(info.host_accessible == 1 && info.supports_fp16 == 1 && info.supports_bf16 == 1 &&
-            info.native_graphs == 0 && info.lazy_default == 0,
+            info.native_graphs == 1 && info.lazy_default == 0,
         "capability flags");
   uint64_t fr = 0, tot = 0;
   CHECK_OK(vt->mem_info(dev, &fr, &tot));
@@ -558,10 +558,14 @@ static int test_kernel_split(void) {
   return TEST_PASS;
 }
 
-/* The real accel_k_fill kernel through launch_kernel and submit_batch, on 1 and 4 threads:
- * large enough to be split over the pool, with its parameter block changed after the (gated)
- * launch to prove the backend copied it. */
-static int fill_case(unsigned threads, int use_batch) {
+/* The real accel_k_fill kernel through launch_kernel, submit_batch and a native graph, on 1 and
+ * 4 threads: large enough to be split over the pool, with its parameter block changed after the
+ * (gated) launch to prove the backend copied it. The graph is fill then accel_k_scale by 2 (one
+ * fused step: same chunks) with an event edge the backend drops, launched twice and destroyed
+ * while both launches are still queued: they must still run. */
+enum { FILL_LAUNCH, FILL_BATCH, FILL_GRAPH };
+
+static int fill_case(unsigned threads, int mode) {
   enum { CHUNKS = 6, LAST = 1000, N = (CHUNKS - 1) * ACC_CHUNK + LAST };
   accel_be_device_t *dev = open_device(threads);
   CHECK(dev != NULL, "open");
@@ -572,6 +576,7 @@ static int fill_case(unsigned threads, int use_batch) {
   CHECK_OK(vt->mem_alloc(dev, (N + 16) * sizeof(float), (void **)&data));
   CHECK_OK(vt->mem_alloc(dev, CHUNKS * sizeof(acc_chunk_t), (void **)&table));
   for (size_t i = 0; i < N + 16; ++i) data[i] = -7.0f;
+  data[N + 15] = 2.0f; /* the scale factor, past the guard */
   memset(table, 0, CHUNKS * sizeof(acc_chunk_t));
   for (uint32_t c = 0; c < CHUNKS; ++c) {
     table[c].ptr[0] = (uint64_t)(uintptr_t)(data + (size_t)c * ACC_CHUNK);
@@ -579,23 +584,36 @@ static int fill_case(unsigned threads, int use_batch) {
     table[c].tensor = 0;
   }
   acc_fill_params_t p = {(uint64_t)(uintptr_t)table, CHUNKS, ACC_DT_F32, 1.5f, 0};
+  acc_scale_params_t sp = {(uint64_t)(uintptr_t)table, (uint64_t)(uintptr_t)&data[N + 15],
+                           CHUNKS, ACC_DT_F32};
   accel_kernel_launch_t l = {ACCEL_KERNEL_FILL, CHUNKS, "accel_k_fill", &p, sizeof(p), 0};
+  accel_cmd_t cmds[3];
+  memset(cmds, 0, sizeof(cmds));
+  cmds[0].type = ACCEL_CMD_KERNEL;
+  cmds[0].u.kernel = l;
+  cmds[1].type = ACCEL_CMD_EVENT_RECORD;
+  cmds[2].type = ACCEL_CMD_KERNEL;
+  cmds[2].u.kernel = (accel_kernel_launch_t){ACCEL_KERNEL_SCALE, CHUNKS, "accel_k_scale", &sp,
+                                             sizeof(sp), 0};
+  accel_be_graph_t *graph = NULL;
+  if (mode == FILL_GRAPH) CHECK_OK(vt->graph_instantiate(dev, cmds, 3, &graph));
   gate_t g = {0};
   CHECK_OK(vt->launch_host_func(s, gate_fn, &g));
-  if (use_batch) {
-    accel_cmd_t cmd;
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.type = ACCEL_CMD_KERNEL;
-    cmd.u.kernel = l;
-    CHECK_OK(vt->submit_batch(s, &cmd, 1));
+  if (mode == FILL_BATCH) {
+    CHECK_OK(vt->submit_batch(s, cmds, 1));
+  } else if (mode == FILL_GRAPH) {
+    CHECK_OK(vt->graph_launch(graph, s));
+    CHECK_OK(vt->graph_launch(graph, s));
+    vt->graph_destroy(graph);
   } else {
     CHECK_OK(vt->launch_kernel(s, &l));
   }
   p.value = 9.0f; /* must not be seen: the launch was copied */
   atomic_store(&g.open, 1);
   CHECK_OK(vt->stream_synchronize(s));
-  for (size_t i = 0; i < N; ++i) CHECK(data[i] == 1.5f, "data[%zu] = %f", i, (double)data[i]);
-  for (size_t i = N; i < N + 16; ++i) CHECK(data[i] == -7.0f, "guard %zu clobbered", i);
+  const float want = mode == FILL_GRAPH ? 3.0f : 1.5f;
+  for (size_t i = 0; i < N; ++i) CHECK(data[i] == want, "data[%zu] = %f", i, (double)data[i]);
+  for (size_t i = N; i < N + 15; ++i) CHECK(data[i] == -7.0f, "guard %zu clobbered", i);
   vt->mem_free(dev, data);
   vt->mem_free(dev, table);
   vt->stream_destroy(s);
@@ -609,8 +627,8 @@ static int test_real_kernel(void) {
     return TEST_SKIP;
   }
   for (unsigned t = 1; t <= 4; t += 3)
-    for (int batch = 0; batch < 2; ++batch)
-      if (fill_case(t, batch) != TEST_PASS) return TEST_FAIL;
+    for (int mode = FILL_LAUNCH; mode <= FILL_GRAPH; ++mode)
+      if (fill_case(t, mode) != TEST_PASS) return TEST_FAIL;
   return TEST_PASS;
 }
 
