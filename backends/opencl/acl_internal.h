@@ -97,7 +97,7 @@ typedef struct acl_device {
   acl_alloc_t *allocs;           /* live SVM allocations, sorted by address */
   size_t alloc_count, alloc_cap;
   void **svm_ptrs;               /* their bases, for CL_KERNEL_EXEC_INFO_SVM_PTRS */
-  uint64_t alloc_generation;     /* bumped on every alloc/free */
+  uint64_t alloc_generation;     /* bumped on every alloc/free (atomic: read without lock) */
 } acl_device_t;
 
 /* A kernel object per kernel id, owned by one stream or one graph (clSetKernelArg is not

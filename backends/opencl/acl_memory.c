@@ -44,7 +44,7 @@ static accel_status_t table_insert(acl_device_t *dev, const acl_alloc_t *entry) 
   dev->allocs[i] = *entry;
   dev->svm_ptrs[i] = entry->base;
   dev->alloc_count++;
-  dev->alloc_generation++;
+  __atomic_add_fetch(&dev->alloc_generation, 1, __ATOMIC_RELEASE); /* read unlocked at launch */
   pthread_mutex_unlock(&dev->lock);
   return ACCEL_OK;
 }
@@ -62,7 +62,7 @@ static int table_remove(acl_device_t *dev, void *ptr, acl_alloc_t *removed) {
     memmove(&dev->svm_ptrs[i], &dev->svm_ptrs[i + 1],
             (dev->alloc_count - i - 1) * sizeof *dev->svm_ptrs);
     dev->alloc_count--;
-    dev->alloc_generation++;
+    __atomic_add_fetch(&dev->alloc_generation, 1, __ATOMIC_RELEASE); /* read unlocked at launch */
   }
   pthread_mutex_unlock(&dev->lock);
   return found;

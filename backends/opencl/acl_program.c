@@ -169,8 +169,13 @@ static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *o
 }
 
 /* Gives the kernel the current list of live SVM allocations, which it may reach through
- * addresses stored in memory rather than passed as arguments. */
+ * addresses stored in memory rather than passed as arguments. The common case (no allocation
+ * or free since the list was applied) skips the lock: the generation is read with acquire
+ * ordering, and an allocation a launch may use happened before the launch was called, so its
+ * bump is visible here. */
 static accel_status_t update_svm_ptrs(acl_device_t *dev, acl_kernel_set_t *set, uint32_t id) {
+  if (set->svm_generation[id] == __atomic_load_n(&dev->alloc_generation, __ATOMIC_ACQUIRE))
+    return ACCEL_OK;
   cl_int err = CL_SUCCESS;
   pthread_mutex_lock(&dev->lock);
   if (set->svm_generation[id] != dev->alloc_generation && dev->alloc_count > 0) {
