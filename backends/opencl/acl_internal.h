@@ -109,11 +109,16 @@ typedef struct acl_kernel_set {
 
 typedef struct acl_hostq acl_hostq_t; /* host-function thread of a stream (acl_hostfn.c) */
 
+/* Most commands are enqueued without a cl_event and without a clFlush (acl_stream.c explains
+ * the flush rule and how stream_query works without per-command events). */
 typedef struct acl_stream {
   acl_device_t *dev;
   acl_hostq_t *hostq; /* created on the first host function */
   cl_command_queue queue;
-  cl_event last; /* event of the last enqueued command (in-order queue: completes last) */
+  cl_event last;      /* event of the newest command that has one; NULL: none pending */
+  uint32_t untracked; /* commands enqueued after last (or since idle) without an event */
+  uint32_t unflushed; /* commands enqueued since the last clFlush */
+  uint32_t flush_at;  /* unflushed count at which a plain command flushes (1 .. ACL_FLUSH_MAX) */
   acl_kernel_set_t kernels;
 } acl_stream_t;
 
@@ -176,10 +181,13 @@ accel_status_t acl_launch_kernel(accel_be_stream_t *stream,
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
 
 /* clFlush(s->queue) after enqueueing: returns st, or the flush failure when st is ACCEL_OK
- * (the flush runs either way so that what was enqueued still starts). */
+ * (the flush runs either way so that what was enqueued still starts). For every command that
+ * another queue or the host may wait on (see the flush rule in acl_stream.c). */
 accel_status_t acl_stream_flush(acl_stream_t *s, accel_status_t st);
 /* Takes ownership of ev, the event of the command just enqueued on s. */
 void acl_stream_set_last(acl_stream_t *s, cl_event ev);
+/* Counts a command just enqueued on s without an event. */
+void acl_stream_note(acl_stream_t *s);
 /* Status of a command: ACCEL_OK when complete, NOT_READY while pending, an error (message
  * names what) when the command or one it waited for failed. */
 accel_status_t acl_event_status(cl_event ev, const char *what);

@@ -1,17 +1,41 @@
 /*
- * Streams are in-order command queues with profiling. Every entry point that enqueues ends
- * with clFlush so that the work starts and queries make progress; submit_batch enqueues a
- * whole list and flushes once.
+ * Streams are in-order command queues with profiling (timed event markers need it).
+ *
+ * Per-command cost is what matters for small launches, so plain commands (kernels, copies,
+ * fills) are enqueued without a cl_event and usually without a clFlush:
+ *
+ *  - stream_query needs no per-command event: s->last is the event of the newest command that
+ *    has one (event-record markers, host-function and wait barriers), s->untracked counts the
+ *    commands enqueued after it. With untracked work a query enqueues one marker with an event,
+ *    flushes and reads its status; the queue is in order, so the marker completes after all
+ *    earlier work. NOT_READY until it completes; OK, and the stream is known idle, once it has
+ *    (a marker does not complete at once even on an idle queue: queries poll it). A failed
+ *    command fails the marker, so the error is reported as before.
+ *
+ *  - Flush rule. A command that another queue or the host may wait on is flushed at once:
+ *    event records, stream_wait_event barriers, host functions, graph launches, the end of a
+ *    submit_batch, and a query's marker (synchronize and destroy use clFinish, which flushes).
+ *    That keeps cross-stream waits and host polling from waiting on unsubmitted work. Plain
+ *    commands flush when s->unflushed reaches s->flush_at, which starts at 1 whenever the
+ *    stream is known idle (creation, synchronize, a query that saw it complete) and doubles
+ *    with every flush up to ACL_FLUSH_MAX: the first command after an idle point reaches the
+ *    device at once, later ones go in batches of up to ACL_FLUSH_MAX while the device is busy.
+ *    (PoCL starts commands without a flush; drivers that batch until clFlush get bounded
+ *    batches.)
  */
 #include <stdlib.h>
 
 #include "acl_internal.h"
+
+/* Largest batch of plain commands enqueued between two flushes. */
+#define ACL_FLUSH_MAX 16u
 
 accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
   acl_device_t *dev = device;
   acl_stream_t *s = calloc(1, sizeof *s);
   if (!s) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl stream_create: out of memory");
   s->dev = dev;
+  s->flush_at = 1;
   accel_status_t st = acl_queue_create(dev, &s->queue);
   if (st != ACCEL_OK) {
     free(s);
@@ -31,9 +55,20 @@ void acl_stream_destroy(accel_be_stream_t *stream) {
   free(s);
 }
 
+/* Everything enqueued so far has completed. */
+static void stream_idle(acl_stream_t *s) {
+  acl_stream_set_last(s, NULL);
+  s->untracked = 0;
+  s->unflushed = 0;
+  s->flush_at = 1;
+}
+
 accel_status_t acl_stream_synchronize(accel_be_stream_t *stream) {
-  cl_int err = clFinish(((acl_stream_t *)stream)->queue);
-  return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clFinish", err);
+  acl_stream_t *s = stream;
+  cl_int err = clFinish(s->queue);
+  if (err != CL_SUCCESS) return acl_fail("clFinish", err);
+  stream_idle(s);
+  return ACCEL_OK;
 }
 
 accel_status_t acl_event_status(cl_event ev, const char *what) {
@@ -51,13 +86,36 @@ accel_status_t acl_event_status(cl_event ev, const char *what) {
 void acl_stream_set_last(acl_stream_t *s, cl_event ev) {
   if (s->last) clReleaseEvent(s->last);
   s->last = ev;
+  s->untracked = 0;
+  if (ev) s->unflushed++;
 }
 
-/* The queue is in order, so its last command's status is the stream's. (A fresh marker would
- * not do: it is not complete right after enqueue even on an idle queue.) */
+void acl_stream_note(acl_stream_t *s) {
+  s->untracked++;
+  s->unflushed++;
+}
+
+/* Flushes when the flush rule (top of the file) says a plain command is due. */
+static accel_status_t flush_if_due(acl_stream_t *s, accel_status_t st) {
+  return s->unflushed >= s->flush_at ? acl_stream_flush(s, st) : st;
+}
+
 accel_status_t acl_stream_query(accel_be_stream_t *stream) {
   acl_stream_t *s = stream;
-  return s->last ? acl_event_status(s->last, "stream_query") : ACCEL_OK;
+  if (!s->last && !s->untracked) return ACCEL_OK; /* known idle */
+  if (s->untracked) {
+    cl_event marker = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
+    if (err != CL_SUCCESS) return acl_fail("clEnqueueMarkerWithWaitList", err);
+    acl_stream_set_last(s, marker);
+  }
+  if (s->unflushed) {
+    accel_status_t st = acl_stream_flush(s, ACCEL_OK);
+    if (st != ACCEL_OK) return st;
+  }
+  accel_status_t st = acl_event_status(s->last, "stream_query");
+  if (st == ACCEL_OK) stream_idle(s);
+  return st;
 }
 
 accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
@@ -72,22 +130,20 @@ accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
   return acl_stream_flush(s, ACCEL_OK);
 }
 
-/* --- commands, enqueued without a flush (the callers flush) ------------------------------- */
+/* --- plain commands: no event, flushed by the callers ------------------------------------- */
 
 static accel_status_t enqueue_memcpy(acl_stream_t *s, void *dst, const void *src, size_t size) {
   /* clEnqueueSVMMemcpy accepts SVM and ordinary host pointers on either side. */
-  cl_event ev = NULL;
-  cl_int err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, dst, src, size, 0, NULL, &ev);
+  cl_int err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, dst, src, size, 0, NULL, NULL);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueSVMMemcpy", err);
-  acl_stream_set_last(s, ev);
+  acl_stream_note(s);
   return ACCEL_OK;
 }
 
 static accel_status_t enqueue_memset(acl_stream_t *s, void *dst, uint8_t value, size_t size) {
-  cl_event ev = NULL;
-  cl_int err = clEnqueueSVMMemFill(s->queue, dst, &value, 1, size, 0, NULL, &ev);
+  cl_int err = clEnqueueSVMMemFill(s->queue, dst, &value, 1, size, 0, NULL, NULL);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueSVMMemFill", err);
-  acl_stream_set_last(s, ev);
+  acl_stream_note(s);
   return ACCEL_OK;
 }
 
@@ -96,15 +152,16 @@ static accel_status_t enqueue_kernel(acl_stream_t *s, const accel_kernel_launch_
   size_t global, local;
   accel_status_t st = acl_kernel_prepare(s->dev, &s->kernels, launch, &k, &global, &local);
   if (st != ACCEL_OK) return st;
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &global, &local, 0, NULL, &ev);
+  cl_int err = clEnqueueNDRangeKernel(s->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueNDRangeKernel", err);
-  acl_stream_set_last(s, ev);
+  acl_stream_note(s);
   return ACCEL_OK;
 }
 
 accel_status_t acl_stream_flush(acl_stream_t *s, accel_status_t st) {
   cl_int err = clFlush(s->queue);
+  s->unflushed = 0;
+  if (s->flush_at < ACL_FLUSH_MAX) s->flush_at *= 2;
   if (st == ACCEL_OK && err != CL_SUCCESS) return acl_fail("clFlush", err);
   return st;
 }
@@ -114,19 +171,19 @@ accel_status_t acl_memcpy_async(accel_be_stream_t *stream, void *dst, const void
   (void)kind; /* SVM: one call for every direction */
   acl_stream_t *s = stream;
   if (size == 0) return ACCEL_OK;
-  return acl_stream_flush(s, enqueue_memcpy(s, dst, src, size));
+  return flush_if_due(s, enqueue_memcpy(s, dst, src, size));
 }
 
 accel_status_t acl_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
                                 size_t size) {
   acl_stream_t *s = stream;
   if (size == 0) return ACCEL_OK;
-  return acl_stream_flush(s, enqueue_memset(s, dst, value, size));
+  return flush_if_due(s, enqueue_memset(s, dst, value, size));
 }
 
 accel_status_t acl_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
   acl_stream_t *s = stream;
-  return acl_stream_flush(s, enqueue_kernel(s, launch));
+  return flush_if_due(s, enqueue_kernel(s, launch));
 }
 
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
