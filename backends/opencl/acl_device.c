@@ -11,11 +11,11 @@
  * unit busy without paying for thousands of tiny groups. */
 #define ACL_BLOCKS_PER_CU 4u
 
-accel_status_t acl_queue_create(acl_device_t *dev, cl_command_queue *out) {
+accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_queue *out) {
   cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
   cl_int err = CL_SUCCESS;
-  cl_command_queue q =
-      clCreateCommandQueueWithProperties(dev->ctx, dev->phys->id, props, &err);
+  cl_command_queue q = clCreateCommandQueueWithProperties(dev->ctx, dev->phys->id,
+                                                          profiling ? props : NULL, &err);
   if (err != CL_SUCCESS) return acl_fail("clCreateCommandQueueWithProperties", err);
   *out = q;
   return ACCEL_OK;

@@ -1,7 +1,9 @@
 /*
- * Events are marker commands (clEnqueueMarkerWithWaitList) on a profiling queue: recording
- * replaces the event's marker, queries read CL_EVENT_COMMAND_EXECUTION_STATUS, and elapsed
- * time is the difference of the markers' CL_PROFILING_COMMAND_END stamps (nanoseconds).
+ * Events are marker commands (clEnqueueMarkerWithWaitList): recording replaces the event's
+ * marker, queries read CL_EVENT_COMMAND_EXECUTION_STATUS, and elapsed time is the difference
+ * of the markers' CL_PROFILING_COMMAND_END stamps (nanoseconds). A timed event (created
+ * without ACCEL_EVENT_DISABLE_TIMING) is recorded on a profiling queue: its first record on a
+ * stream switches that stream to one (acl_stream_use_profiling).
  */
 #include <stdlib.h>
 
@@ -9,10 +11,10 @@
 
 accel_status_t acl_event_create(accel_be_device_t *device, unsigned flags,
                                 accel_be_event_t **out) {
-  (void)flags; /* markers are timed either way; the core enforces DISABLE_TIMING */
   acl_event_t *e = calloc(1, sizeof *e);
   if (!e) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl event_create: out of memory");
   e->dev = device;
+  e->timed = !(flags & ACCEL_EVENT_DISABLE_TIMING); /* the core refuses elapsed_ms otherwise */
   pthread_mutex_init(&e->lock, NULL);
   *out = e;
   return ACCEL_OK;
@@ -36,6 +38,10 @@ cl_event acl_event_retain_marker(acl_event_t *e) {
 accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stream) {
   acl_event_t *e = event;
   acl_stream_t *s = stream;
+  if (e->timed) {
+    accel_status_t st = acl_stream_use_profiling(s);
+    if (st != ACCEL_OK) return st;
+  }
   cl_event marker = NULL;
   cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
   if (err != CL_SUCCESS) return acl_fail("clEnqueueMarkerWithWaitList", err);

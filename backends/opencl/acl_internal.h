@@ -115,6 +115,10 @@ typedef struct acl_stream {
   acl_device_t *dev;
   acl_hostq_t *hostq; /* created on the first host function */
   cl_command_queue queue;
+  /* The queue the stream used before its first timed event record switched it to a profiling
+   * queue (acl_stream_use_profiling); kept until destroy. NULL: no switch happened. */
+  cl_command_queue retired;
+  int profiling;      /* queue has CL_QUEUE_PROFILING_ENABLE */
   cl_event last;      /* event of the newest command that has one; NULL: none pending */
   uint32_t untracked; /* commands enqueued after last (or since idle) without an event */
   uint32_t unflushed; /* commands enqueued since the last clFlush */
@@ -124,6 +128,7 @@ typedef struct acl_stream {
 
 typedef struct acl_event {
   acl_device_t *dev;
+  int timed;          /* created without ACCEL_EVENT_DISABLE_TIMING */
   pthread_mutex_t lock;
   cl_event ev; /* marker of the last record; NULL when never recorded */
 } acl_event_t;
@@ -137,8 +142,8 @@ int acl_wants_command_buffer(const acl_phys_t *d);
 /* --- device.c ------------------------------------------------------------------------------ */
 accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
 void acl_device_close(accel_be_device_t *device);
-/* In-order queue with profiling on dev. */
-accel_status_t acl_queue_create(acl_device_t *dev, cl_command_queue *out);
+/* In-order queue on dev, with CL_QUEUE_PROFILING_ENABLE when profiling is nonzero. */
+accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_queue *out);
 
 /* --- memory.c ------------------------------------------------------------------------------ */
 accel_status_t acl_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
@@ -188,6 +193,8 @@ accel_status_t acl_stream_flush(acl_stream_t *s, accel_status_t st);
 void acl_stream_set_last(acl_stream_t *s, cl_event ev);
 /* Counts a command just enqueued on s without an event. */
 void acl_stream_note(acl_stream_t *s);
+/* Makes s->queue a profiling queue (once per stream; for timed event records). */
+accel_status_t acl_stream_use_profiling(acl_stream_t *s);
 /* Status of a command: ACCEL_OK when complete, NOT_READY while pending, an error (message
  * names what) when the command or one it waited for failed. */
 accel_status_t acl_event_status(cl_event ev, const char *what);

@@ -1,5 +1,5 @@
 /*
- * Streams are in-order command queues with profiling (timed event markers need it).
+ * Streams are in-order command queues.
  *
  * Per-command cost is what matters for small launches, so plain commands (kernels, copies,
  * fills) are enqueued without a cl_event and usually without a clFlush:
@@ -22,6 +22,11 @@
  *    device at once, later ones go in batches of up to ACL_FLUSH_MAX while the device is busy.
  *    (PoCL starts commands without a flush; drivers that batch until clFlush get bounded
  *    batches.)
+ *
+ *  - Profiling (CL_QUEUE_PROFILING_ENABLE) is needed only for timed event records
+ *    (elapsed_ms reads the markers' CL_PROFILING_COMMAND_END). It costs per command on PoCL,
+ *    so a stream starts without it and switches to a profiling queue at its first timed record
+ *    (acl_stream_use_profiling); see docs/backends/opencl.md for the measurements.
  */
 #include <stdlib.h>
 
@@ -36,7 +41,7 @@ accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **
   if (!s) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl stream_create: out of memory");
   s->dev = dev;
   s->flush_at = 1;
-  accel_status_t st = acl_queue_create(dev, &s->queue);
+  accel_status_t st = acl_queue_create(dev, 0, &s->queue);
   if (st != ACCEL_OK) {
     free(s);
     return st;
@@ -52,6 +57,10 @@ void acl_stream_destroy(accel_be_stream_t *stream) {
   if (s->last) clReleaseEvent(s->last);
   acl_kernel_set_release(&s->kernels);
   clReleaseCommandQueue(s->queue);
+  if (s->retired) {
+    clFinish(s->retired); /* already drained: the new queue's first command waited for it */
+    clReleaseCommandQueue(s->retired);
+  }
   free(s);
 }
 
@@ -116,6 +125,37 @@ accel_status_t acl_stream_query(accel_be_stream_t *stream) {
   accel_status_t st = acl_event_status(s->last, "stream_query");
   if (st == ACCEL_OK) stream_idle(s);
   return st;
+}
+
+accel_status_t acl_stream_use_profiling(acl_stream_t *s) {
+  if (s->profiling) return ACCEL_OK;
+  cl_command_queue q = NULL;
+  accel_status_t st = acl_queue_create(s->dev, 1, &q);
+  if (st != ACCEL_OK) return st;
+  /* The new queue's first command waits for everything on the old one. */
+  cl_event drained = NULL;
+  const char *call = "clEnqueueMarkerWithWaitList";
+  cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &drained);
+  if (err == CL_SUCCESS) {
+    call = "clFlush";
+    err = clFlush(s->queue);
+  }
+  if (err == CL_SUCCESS) {
+    call = "clEnqueueBarrierWithWaitList";
+    err = clEnqueueBarrierWithWaitList(q, 1, &drained, NULL);
+  }
+  if (err != CL_SUCCESS) {
+    if (drained) clReleaseEvent(drained); /* the old queue stays in use */
+    clReleaseCommandQueue(q);
+    return acl_fail(call, err);
+  }
+  s->retired = s->queue;
+  s->queue = q;
+  s->profiling = 1;
+  acl_stream_set_last(s, drained); /* completes with the old queue's work */
+  s->untracked = 1;                /* the barrier, the new queue's only command so far */
+  s->unflushed = 1;
+  return ACCEL_OK;
 }
 
 accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
