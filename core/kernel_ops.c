@@ -54,6 +54,8 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
  * Requests: the lists and device scalars of one call, validated together
  * ------------------------------------------------------------------------------------------- */
 
+typedef struct kop_entry kop_entry_t;
+
 typedef struct kop_list {
   const accel_tensor_t *t;
   const char *name;
@@ -79,8 +81,10 @@ typedef struct kop_req {
   size_t n;
   int ns;
   kop_scalar_t scalars[3];
+  int per_stream; /* the table carries this stream's scratch (norm partials) */
   /* filled by validation */
   uint64_t num_chunks;
+  kop_entry_t *entry; /* the chunk table, with a reference, when num_chunks > 0 */
 } kop_req_t;
 
 typedef struct kop_interval {
@@ -168,8 +172,8 @@ static accel_status_t check_tensor(kop_req_t *r, int l, size_t i, accel_dtype_t 
   return ACCEL_OK;
 }
 
-/* Validates the stream, every list and every scalar of r, and counts the chunks. */
-static accel_status_t kop_validate(kop_req_t *r) {
+/* The checks that do not look at the tensors: stream, NULL lists and scalars, n. */
+static accel_status_t check_call(kop_req_t *r) {
   accel_status_t st = accel_stream_check(r->stream, r->fn, &r->dev);
   if (st != ACCEL_OK) return st;
   for (int s = 0; s < r->ns; ++s)
@@ -182,6 +186,13 @@ static accel_status_t kop_validate(kop_req_t *r) {
                              r->lists[l].name, r->n);
   if (r->n > SIZE_MAX / sizeof(kop_interval_t) / 5)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: n = %zu is too large", r->fn, r->n);
+  return ACCEL_OK;
+}
+
+/* Validates every tensor and scalar of r and counts the chunks. On success *out holds the
+ * *count intervals sorted by address (free() them). */
+static accel_status_t validate_all(kop_req_t *r, kop_interval_t **out, size_t *out_count) {
+  accel_status_t st = ACCEL_OK;
   for (int s = 0; s < r->ns; ++s) {
     const kop_scalar_t *S = &r->scalars[s];
     if (!S->ptr) continue;
@@ -219,12 +230,16 @@ static accel_status_t kop_validate(kop_req_t *r) {
                                      (uintptr_t)r->scalars[s].ptr + r->scalars[s].size,
                                      r->scalars[s].name, SIZE_MAX, r->scalars[s].written};
   st = check_overlaps(r, iv, count);
-  free(iv);
-  if (st != ACCEL_OK) return st;
-  if (chunks > UINT32_MAX)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %llu chunks exceed one launch",
-                           r->fn, (unsigned long long)chunks);
+  if (st == ACCEL_OK && chunks > UINT32_MAX)
+    st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %llu chunks exceed one launch",
+                         r->fn, (unsigned long long)chunks);
+  if (st != ACCEL_OK) {
+    free(iv);
+    return st;
+  }
   r->num_chunks = chunks;
+  *out = iv;
+  *out_count = count;
   return ACCEL_OK;
 }
 
@@ -238,21 +253,29 @@ typedef struct kop_key_elem {
   uint64_t dtype;
 } kop_key_elem_t;
 
-typedef struct kop_entry {
+/* [begin, end) address spans covered by a list's tensors, merged and sorted. */
+typedef struct kop_span {
+  uintptr_t begin, end;
+} kop_span_t;
+
+struct kop_entry {
   accel_keepalive_t keep; /* first: the keepalive is the entry */
   accel_device_t *dev;
   struct kop_entry *next; /* hash-bucket chain */
   uint64_t hash;
   uint64_t last_use;
   uint32_t op;
+  uint32_t written;   /* bit l: list l is written (the overlap rules depend on it) */
   const void *stream; /* NULL unless the table carries per-stream scratch */
   kop_key_elem_t *key;
   size_t key_len;
+  kop_span_t *spans;  /* what the validated tensors cover, for the scalar check of a hit */
+  size_t nspans;
   void *mem;          /* chunk table, then partials */
   uint32_t num_chunks;
   uint64_t chunks_addr;
   uint64_t partials_addr;
-} kop_entry_t;
+};
 
 typedef struct kop_state {
   pthread_mutex_t mu;
@@ -321,6 +344,7 @@ static kop_state_t *kop_state(accel_device_t *dev) {
 static void kop_entry_free(kop_entry_t *e) {
   accel_device_internal_free(e->dev, e->mem);
   free(e->key);
+  free(e->spans);
   free(e);
 }
 
@@ -328,12 +352,81 @@ static void kop_entry_free(kop_entry_t *e) {
  * since eviction frees entries directly and only when the cache holds the sole reference. */
 static void kop_entry_release(accel_keepalive_t *k) { kop_entry_free((kop_entry_t *)k); }
 
-/* Mixes 64-bit words (the key is a whole number of words): one multiply per word, so hashing a
- * 2000-tensor list costs microseconds, not the byte loop's tens of them. */
 static uint64_t hash_mix(uint64_t h, uint64_t v) {
   h ^= v * 0x9E3779B97F4A7C15ull;
   h ^= h >> 29;
   return h * 0xBF58476D1CE4E5B9ull;
+}
+
+static uint32_t written_mask(const kop_req_t *r) {
+  uint32_t m = 0;
+  for (int l = 0; l < r->nl; ++l)
+    if (r->lists[l].written) m |= 1u << l;
+  return m;
+}
+
+static const void *stream_key(const kop_req_t *r) {
+  return r->per_stream ? (const void *)r->stream : NULL;
+}
+
+/* Hash of the call's cache key. Two independent multiply chains (addresses; sizes and dtypes)
+ * and one final mix: a 2000-tensor list hashes in a few microseconds. */
+static uint64_t kop_hash(const kop_req_t *r) {
+  uint64_t a = 0x9E3779B97F4A7C15ull, b = 0xC2B2AE3D27D4EB4Full;
+  for (int l = 0; l < r->nl; ++l)
+    for (size_t i = 0; i < r->n; ++i) {
+      const accel_tensor_t *t = &r->lists[l].t[i];
+      a = ((a << 23 | a >> 41) ^ (uint64_t)(uintptr_t)t->data) * 0xFF51AFD7ED558CCDull;
+      b = ((b << 23 | b >> 41) ^ (uint64_t)t->numel ^ (uint64_t)t->dtype << 58) *
+          0xC4CEB9FE1A85EC53ull;
+    }
+  uint64_t h = hash_mix(hash_mix(a, b), (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
+  return hash_mix(h, (uint64_t)(uintptr_t)stream_key(r));
+}
+
+static int key_matches(const kop_entry_t *e, const kop_req_t *r) {
+  if (e->key_len != (size_t)r->nl * r->n) return 0;
+  const kop_key_elem_t *k = e->key;
+  for (int l = 0; l < r->nl; ++l)
+    for (size_t i = 0; i < r->n; ++i, ++k) {
+      const accel_tensor_t *t = &r->lists[l].t[i];
+      if (k->data != (uintptr_t)t->data || k->numel != t->numel || k->dtype != (uint64_t)t->dtype)
+        return 0;
+    }
+  return 1;
+}
+
+/* The cached entry for r with a reference, or NULL. */
+static kop_entry_t *kop_find(kop_state_t *s, const kop_req_t *r, uint64_t h) {
+  const void *stream = stream_key(r);
+  const uint32_t written = written_mask(r);
+  pthread_mutex_lock(&s->mu);
+  kop_entry_t *e = s->nbuckets ? s->buckets[h & (s->nbuckets - 1)] : NULL;
+  for (; e; e = e->next)
+    if (e->hash == h && e->op == r->op && e->written == written && e->stream == stream &&
+        key_matches(e, r)) {
+      accel_keepalive_retain(&e->keep);
+      e->last_use = ++s->tick;
+      break;
+    }
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+/* The tensor intervals (not the scalars) of the sorted iv, merged. */
+static kop_span_t *make_spans(const kop_interval_t *iv, size_t count, size_t *nspans) {
+  kop_span_t *sp = malloc((count ? count : 1) * sizeof *sp);
+  size_t n = 0;
+  for (size_t k = 0; sp && k < count; ++k) {
+    if (iv[k].index == SIZE_MAX) continue;
+    if (n && iv[k].begin <= sp[n - 1].end) {
+      if (iv[k].end > sp[n - 1].end) sp[n - 1].end = iv[k].end;
+    } else {
+      sp[n++] = (kop_span_t){iv[k].begin, iv[k].end};
+    }
+  }
+  *nspans = n;
+  return sp;
 }
 
 static kop_key_elem_t *kop_make_key(const kop_req_t *r, size_t *len) {
@@ -410,39 +503,30 @@ static void kop_evict(kop_state_t *s, accel_device_t *dev, const kop_entry_t *ke
   free(cand);
 }
 
-/* The cached table for r (built on a miss), with a reference for the caller. */
-static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t **out) {
+/* The cached table for the validated r (built on a miss, with the spans of its sorted
+ * intervals iv), with a reference for the caller. */
+static accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t count,
+                                kop_entry_t **out) {
   kop_state_t *s = kop_state(r->dev);
   if (!s) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
-  size_t key_len;
-  kop_key_elem_t *key = kop_make_key(r, &key_len);
-  if (!key) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
-  const void *stream = per_stream ? (const void *)r->stream : NULL;
-  uint64_t h = hash_mix(hash_mix(0xcbf29ce484222325ull, (uint64_t)r->op), (uintptr_t)stream);
-  for (size_t i = 0; i < key_len; ++i)
-    h = hash_mix(hash_mix(hash_mix(h, key[i].data), key[i].numel), key[i].dtype);
-
-  pthread_mutex_lock(&s->mu);
-  for (kop_entry_t *e = s->nbuckets ? s->buckets[h & (s->nbuckets - 1)] : NULL; e; e = e->next)
-    if (e->hash == h && e->op == r->op && e->stream == stream && e->key_len == key_len &&
-        memcmp(e->key, key, key_len * sizeof *key) == 0) {
-      accel_keepalive_retain(&e->keep);
-      e->last_use = ++s->tick;
-      pthread_mutex_unlock(&s->mu);
-      free(key);
-      *out = e;
-      return ACCEL_OK;
-    }
-  pthread_mutex_unlock(&s->mu);
-
-  kop_entry_t *e = calloc(1, sizeof *e);
-  if (!e) {
-    free(key);
+  const uint64_t h = kop_hash(r);
+  kop_entry_t *e = kop_find(s, r, h);
+  if (e) {
+    *out = e;
+    return ACCEL_OK;
+  }
+  e = calloc(1, sizeof *e);
+  if (e) e->key = kop_make_key(r, &e->key_len);
+  if (e && e->key) e->spans = make_spans(iv, count, &e->nspans);
+  if (!e || !e->key || !e->spans) {
+    if (e) free(e->key);
+    free(e);
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
   }
-  accel_status_t st = kop_build(r, per_stream, e);
+  accel_status_t st = kop_build(r, r->per_stream, e);
   if (st != ACCEL_OK) {
-    free(key);
+    free(e->key);
+    free(e->spans);
     free(e);
     return st;
   }
@@ -451,9 +535,8 @@ static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t 
   e->dev = r->dev;
   e->hash = h;
   e->op = r->op;
-  e->stream = stream;
-  e->key = key;
-  e->key_len = key_len;
+  e->written = written_mask(r);
+  e->stream = stream_key(r);
   pthread_mutex_lock(&s->mu);
   e->last_use = ++s->tick;
   kop_insert(s, e);
@@ -462,6 +545,70 @@ static accel_status_t kop_table(const kop_req_t *r, int per_stream, kop_entry_t 
   if (over) kop_evict(s, r->dev, e);
   *out = e;
   return ACCEL_OK;
+}
+
+/* 1 when [b, e) meets a span of the entry. */
+static int touches_spans(const kop_entry_t *en, uintptr_t b, uintptr_t e) {
+  size_t lo = 0, hi = en->nspans; /* first span ending after b */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (en->spans[mid].end <= b) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < en->nspans && en->spans[lo].begin < e;
+}
+
+static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
+  const kop_req_t *r = ctx;
+  const accel_tensor_t *t = &r->lists[k / r->n].t[k % r->n];
+  *ptr = t->data;
+  *size = t->numel * accel_dtype_size(t->dtype);
+  return t->numel != 0;
+}
+
+/* A list validated before (same op, lists, written lists and stream: a cache hit) needs only
+ * what can have changed since: its tensors must still lie in live allocations, and this call's
+ * scalars must be valid and touch neither the tensors nor each other. Returns 1 with
+ * r->entry/num_chunks set; 0 leaves everything to the full validation (which also finds the
+ * exact message when one of these checks fails). */
+static int validate_cached(kop_req_t *r) {
+  kop_state_t *s = kop_state(r->dev);
+  if (!s || r->n == 0) return 0;
+  kop_entry_t *e = kop_find(s, r, kop_hash(r));
+  if (!e) return 0;
+  int ok = 1;
+  for (int i = 0; i < r->ns && ok; ++i) {
+    const kop_scalar_t *S = &r->scalars[i];
+    if (!S->ptr) continue;
+    const uintptr_t b = (uintptr_t)S->ptr, end = b + S->size;
+    ok = b % 4 == 0 && end > b && !touches_spans(e, b, end) &&
+         accel_device_range_is_valid(r->dev, S->ptr, S->size);
+    for (int j = 0; j < i && ok; ++j)
+      if (r->scalars[j].ptr)
+        ok = end <= (uintptr_t)r->scalars[j].ptr ||
+             (uintptr_t)r->scalars[j].ptr + r->scalars[j].size <= b;
+  }
+  if (ok) ok = accel_device_ranges_valid(r->dev, (size_t)r->nl * r->n, tensor_range, r) == SIZE_MAX;
+  if (!ok) {
+    accel_keepalive_release(&e->keep);
+    return 0;
+  }
+  r->entry = e;
+  r->num_chunks = e->num_chunks;
+  return 1;
+}
+
+/* Validates the stream, every list and every scalar of r, counts the chunks and, when there
+ * are any, gets the chunk table (r->entry, a reference the caller releases: kop_run). */
+static accel_status_t kop_validate(kop_req_t *r) {
+  accel_status_t st = check_call(r);
+  if (st != ACCEL_OK || validate_cached(r)) return st;
+  kop_interval_t *iv = NULL;
+  size_t count = 0;
+  st = validate_all(r, &iv, &count);
+  if (st == ACCEL_OK && r->num_chunks > 0) st = kop_table(r, iv, count, &r->entry);
+  free(iv);
+  return st;
 }
 
 void accel_kernel_state_destroy(accel_device_t *device, void *state) {
@@ -492,12 +639,10 @@ static accel_status_t kop_launch(accel_stream_t *stream, uint32_t id, uint32_t n
  * dropped afterwards (launches that were recorded hold their own). */
 typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
 
-static accel_status_t kop_run(kop_req_t *r, int per_stream, kop_body_fn body, const void *user) {
-  kop_entry_t *e = NULL;
-  accel_status_t st = ACCEL_OK;
-  if (r->num_chunks > 0) st = kop_table(r, per_stream, &e);
-  if (st == ACCEL_OK) st = body(r, e, user);
-  if (e) accel_keepalive_release(&e->keep);
+static accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user) {
+  accel_status_t st = body(r, r->entry, user);
+  if (r->entry) accel_keepalive_release(&r->entry->keep);
+  r->entry = NULL;
   return st;
 }
 
@@ -532,19 +677,21 @@ accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tenso
   const char *fn = "accel_multi_tensor_norm";
   kop_req_t r = {.fn = fn, .stream = stream, .op = ACCEL_KERNEL_NORM_PARTIAL, .nl = 1,
                  .lists = {{tensors, "tensors", 0, 0}}, .n = n, .ns = 1,
-                 .scalars = {{out_dev, sizeof(float), "out_dev", 1, 1}}};
+                 .scalars = {{out_dev, sizeof(float), "out_dev", 1, 1}},
+                 .per_stream = 1 /* the table carries this stream's partials scratch */};
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK) return st;
-  if (!(norm_type > 0.0f)) /* also rejects NaN */
+  if (!(norm_type > 0.0f)) { /* also rejects NaN */
+    if (r.entry) accel_keepalive_release(&r.entry->keep);
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: norm_type %g is not supported (want p > 0 or INFINITY)", fn,
                            (double)norm_type);
+  }
   norm_args_t a = {ACC_NORM_P, norm_type, out_dev};
   if (isinf(norm_type)) a.kind = ACC_NORM_INF;
   else if (norm_type == 1.0f) a.kind = ACC_NORM_L1;
   else if (norm_type == 2.0f) a.kind = ACC_NORM_L2;
-  /* the table carries this stream's partials scratch */
-  return kop_run(&r, 1, norm_body, &a);
+  return kop_run(&r, norm_body, &a);
 }
 
 typedef struct clip_args {
@@ -573,7 +720,7 @@ accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_ten
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK) return st;
   const clip_args_t a = {max_norm, eps, total_norm_dev, coef_out_dev};
-  return kop_run(&r, 0, clip_body, &a);
+  return kop_run(&r, clip_body, &a);
 }
 
 static accel_status_t update_hp_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -589,7 +736,7 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
                                     {hp_grads, "hp_grads", 1, 1}}, .n = n};
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, 0, update_hp_body, &zero_lp);
+  return kop_run(&r, update_hp_body, &zero_lp);
 }
 
 typedef struct unscale_args {
@@ -614,7 +761,7 @@ accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tenso
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   const unscale_args_t a = {inv_scale_dev, found_inf_dev};
-  return kop_run(&r, 0, unscale_body, &a);
+  return kop_run(&r, unscale_body, &a);
 }
 
 static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -634,7 +781,7 @@ accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *pa
                  .scalars = {{args_dev, sizeof(accel_adam_args_t), "args_dev", 0, 1}}};
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, 0, adam_body, args_dev);
+  return kop_run(&r, adam_body, args_dev);
 }
 
 static accel_status_t fill_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -649,7 +796,7 @@ accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors,
                  .lists = {{tensors, "tensors", 1, 0}}, .n = n};
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, 0, fill_body, &value);
+  return kop_run(&r, fill_body, &value);
 }
 
 static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -665,5 +812,5 @@ accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors
                  .scalars = {{scale_dev, sizeof(float), "scale_dev", 0, 1}}};
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, 0, scale_body, scale_dev);
+  return kop_run(&r, scale_body, scale_dev);
 }

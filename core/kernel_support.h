@@ -28,6 +28,12 @@ accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,
 /* 1 when [ptr, ptr + size) lies inside one live device allocation of device (size 0: ptr must
  * be inside or one past a live allocation). */
 int accel_device_range_is_valid(accel_device_t *device, const void *ptr, size_t size);
+/* accel_device_range_is_valid for ranges 0..n-1 under one lock of the allocator: range(ctx, i,
+ * &ptr, &size) gives range i (returning 0 to skip it). The index of the first invalid range, or
+ * SIZE_MAX when all are valid. */
+size_t accel_device_ranges_valid(accel_device_t *device, size_t n,
+                                 int (*range)(void *ctx, size_t i, const void **ptr, size_t *size),
+                                 void *ctx);
 
 /* Enqueues a kernel launch on stream, going through capture, lazy queue, tracing and eager
  * submission. The launch (and its params) is copied. keep (may be NULL) is retained for as

@@ -175,6 +175,12 @@ int accel_device_range_is_valid(accel_device_t *dev, const void *ptr, size_t siz
   return accel_mempool_range_valid(dev->mem, ptr, size);
 }
 
+size_t accel_device_ranges_valid(accel_device_t *dev, size_t n,
+                                 int (*range)(void *ctx, size_t i, const void **ptr, size_t *size),
+                                 void *ctx) {
+  return accel_mempool_ranges_valid(dev->mem, n, range, ctx);
+}
+
 accel_status_t accel_device_internal_alloc(accel_device_t *dev, size_t size, void **ptr) {
   return dev->backend->vt->mem_alloc(dev->impl, size, ptr);
 }

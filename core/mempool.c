@@ -565,25 +565,46 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   return ACCEL_OK;
 }
 
-bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size) {
-  uintptr_t p = (uintptr_t)ptr;
-  bool ok = false;
-  pthread_mutex_lock(&m->lock);
+/* The allocated block that holds [p, p + size), or NULL (lock held). */
+static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_t size) {
   size_t j = live_find(m, p);
-  if (j != SIZE_MAX) {
-    ok = size <= m->live[j].block->size;
-  } else {
-    segment_t *s = seg_containing(m, p);
-    if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
-    for (block_t *b = s ? s->first : NULL; b; b = b->next) {
-      if (p >= b->addr && p <= b->addr + b->size) {
-        ok = b->allocated && size <= b->addr + b->size - p && (size > 0 || p >= b->addr);
-        if (ok || p < b->addr + b->size) break;
-      }
+  if (j != SIZE_MAX) return size <= m->live[j].block->size ? m->live[j].block : NULL;
+  segment_t *s = seg_containing(m, p);
+  if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
+  for (block_t *b = s ? s->first : NULL; b; b = b->next) {
+    if (p >= b->addr && p <= b->addr + b->size) {
+      if (b->allocated && size <= b->addr + b->size - p) return b;
+      if (p < b->addr + b->size) break;
     }
   }
+  return NULL;
+}
+
+bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size) {
+  pthread_mutex_lock(&m->lock);
+  bool ok = block_holding(m, (uintptr_t)ptr, size) != NULL;
   pthread_mutex_unlock(&m->lock);
   return ok;
+}
+
+size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_range_fn range,
+                                  void *ctx) {
+  size_t bad = SIZE_MAX;
+  const block_t *last = NULL; /* lists are usually carved from one allocation */
+  pthread_mutex_lock(&m->lock);
+  for (size_t i = 0; i < n && bad == SIZE_MAX; ++i) {
+    const void *ptr;
+    size_t size;
+    if (!range(ctx, i, &ptr, &size)) continue;
+    const uintptr_t p = (uintptr_t)ptr;
+    if (last && p >= last->addr && p <= last->addr + last->size &&
+        size <= last->addr + last->size - p)
+      continue;
+    last = block_holding(m, p, size);
+    if (!last) bad = i;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return bad;
 }
 
 bool accel_mempool_contains(accel_mempool_t *m, const void *ptr) {

@@ -50,6 +50,13 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
 
 /* 1 when [ptr, ptr+size) lies inside one live block. */
 bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size);
+/* Range i of a list checked by accel_mempool_ranges_valid; returns 0 when range i is to be
+ * skipped (an empty tensor accesses nothing). */
+typedef int (*accel_mempool_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
+/* accel_mempool_range_valid for ranges 0..n-1 under one lock: the index of the first range that
+ * is not inside one live allocation, or SIZE_MAX when every one is. */
+size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_range_fn range,
+                                  void *ctx);
 /* 1 when ptr lies inside any segment (device memory of this device). */
 bool accel_mempool_contains(accel_mempool_t *m, const void *ptr);
 /* Arena of the live block starting at ptr, or NULL. */

@@ -765,6 +765,53 @@ CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   return CTS_PASS;
 }
 
+/* Bad input on lists seen before: a backend-independent cache of validated lists must still
+ * catch what can change between calls (scalars, which lists are written, freed memory). */
+CTS_CASE(kernels_bad_input_cached_list, CTS_TAG_KERNELS) {
+  accel_stream_t *s;
+  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
+  const size_t sizes[] = {100, 300};
+  kc_list_t A, B;
+  CTS_OK(kc_make(ctx, &A, 3, sizes, 2, ACCEL_F32, 1.0f, 3));
+  CTS_OK(kc_make(ctx, &B, 1, sizes, 1, ACCEL_F16, 1.0f, 4));
+  kc_scalars_t S;
+  const float one = 1.0f;
+  CTS_OK(kc_scalars(ctx, &S, &one, sizeof one));
+  const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
+  for (int k = 0; k < 2; ++k) { /* twice: the second calls are cache hits */
+    CTS_OK(accel_multi_tensor_norm(s, A.t, 3, 2.0f, &S.dev[1]));
+    CTS_OK(accel_scale(s, A.t, 3, &S.dev[0]));
+    CTS_OK(accel_unscale_and_check(s, A.t, 3, &S.dev[0], &S.dev[2]));
+  }
+  /* the same lists with scalars on a tensor or on each other */
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 3, 2.0f, (float *)A.t[1].data), BAD);
+  if (!strstr(accel_last_error(), "overlaps"))
+    return cts_fail(ctx, __FILE__, __LINE__, "message: %s", accel_last_error());
+  CTS_STATUS(accel_scale(s, A.t, 3, (const float *)A.t[2].data + 7), BAD);
+  CTS_STATUS(accel_unscale_and_check(s, A.t, 3, &S.dev[0], &S.dev[0]), BAD);
+  /* lp read twice is fine while it is only read, not once it is zeroed */
+  accel_tensor_t lp[2] = {B.t[0], B.t[0]}, hp[2] = {A.t[0], A.t[2]};
+  CTS_OK(accel_update_hp_grads(s, lp, hp, 2, 0));
+  CTS_OK(accel_update_hp_grads(s, lp, hp, 2, 0));
+  CTS_STATUS(accel_update_hp_grads(s, lp, hp, 2, 1), BAD);
+  /* a tensor of a cached list freed */
+  CTS_OK(accel_stream_synchronize(s));
+  cts_dev_free(ctx, &A.buf[1]);
+  CTS_STATUS(accel_multi_tensor_norm(s, A.t, 3, 2.0f, &S.dev[1]), BAD);
+  if (!strstr(accel_last_error(), "live allocation"))
+    return cts_fail(ctx, __FILE__, __LINE__, "message: %s", accel_last_error());
+  CTS_STATUS(accel_scale(s, A.t, 3, &S.dev[0]), BAD);
+  /* the device is still usable */
+  accel_tensor_t rest[2] = {A.t[0], A.t[2]};
+  CTS_OK(accel_multi_tensor_norm(s, rest, 2, 2.0f, &S.dev[1]));
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, &A);
+  kc_free(ctx, &B);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The same kernel launched many times with different arguments in one submission (a per-tensor
  * loop). Regression: OpenCL command buffers on PoCL read kernel arguments at execution time, so
