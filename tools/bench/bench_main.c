@@ -45,7 +45,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "common: --device SEL (default: ACCEL_BACKEND, else the probe order),\n"
           "        --json (JSON on stdout, table on stderr),\n"
-          "        --python PATH (/usr/bin/python3), --torch-script PATH\n");
+          "        --python PATH (/usr/bin/python3), --torch-script PATH,\n"
+          "        --torch-threads N (PyTorch peer threads; default every CPU)\n");
 }
 
 /* Parses a positive integer option value; 0 on error. */
@@ -104,6 +105,12 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       if (!parse_size(a, v, &o->tensors)) return 0;
     } else if (!strcmp(a, "--params")) {
       if (!parse_size(a, v, &o->params)) return 0;
+    } else if (!strcmp(a, "--torch-threads")) {
+      if (!parse_size(a, v, &o->torch_threads) || o->torch_threads == 0 ||
+          o->torch_threads > 4096) {
+        fprintf(stderr, "accel-bench: --torch-threads wants 1..4096, got '%s'\n", v);
+        return 0;
+      }
     } else if (!strcmp(a, "--ops")) {
       if (!parse_size(a, v, &o->ops)) return 0;
     } else {

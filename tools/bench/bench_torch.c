@@ -73,8 +73,10 @@ void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *size
   char sizes_path[64];
   if (!write_sizes(sizes, n, sizes_path, sizeof sizes_path, r)) return;
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "'%s' '%s' %s --sizes '%s' --count %d", o->python, o->torch_script,
-           mode, sizes_path, count);
+  char threads_arg[32] = "";
+  if (o->torch_threads) snprintf(threads_arg, sizeof threads_arg, " --threads %zu", o->torch_threads);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %s --sizes '%s' --count %d%s", o->python,
+           o->torch_script, mode, sizes_path, count, threads_arg);
   FILE *p = popen(cmd, "r");
   if (!p) {
     unlink(sizes_path);

@@ -172,9 +172,10 @@ static void print_torch(FILE *f, const torch_row_t *r) {
     return;
   }
   double speedup = r->torch.ms.median / r->ms.median;
-  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %7.1fx  >= %.0fx: %s\n", r->torch.ms.median,
-          r->torch.ms.min, r->torch.ms.max, speedup, r->target,
-          speedup >= r->target ? "met" : "MISSED");
+  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %7.1fx  >= %.0fx: %s (torch %d thread%s)\n",
+          r->torch.ms.median, r->torch.ms.min, r->torch.ms.max, speedup, r->target,
+          speedup >= r->target ? "met" : "MISSED", r->torch.threads,
+          r->torch.threads == 1 ? "" : "s");
 }
 
 static void json_torch(bench_json_t *j, const torch_row_t *r) {
