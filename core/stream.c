@@ -290,11 +290,12 @@ accel_status_t accel_stream_query(accel_stream_t *s) {
   if (st != ACCEL_OK) return st;
   st = accel_capture_check_unsafe("accel_stream_query", s);
   if (st != ACCEL_OK) return st;
+  /* the backend's query is serialized with submissions (accel_plugin.h) */
   pthread_mutex_lock(&s->lock);
   st = accel_lazy_flush_locked(s);
+  if (st == ACCEL_OK) st = s->dev->backend->vt->stream_query(s->impl);
   pthread_mutex_unlock(&s->lock);
-  if (st != ACCEL_OK) return st;
-  return s->dev->backend->vt->stream_query(s->impl);
+  return st;
 }
 
 accel_status_t accel_stream_flush(accel_stream_t *s) {

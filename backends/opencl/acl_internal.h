@@ -13,6 +13,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,6 +124,11 @@ typedef struct acl_stream {
   uint32_t untracked; /* commands enqueued after last (or since idle) without an event */
   uint32_t unflushed; /* commands enqueued since the last clFlush */
   uint32_t flush_at;  /* unflushed count at which a plain command flushes (1 .. ACL_FLUSH_MAX) */
+  /* Every call but stream_synchronize is serialized by the core; synchronize may run on
+   * another thread meanwhile, so it only publishes how many commands it saw complete
+   * (idle_at, out of seq enqueued so far) and the serialized calls apply it (acl_stream.c). */
+  atomic_uint_fast64_t seq;
+  atomic_uint_fast64_t idle_at;
   acl_kernel_set_t kernels;
 } acl_stream_t;
 

@@ -41,6 +41,8 @@ accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **
   if (!s) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl stream_create: out of memory");
   s->dev = dev;
   s->flush_at = 1;
+  atomic_init(&s->seq, 0u);
+  atomic_init(&s->idle_at, 0u);
   accel_status_t st = acl_queue_create(dev, 0, &s->queue);
   if (st != ACCEL_OK) {
     free(s);
@@ -64,19 +66,37 @@ void acl_stream_destroy(accel_be_stream_t *stream) {
   free(s);
 }
 
-/* Everything enqueued so far has completed. */
+/* Everything enqueued so far has completed (serialized calls only). */
 static void stream_idle(acl_stream_t *s) {
-  acl_stream_set_last(s, NULL);
+  if (s->last) clReleaseEvent(s->last);
+  s->last = NULL;
   s->untracked = 0;
   s->unflushed = 0;
   s->flush_at = 1;
 }
 
+/* Applies a synchronize that saw every command enqueued so far complete. */
+static void apply_sync(acl_stream_t *s) {
+  if (atomic_load_explicit(&s->idle_at, memory_order_acquire) ==
+      atomic_load_explicit(&s->seq, memory_order_relaxed))
+    stream_idle(s);
+}
+
+static void count_command(acl_stream_t *s) {
+  atomic_store_explicit(&s->seq, atomic_load_explicit(&s->seq, memory_order_relaxed) + 1u,
+                        memory_order_release);
+}
+
+/* May run while another thread submits to the stream: reads the command count and the queue
+ * (which a timed event record may switch) atomically, and publishes what it saw complete. */
 accel_status_t acl_stream_synchronize(accel_be_stream_t *stream) {
   acl_stream_t *s = stream;
-  cl_int err = clFinish(s->queue);
+  const uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+  cl_int err = clFinish(__atomic_load_n(&s->queue, __ATOMIC_ACQUIRE));
   if (err != CL_SUCCESS) return acl_fail("clFinish", err);
-  stream_idle(s);
+  uint64_t seen = atomic_load(&s->idle_at);
+  while (seen < seq && !atomic_compare_exchange_weak(&s->idle_at, &seen, seq)) {
+  }
   return ACCEL_OK;
 }
 
@@ -93,15 +113,19 @@ accel_status_t acl_event_status(cl_event ev, const char *what) {
 }
 
 void acl_stream_set_last(acl_stream_t *s, cl_event ev) {
+  apply_sync(s);
   if (s->last) clReleaseEvent(s->last);
   s->last = ev;
   s->untracked = 0;
-  if (ev) s->unflushed++;
+  s->unflushed++;
+  count_command(s);
 }
 
 void acl_stream_note(acl_stream_t *s) {
+  apply_sync(s);
   s->untracked++;
   s->unflushed++;
+  count_command(s);
 }
 
 /* Flushes when the flush rule (top of the file) says a plain command is due. */
@@ -111,6 +135,7 @@ static accel_status_t flush_if_due(acl_stream_t *s, accel_status_t st) {
 
 accel_status_t acl_stream_query(accel_be_stream_t *stream) {
   acl_stream_t *s = stream;
+  apply_sync(s);
   if (!s->last && !s->untracked) return ACCEL_OK; /* known idle */
   if (s->untracked) {
     cl_event marker = NULL;
@@ -150,7 +175,7 @@ accel_status_t acl_stream_use_profiling(acl_stream_t *s) {
     return acl_fail(call, err);
   }
   s->retired = s->queue;
-  s->queue = q;
+  __atomic_store_n(&s->queue, q, __ATOMIC_RELEASE); /* read concurrently by synchronize */
   s->profiling = 1;
   acl_stream_set_last(s, drained); /* completes with the old queue's work */
   s->untracked = 1;                /* the barrier, the new queue's only command so far */

@@ -163,6 +163,9 @@ typedef struct accel_backend_vtable {
   void (*host_free)(accel_be_device_t *device, void *ptr);
 
   /* --- streams --------------------------------------------------------------------------- */
+  /* Threading: the core serializes every call that takes one stream (commands, batches, graph
+   * launches, event_record, stream_wait_event, stream_query) per stream, except
+   * stream_synchronize, which may run while another thread submits to the same stream. */
   accel_status_t (*stream_create)(accel_be_device_t *device, accel_be_stream_t **out);
   /* The core synchronizes the stream before destroying it. */
   void (*stream_destroy)(accel_be_stream_t *stream);
