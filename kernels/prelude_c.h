@@ -83,11 +83,20 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
   }
 
 /* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
- * lanes innermost (contiguous, vectorisable). */
+ * lanes innermost (contiguous, vectorisable). Four rows per pass: a lane's private values
+ * then stay in registers for four elements instead of going through memory for each (lanes
+ * are independent, so only each lane's own order matters, and it is unchanged). */
 #define ACC_LANE_LOOP(i, n, ...)                                                        \
   {                                                                                     \
     const acc_u32 acc_n_ = (n);                                                         \
     acc_idx acc_row_ = 0;                                                               \
+    for (; acc_n_ - acc_row_ >= 4 * ACC_BLOCK; acc_row_ += 4 * ACC_BLOCK)               \
+      for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                                \
+        { const acc_idx i = acc_row_ + lane; __VA_ARGS__ }                              \
+        { const acc_idx i = acc_row_ + ACC_BLOCK + lane; __VA_ARGS__ }                  \
+        { const acc_idx i = acc_row_ + 2 * ACC_BLOCK + lane; __VA_ARGS__ }              \
+        { const acc_idx i = acc_row_ + 3 * ACC_BLOCK + lane; __VA_ARGS__ }              \
+      }                                                                                 \
     for (; acc_n_ - acc_row_ >= ACC_BLOCK; acc_row_ += ACC_BLOCK)                       \
       for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                                \
         const acc_idx i = acc_row_ + lane;                                              \
