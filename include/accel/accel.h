@@ -142,7 +142,8 @@ typedef struct accel_device_info {
   uint32_t compute_units;
   uint32_t supports_fp16;    /* 1 if F16 kernels run natively (they run everywhere) */
   uint32_t supports_bf16;
-  uint32_t native_graphs;    /* 1 if graphs are replayed through a vendor graph object */
+  uint32_t native_graphs;    /* 1 if the backend instantiates graphs itself (vendor graph object,
+                                or the CPU backend's converted, fused op list) */
   uint32_t lazy_default;     /* 1 if streams are lazy unless ACCEL_LAZY=0 */
   uint32_t host_accessible;  /* 1 if the host can dereference device pointers */
 } accel_device_info_t;
