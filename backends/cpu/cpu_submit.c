@@ -100,7 +100,7 @@ accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
                              skip_events ? " (and event edges)" : "");
     }
   }
-  unsigned char *storage = malloc(bytes);
+  unsigned char *storage = malloc(bytes ? bytes : 1u); /* an empty graph is still a graph */
   if (storage == NULL)
     return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: %s: malloc(%zu) failed", what, bytes);
   cpu_op_t *ops = (cpu_op_t *)storage;

@@ -632,6 +632,33 @@ static int test_real_kernel(void) {
   return TEST_PASS;
 }
 
+/* An empty capture instantiates and replays as a no-op; a graph with an unknown kernel is
+ * refused at instantiation. */
+static int test_graph_edges(void) {
+  accel_be_device_t *dev = open_device(2);
+  CHECK(dev != NULL, "open");
+  accel_be_stream_t *s = NULL;
+  CHECK_OK(vt->stream_create(dev, &s));
+  accel_be_graph_t *g = NULL;
+  CHECK_OK(vt->graph_instantiate(dev, NULL, 0, &g));
+  CHECK_OK(vt->graph_launch(g, s));
+  vt->graph_destroy(g);
+  accel_cmd_t bad;
+  memset(&bad, 0, sizeof(bad));
+  bad.type = ACCEL_CMD_KERNEL;
+  bad.u.kernel.kernel_id = ACCEL_KERNEL_COUNT + 1u;
+  bad.u.kernel.num_blocks = 1;
+  bad.u.kernel.kernel_name = "no_such_kernel";
+  g = NULL;
+  CHECK(vt->graph_instantiate(dev, &bad, 1, &g) == ACCEL_ERROR_UNSUPPORTED && g == NULL,
+        "unknown kernel in a graph");
+  CHECK(strstr(fake_host_error, "no_such_kernel") != NULL, "message: %s", fake_host_error);
+  CHECK_OK(vt->stream_synchronize(s));
+  vt->stream_destroy(s);
+  vt->device_close(dev);
+  return TEST_PASS;
+}
+
 /* Destroying a stream runs what is still queued, and joins its worker. */
 static int test_destroy_drains(void) {
   accel_be_device_t *dev = open_device(2);
@@ -755,6 +782,7 @@ int main(int argc, char **argv) {
   run_test("launch_errors", test_launch_errors);
   run_test("kernel_split", test_kernel_split);
   run_test("real_kernel", test_real_kernel);
+  run_test("graph_edges", test_graph_edges);
   run_test("destroy_drains", test_destroy_drains);
   run_test("concurrent_streams", test_concurrent_streams);
   run_test("enqueue_cost", test_enqueue_cost);
