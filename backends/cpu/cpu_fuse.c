@@ -49,7 +49,8 @@ static int collect(const accel_cpu_kernel_access_t *a, uint32_t pos, range_vec_t
     for (unsigned k = 0; k < 4u; ++k) {
       if (a->elem_bytes[k] == 0u) continue;
       uint64_t len = (uint64_t)chunks[b].count * a->elem_bytes[k];
-      if (!push(r, chunks[b].ptr[k], len, pos, b, a->slot_writes[k])) return 0;
+      const uint32_t write = (a->slot_mode[k] & ACCEL_CPU_SLOT_WRITE) != 0u;
+      if (!push(r, chunks[b].ptr[k], len, pos, b, write)) return 0;
       *bytes += len;
     }
   }

@@ -17,62 +17,14 @@ accel_cpu_kernel_fn accel_cpu_kernel_lookup(uint32_t kernel_id) {
 
 static uint64_t dtype_bytes(uint32_t dtype) { return dtype == ACC_DT_F32 ? 4u : 2u; }
 
-uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params) {
-  /* Bytes read + written by one full chunk (the last chunk of a tensor may be shorter). */
-  switch (kernel_id) {
-  case ACCEL_KERNEL_NORM_PARTIAL: {
-    acc_norm_partial_params_t p;
-    memcpy(&p, params, sizeof p);
-    return ACC_CHUNK * dtype_bytes(p.dtype);
-  }
-  case ACCEL_KERNEL_NORM_FINAL: {
-    acc_norm_final_params_t p;
-    memcpy(&p, params, sizeof p);
-    return 4u * (uint64_t)p.num_partials;
-  }
-  case ACCEL_KERNEL_CLIP: {
-    acc_clip_params_t p;
-    memcpy(&p, params, sizeof p);
-    return 2u * ACC_CHUNK * dtype_bytes(p.dtype);
-  }
-  case ACCEL_KERNEL_UPDATE_HP: {
-    acc_update_hp_params_t p;
-    memcpy(&p, params, sizeof p);
-    return ACC_CHUNK * ((p.zero_lp ? 2u : 1u) * dtype_bytes(p.lp_dtype) + 8u);
-  }
-  case ACCEL_KERNEL_UNSCALE: {
-    acc_unscale_params_t p;
-    memcpy(&p, params, sizeof p);
-    return 2u * ACC_CHUNK * dtype_bytes(p.dtype);
-  }
-  case ACCEL_KERNEL_ADAM: {
-    acc_adam_params_t p;
-    memcpy(&p, params, sizeof p);
-    return ACC_CHUNK * (24u + dtype_bytes(p.grad_dtype));
-  }
-  case ACCEL_KERNEL_FILL: {
-    acc_fill_params_t p;
-    memcpy(&p, params, sizeof p);
-    return ACC_CHUNK * dtype_bytes(p.dtype);
-  }
-  case ACCEL_KERNEL_SCALE: {
-    acc_scale_params_t p;
-    memcpy(&p, params, sizeof p);
-    return 2u * ACC_CHUNK * dtype_bytes(p.dtype);
-  }
-  default:
-    return 0;
-  }
-}
-
 static void set_chunks(accel_cpu_kernel_access_t *a, acc_u64 chunks, acc_u32 num_chunks) {
   a->chunks = (const void *)(uintptr_t)chunks;
   a->num_chunks = num_chunks;
 }
 
-static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes, int write) {
+static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes, unsigned mode) {
   a->elem_bytes[slot] = (uint8_t)bytes;
-  a->slot_writes[slot] = (uint8_t)write;
+  a->slot_mode[slot] = (uint8_t)mode;
 }
 
 static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size,
@@ -82,6 +34,8 @@ static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size
                                   .write = (uint32_t)write};
 }
 
+enum { R = ACCEL_CPU_SLOT_READ, W = ACCEL_CPU_SLOT_WRITE, RW = R | W };
+
 void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
                              accel_cpu_kernel_access_t *out) {
   memset(out, 0, sizeof *out);
@@ -90,7 +44,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_norm_partial_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), 0);
+    set_slot(out, 0, dtype_bytes(p.dtype), R);
     out->scalars[out->num_scalars++] = (accel_cpu_kernel_scalar_t){
         .addr = p.partials, .size = 4u, .stride = 4u, .block = ACCEL_CPU_ALL_BLOCKS, .write = 1u};
     break;
@@ -99,7 +53,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_clip_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    set_slot(out, 0, dtype_bytes(p.dtype), RW);
     add_scalar(out, p.total_norm, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     if (p.coef_out != 0u) add_scalar(out, p.coef_out, 4u, 0u, 1);
     break;
@@ -108,15 +62,15 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_update_hp_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.lp_dtype), p.zero_lp != 0u);
-    set_slot(out, 1, 4u, 1);
+    set_slot(out, 0, dtype_bytes(p.lp_dtype), p.zero_lp != 0u ? RW : R);
+    set_slot(out, 1, 4u, RW);
     break;
   }
   case ACCEL_KERNEL_UNSCALE: {
     acc_unscale_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    set_slot(out, 0, dtype_bytes(p.dtype), RW);
     add_scalar(out, p.inv_scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     add_scalar(out, p.found_inf, 4u, ACCEL_CPU_ALL_BLOCKS, 1);
     break;
@@ -125,10 +79,10 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_adam_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, 4u, 1);
-    set_slot(out, 1, dtype_bytes(p.grad_dtype), 0);
-    set_slot(out, 2, 4u, 1);
-    set_slot(out, 3, 4u, 1);
+    set_slot(out, 0, 4u, RW);
+    set_slot(out, 1, dtype_bytes(p.grad_dtype), R);
+    set_slot(out, 2, 4u, RW);
+    set_slot(out, 3, 4u, RW);
     add_scalar(out, p.args, (uint32_t)sizeof(acc_adam_args_t), ACCEL_CPU_ALL_BLOCKS, 0);
     break;
   }
@@ -136,18 +90,35 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_fill_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    set_slot(out, 0, dtype_bytes(p.dtype), W);
     break;
   }
   case ACCEL_KERNEL_SCALE: {
     acc_scale_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), 1);
+    set_slot(out, 0, dtype_bytes(p.dtype), RW);
     add_scalar(out, p.scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     break;
   }
   default: /* NORM_FINAL reads every partial: a reduction over all blocks, never fused */
     break;
   }
+}
+
+uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params) {
+  /* Bytes read + written by one full chunk (the last chunk of a tensor may be shorter). */
+  if (kernel_id == ACCEL_KERNEL_NORM_FINAL) {
+    acc_norm_final_params_t p;
+    memcpy(&p, params, sizeof p);
+    return 4u * (uint64_t)p.num_partials;
+  }
+  accel_cpu_kernel_access_t a;
+  accel_cpu_kernel_access(kernel_id, params, &a);
+  uint64_t per_element = 0;
+  for (unsigned k = 0; k < 4u; ++k) {
+    const unsigned passes = ((a.slot_mode[k] & R) != 0u) + ((a.slot_mode[k] & W) != 0u);
+    per_element += (uint64_t)a.elem_bytes[k] * passes;
+  }
+  return ACC_CHUNK * per_element;
 }

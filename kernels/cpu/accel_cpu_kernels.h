@@ -14,14 +14,13 @@ typedef void (*accel_cpu_kernel_fn)(const void *params, uint32_t block_begin,
 /* NULL for an unknown id. */
 accel_cpu_kernel_fn accel_cpu_kernel_lookup(uint32_t kernel_id);
 
-/* Rough cost of one logical block in bytes touched, so the CPU backend can decide whether a
- * launch is worth splitting over the thread pool. */
-uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params);
 
 /* One memory access of a launch outside its chunk table: a device scalar (or a small struct of
  * them) read or written by the blocks `block` (ACCEL_CPU_ALL_BLOCKS: any block), or, with
  * `stride` != 0, a per-block output: block b writes [addr + b * stride, + size). */
 #define ACCEL_CPU_ALL_BLOCKS UINT32_MAX
+#define ACCEL_CPU_SLOT_READ 1u
+#define ACCEL_CPU_SLOT_WRITE 2u
 typedef struct accel_cpu_kernel_scalar {
   uint64_t addr;
   uint32_t size;
@@ -34,11 +33,12 @@ typedef struct accel_cpu_kernel_scalar {
  * graph independent block by block (graph fusion, backends/cpu/cpu_fuse.c). */
 typedef struct accel_cpu_kernel_access {
   /* acc_chunk_t[num_chunks]: block b touches chunks[b].ptr[k][0, count) for every slot k with
-   * elem_bytes[k] != 0. NULL: the launch is not chunk-wise (it is never fused). */
+   * elem_bytes[k] != 0, as slot_mode[k] says. NULL: the launch is not chunk-wise (it is never
+   * fused). */
   const void *chunks;
   uint32_t num_chunks;
   uint8_t elem_bytes[4];
-  uint8_t slot_writes[4];
+  uint8_t slot_mode[4]; /* ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE */
   accel_cpu_kernel_scalar_t scalars[3];
   unsigned num_scalars;
 } accel_cpu_kernel_access_t;
@@ -46,5 +46,9 @@ typedef struct accel_cpu_kernel_access {
 /* Fills *out for a launch of kernel_id with params; an unknown id gives chunks == NULL. */
 void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
                              accel_cpu_kernel_access_t *out);
+
+/* Rough cost of one logical block in bytes touched (read + written, a full chunk), so the CPU
+ * backend can decide whether a launch is worth splitting over the thread pool. */
+uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params);
 
 #endif
