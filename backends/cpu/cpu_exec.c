@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "cpu_copy.h"
 #include "cpu_event.h"
 #include "cpu_graph.h"
 
@@ -74,7 +75,8 @@ static void copy_range(void *ctx, uint64_t begin, uint64_t end) {
   const cpu_op_t *op = ctx;
   size_t off, len;
   byte_range(op, begin, end, &off, &len);
-  memcpy((char *)op->u.copy.dst + off, (const char *)op->u.copy.src + off, len);
+  cpu_copy((char *)op->u.copy.dst + off, (const char *)op->u.copy.src + off, len,
+           op->u.copy.size);
 }
 
 static void fill_range(void *ctx, uint64_t begin, uint64_t end) {
@@ -104,7 +106,7 @@ static void exec_memcpy(cpu_device_t *device, const cpu_op_t *op) {
   }
   unsigned parts = byte_parts(device, size);
   if (parts <= 1u) {
-    memcpy(dst, src, size);
+    cpu_copy(dst, src, size, size);
     return;
   }
   cpu_pool_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);

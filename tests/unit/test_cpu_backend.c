@@ -196,7 +196,8 @@ static int copy_fill_case(unsigned threads) {
   CHECK(dev != NULL, "open");
   accel_be_stream_t *s = NULL;
   CHECK_OK(vt->stream_create(dev, &s));
-  const size_t sizes[] = {0, 1, 3, 255, 4096 + 7, 5u * 1024 * 1024 + 13, 9u * 1024 * 1024};
+  const size_t sizes[] = {0, 1, 3, 255, 4096 + 7, 5u * 1024 * 1024 + 13, 8u * 1024 * 1024 + 61,
+                         9u * 1024 * 1024};
   const size_t guard = 64;
   for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
     size_t n = sizes[i];
