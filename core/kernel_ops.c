@@ -83,6 +83,7 @@ typedef struct kop_req {
   kop_scalar_t scalars[3];
   int per_stream; /* the table carries this stream's scratch (norm partials) */
   /* filled by validation */
+  uint64_t hash;  /* kop_hash of the call: its chunk-table cache key */
   uint64_t num_chunks;
   kop_entry_t *entry; /* the chunk table, with a reference, when num_chunks > 0 */
 } kop_req_t;
@@ -509,7 +510,7 @@ static accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, si
                                 kop_entry_t **out) {
   kop_state_t *s = kop_state(r->dev);
   if (!s) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
-  const uint64_t h = kop_hash(r);
+  const uint64_t h = r->hash;
   kop_entry_t *e = kop_find(s, r, h);
   if (e) {
     *out = e;
@@ -574,7 +575,7 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
 static int validate_cached(kop_req_t *r) {
   kop_state_t *s = kop_state(r->dev);
   if (!s || r->n == 0) return 0;
-  kop_entry_t *e = kop_find(s, r, kop_hash(r));
+  kop_entry_t *e = kop_find(s, r, r->hash);
   if (!e) return 0;
   int ok = 1;
   for (int i = 0; i < r->ns && ok; ++i) {
@@ -602,7 +603,9 @@ static int validate_cached(kop_req_t *r) {
  * are any, gets the chunk table (r->entry, a reference the caller releases: kop_run). */
 static accel_status_t kop_validate(kop_req_t *r) {
   accel_status_t st = check_call(r);
-  if (st != ACCEL_OK || validate_cached(r)) return st;
+  if (st != ACCEL_OK) return st;
+  r->hash = kop_hash(r);
+  if (validate_cached(r)) return ACCEL_OK;
   kop_interval_t *iv = NULL;
   size_t count = 0;
   st = validate_all(r, &iv, &count);
