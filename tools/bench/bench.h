@@ -91,8 +91,9 @@ typedef struct bench_machine {
   char device_name[256];
   char device_backend[32];
 } bench_machine_t;
-void bench_machine_get(accel_device_t *dev, bench_machine_t *m);
-void bench_machine_print(FILE *f, const bench_machine_t *m);
+/* Fills *m for dev, prints its "machine:" line on the table stream (bench_table_out) and
+ * returns that stream: the opening of every scenario's report. */
+FILE *bench_report_begin(const bench_opts_t *o, accel_device_t *dev, bench_machine_t *m);
 void bench_json_machine(bench_json_t *j, const bench_machine_t *m);
 
 /* Opens o->device (and prints nothing); reports failures like bench_fail. */

@@ -98,7 +98,7 @@ static void read_cpu_model(char *buf, size_t size) {
   fclose(f);
 }
 
-void bench_machine_get(accel_device_t *dev, bench_machine_t *m) {
+static void machine_get(accel_device_t *dev, bench_machine_t *m) {
   memset(m, 0, sizeof *m);
   read_cpu_model(m->cpu_model, sizeof m->cpu_model);
   m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
@@ -109,9 +109,12 @@ void bench_machine_get(accel_device_t *dev, bench_machine_t *m) {
   }
 }
 
-void bench_machine_print(FILE *f, const bench_machine_t *m) {
+FILE *bench_report_begin(const bench_opts_t *o, accel_device_t *dev, bench_machine_t *m) {
+  machine_get(dev, m);
+  FILE *f = bench_table_out(o);
   fprintf(f, "machine: %s, %ld online CPUs; device: %s (%s)\n", m->cpu_model, m->nproc,
           m->device_name, m->device_backend);
+  return f;
 }
 
 void bench_json_machine(bench_json_t *j, const bench_machine_t *m) {

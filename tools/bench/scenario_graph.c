@@ -90,9 +90,7 @@ int bench_graph(const bench_opts_t *o) {
   bench_progress_done();
 
   bench_machine_t m;
-  bench_machine_get(dev, &m);
-  FILE *f = bench_table_out(o);
-  bench_machine_print(f, &m);
+  FILE *f = bench_report_begin(o, dev, &m);
   fprintf(f, "graph: per-node host cost (submit + synchronize) / N, %d samples, median "
              "[min..max] ns\n", repeat);
   fprintf(f, "%-13s %5s %6s %-29s %-29s %7s  %s\n", "node", "N", "nodes", "eager ns/node",

@@ -328,9 +328,7 @@ int bench_kernels(const bench_opts_t *o) {
   bench_progress_done();
 
   bench_machine_t m;
-  bench_machine_get(dev, &m);
-  FILE *f = bench_table_out(o);
-  bench_machine_print(f, &m);
+  FILE *f = bench_report_begin(o, dev, &m);
   fprintf(f, "kernels: %.0f MiB fp32 working set, %d samples, %d baseline threads; "
              "ms median [min..max]\n", size_mb, repeat, bench_baseline_threads());
   fprintf(f, "baselines: read (sum of squares) %.2f GB/s [%.2f ms], copy %.2f GB/s "

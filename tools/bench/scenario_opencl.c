@@ -408,8 +408,7 @@ int bench_opencl(const bench_opts_t *o) {
   BENCH_TRY(accel_device_get_info(R.dev, &R.info));
   BENCH_TRY(accel_stream_create_ex(R.dev, ACCEL_STREAM_EAGER, &R.s));
   bench_machine_t m;
-  bench_machine_get(R.dev, &m);
-  bench_machine_print(R.f, &m);
+  bench_report_begin(o, R.dev, &m); /* prints on R.f, the same stream */
   bench_json_begin_object(&j, NULL);
   bench_json_str(&j, "scenario", "opencl");
   bench_json_machine(&j, &m);

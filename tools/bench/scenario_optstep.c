@@ -241,9 +241,7 @@ int bench_optstep(const bench_opts_t *o) {
   accel_device_t *dev = NULL;
   if (bench_open_device(o, &dev)) return 1;
   bench_machine_t m;
-  bench_machine_get(dev, &m);
-  FILE *f = bench_table_out(o);
-  bench_machine_print(f, &m);
+  FILE *f = bench_report_begin(o, dev, &m);
   bench_json_t j;
   bench_json_init(&j, o->json ? stdout : NULL);
   bench_json_begin_object(&j, NULL);

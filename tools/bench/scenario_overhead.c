@@ -190,9 +190,7 @@ int bench_overhead(const bench_opts_t *o) {
   bench_progress_done();
 
   bench_machine_t m;
-  bench_machine_get(dev, &m);
-  FILE *f = bench_table_out(o);
-  bench_machine_print(f, &m);
+  FILE *f = bench_report_begin(o, dev, &m);
   fprintf(f, "overhead: %zu ops per sample, %d samples; ns per op, median [min..max]\n", n,
           repeat);
   fprintf(f, "%-26s %-31s %-31s %8s  %s\n", "operation", "accel ns/op", "baseline ns/op",
