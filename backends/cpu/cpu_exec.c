@@ -24,14 +24,13 @@ void cpu_exec_kernel_split(cpu_device_t *device, accel_cpu_kernel_fn fn, const v
 
 static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
   uint32_t blocks = op->u.kernel.num_blocks;
-  unsigned threads = cpu_pool_size(device->pool);
-  if (blocks > 1u && threads > 1u) {
+  if (blocks > 1u) {
     uint64_t work =
         accel_cpu_kernel_block_bytes(op->u.kernel.kernel_id, op->u.kernel.params) * blocks;
-    if (work >= CPU_KERNEL_SPLIT_BYTES) {
-      uint64_t parts = work / CPU_KERNEL_PART_BYTES;
-      cpu_exec_kernel_split(device, op->u.kernel.fn, op->u.kernel.params, blocks,
-                            parts < threads ? (unsigned)parts : threads);
+    unsigned parts = cpu_split_parts(cpu_pool_size(device->pool), work, CPU_KERNEL_SPLIT_BYTES,
+                                     CPU_KERNEL_PART_BYTES);
+    if (parts > 1u) {
+      cpu_exec_kernel_split(device, op->u.kernel.fn, op->u.kernel.params, blocks, parts);
       return;
     }
   }
@@ -88,10 +87,8 @@ static void fill_range(void *ctx, uint64_t begin, uint64_t end) {
 
 /* Number of pool parts for size bytes (1: run inline). */
 static unsigned byte_parts(cpu_device_t *device, size_t size) {
-  unsigned threads = cpu_pool_size(device->pool);
-  if (threads <= 1u || size < CPU_COPY_SPLIT_BYTES) return 1u;
-  size_t parts = size / CPU_COPY_PART_BYTES;
-  return parts < threads ? (unsigned)parts : threads;
+  return cpu_split_parts(cpu_pool_size(device->pool), size, CPU_COPY_SPLIT_BYTES,
+                         CPU_COPY_PART_BYTES);
 }
 
 static void exec_memcpy(cpu_device_t *device, const cpu_op_t *op) {

@@ -65,6 +65,15 @@ struct cpu_op {
   } u;
 };
 
+/* Pool parts for work touching `bytes`: 1 (run inline) with one thread or below split_at,
+ * otherwise one part per part_bytes, at most `threads`. */
+static inline unsigned cpu_split_parts(unsigned threads, uint64_t bytes, uint64_t split_at,
+                                       uint64_t part_bytes) {
+  if (threads <= 1u || bytes < split_at) return 1u;
+  const uint64_t parts = bytes / part_bytes;
+  return parts < threads ? (unsigned)parts : threads;
+}
+
 /* Runs op on the calling stream worker (helped by the device's pool for large work). */
 void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op);
 

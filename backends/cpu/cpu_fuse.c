@@ -120,12 +120,9 @@ static cpu_op_t fused_op(const cpu_op_t *ops, size_t count, uint64_t bytes, unsi
   const uint32_t blocks = ops[0].u.kernel.num_blocks;
   uint64_t tile = (uint64_t)blocks * CPU_FUSE_TILE_BYTES / (bytes ? bytes : 1u);
   tile = tile < 1u ? 1u : tile > blocks ? blocks : tile;
-  uint64_t parts = 1;
-  if (threads > 1u && bytes >= CPU_KERNEL_SPLIT_BYTES) {
-    parts = bytes / CPU_KERNEL_PART_BYTES;
-    if (parts > threads) parts = threads;
-    if (parts > blocks) parts = blocks;
-  }
+  unsigned parts =
+      cpu_split_parts(threads, bytes, CPU_KERNEL_SPLIT_BYTES, CPU_KERNEL_PART_BYTES);
+  if (parts > blocks) parts = blocks;
   return (cpu_op_t){.type = CPU_OP_FUSED,
                     .u.fused = {.ops = ops, .count = (uint32_t)count, .num_blocks = blocks,
                                 .tile_blocks = (uint32_t)tile, .parts = (uint32_t)parts}};
