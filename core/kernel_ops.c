@@ -84,6 +84,7 @@ typedef struct kop_req {
   int per_stream; /* the table carries this stream's scratch (norm partials) */
   /* filled by validation */
   uint64_t hash;  /* kop_hash of the call: its chunk-table cache key */
+  uint64_t free_gen; /* the device's free generation when validation began */
   uint64_t num_chunks;
   kop_entry_t *entry; /* the chunk table, with a reference, when num_chunks > 0 */
 } kop_req_t;
@@ -272,6 +273,9 @@ struct kop_entry {
   size_t key_len;
   kop_span_t *spans;  /* what the validated tensors cover, for the scalar check of a hit */
   size_t nspans;
+  /* atomic: a free generation at which the tensors were seen in live allocations (a hit at
+   * the same generation needs no new look; UINT64_MAX: none yet) */
+  uint64_t ranges_gen;
   void *mem;          /* chunk table, then partials */
   uint32_t num_chunks;
   uint64_t chunks_addr;
@@ -531,6 +535,7 @@ static accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, si
     free(e);
     return st;
   }
+  e->ranges_gen = UINT64_MAX; /* kop_validate records the validation's generation */
   e->keep.refcount = 2; /* the cache's and the caller's */
   e->keep.release = kop_entry_release;
   e->dev = r->dev;
@@ -568,8 +573,9 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
 }
 
 /* A list validated before (same op, lists, written lists and stream: a cache hit) needs only
- * what can have changed since: its tensors must still lie in live allocations, and this call's
- * scalars must be valid and touch neither the tensors nor each other. Returns 1 with
+ * what can have changed since: its tensors must still lie in live allocations (looked up only
+ * when something was freed since the entry last saw them there), and this call's scalars must
+ * be valid and touch neither the tensors nor each other. Returns 1 with
  * r->entry/num_chunks set; 0 leaves everything to the full validation (which also finds the
  * exact message when one of these checks fails). */
 static int validate_cached(kop_req_t *r) {
@@ -589,7 +595,10 @@ static int validate_cached(kop_req_t *r) {
         ok = end <= (uintptr_t)r->scalars[j].ptr ||
              (uintptr_t)r->scalars[j].ptr + r->scalars[j].size <= b;
   }
-  if (ok) ok = accel_device_ranges_valid(r->dev, (size_t)r->nl * r->n, tensor_range, r) == SIZE_MAX;
+  if (ok && __atomic_load_n(&e->ranges_gen, __ATOMIC_RELAXED) != r->free_gen) {
+    ok = accel_device_ranges_valid(r->dev, (size_t)r->nl * r->n, tensor_range, r) == SIZE_MAX;
+    if (ok) __atomic_store_n(&e->ranges_gen, r->free_gen, __ATOMIC_RELAXED);
+  }
   if (!ok) {
     accel_keepalive_release(&e->keep);
     return 0;
@@ -605,11 +614,15 @@ static accel_status_t kop_validate(kop_req_t *r) {
   accel_status_t st = check_call(r);
   if (st != ACCEL_OK) return st;
   r->hash = kop_hash(r);
+  /* Read before any range is looked at: a free after this point changes it, so a generation
+   * stored below never vouches for ranges freed after they were checked. */
+  r->free_gen = accel_device_free_generation(r->dev);
   if (validate_cached(r)) return ACCEL_OK;
   kop_interval_t *iv = NULL;
   size_t count = 0;
   st = validate_all(r, &iv, &count);
   if (st == ACCEL_OK && r->num_chunks > 0) st = kop_table(r, iv, count, &r->entry);
+  if (st == ACCEL_OK && r->entry) __atomic_store_n(&r->entry->ranges_gen, r->free_gen, __ATOMIC_RELAXED);
   free(iv);
   return st;
 }

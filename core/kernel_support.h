@@ -28,6 +28,9 @@ accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,
 /* 1 when [ptr, ptr + size) lies inside one live device allocation of device (size 0: ptr must
  * be inside or one past a live allocation). */
 int accel_device_range_is_valid(accel_device_t *device, const void *ptr, size_t size);
+/* Changes whenever a live device allocation is freed: ranges found valid stay valid while it
+ * is unchanged (lock-free; see accel_mempool_free_generation). */
+uint64_t accel_device_free_generation(accel_device_t *device);
 /* accel_device_range_is_valid for ranges 0..n-1 under one lock of the allocator: range(ctx, i,
  * &ptr, &size) gives range i (returning 0 to skip it). The index of the first invalid range, or
  * SIZE_MAX when all are valid. */

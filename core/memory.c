@@ -175,6 +175,10 @@ int accel_device_range_is_valid(accel_device_t *dev, const void *ptr, size_t siz
   return accel_mempool_range_valid(dev->mem, ptr, size);
 }
 
+uint64_t accel_device_free_generation(accel_device_t *dev) {
+  return accel_mempool_free_generation(dev->mem);
+}
+
 size_t accel_device_ranges_valid(accel_device_t *dev, size_t n,
                                  int (*range)(void *ctx, size_t i, const void **ptr, size_t *size),
                                  void *ctx) {

@@ -76,6 +76,7 @@ struct accel_mempool {
   size_t live_cap, live_count;
   block_t *spare_blocks;        /* recycled block structs */
   accel_memory_stats_t stats;
+  uint64_t free_generation; /* atomic: accel_mempool_free_generation */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -555,6 +556,7 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   m->stats.active_blocks--;
   a->live_blocks--;
   blk->allocated = false;
+  __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
   if (stream_key) blk->key = stream_key;
   bins_t *b = bins_for(a, blk->key, true);
   if (b) {
@@ -578,6 +580,10 @@ static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_
     }
   }
   return NULL;
+}
+
+uint64_t accel_mempool_free_generation(accel_mempool_t *m) {
+  return __atomic_load_n(&m->free_generation, __ATOMIC_ACQUIRE);
 }
 
 bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size) {

@@ -48,6 +48,9 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *ar
  * the start of a live block. */
 accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key);
 
+/* Counts the frees of live blocks: a range found inside live blocks stays inside them for as
+ * long as this value is unchanged (allocations never invalidate a range). Lock-free. */
+uint64_t accel_mempool_free_generation(accel_mempool_t *m);
 /* 1 when [ptr, ptr+size) lies inside one live block. */
 bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size);
 /* Range i of a list checked by accel_mempool_ranges_valid; returns 0 when range i is to be

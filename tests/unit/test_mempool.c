@@ -68,14 +68,19 @@ int main(void) {
   CHECK(!accel_mempool_range_valid(m, (char *)b + 10, 1015)); /* past the block */
   CHECK(accel_mempool_contains(m, a) && !accel_mempool_contains(m, &st));
 
-  /* free + reuse on the same stream gives the same address; other streams do not reuse */
+  /* free + reuse on the same stream gives the same address; other streams do not reuse.
+   * Only a successful free moves the free generation (a cached validation relies on it). */
+  const uint64_t gen = accel_mempool_free_generation(m);
   CHECK(accel_mempool_free(m, b, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free_generation(m) == gen + 1);
   CHECK(!accel_mempool_range_valid(m, b, 1));
   CHECK(accel_mempool_free(m, b, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* double free */
+  CHECK(accel_mempool_free_generation(m) == gen + 1);
   CHECK(strstr(last, "not the start of a live allocation") != NULL);
   CHECK(accel_mempool_free(m, (char *)a + 8, NULL) == ACCEL_ERROR_INVALID_ARGUMENT);
   CHECK(accel_mempool_free(m, &st, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* foreign */
   CHECK(accel_mempool_alloc(m, def, &s1, 1000, &c) == ACCEL_OK && c == b);
+  CHECK(accel_mempool_free_generation(m) == gen + 1); /* allocating invalidates no range */
   CHECK(accel_mempool_free(m, c, NULL) == ACCEL_OK);
   void *d;
   CHECK(accel_mempool_alloc(m, def, &s2, 1000, &d) == ACCEL_OK);
