@@ -127,6 +127,7 @@ struct accel_stream {
   uint64_t lazy_clock;
   accel_stream_t *next_in_device;
   uint64_t trace_id;
+  void *kop_memo[ACCEL_KOP_MEMO_SLOTS]; /* kernel_ops.c: atomic, one reference each */
 };
 
 accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,

@@ -572,6 +572,38 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
   return t->numel != 0;
 }
 
+/* The stream's memo slot for r's operation. */
+static kop_entry_t **memo_slot(const kop_req_t *r) {
+  return (kop_entry_t **)&accel_stream_kop_memo(r->stream)[r->op % ACCEL_KOP_MEMO_SLOTS];
+}
+
+/* The entry r's stream remembers for r's operation when it is r's (with the memo's reference,
+ * which the call now owns), else NULL. Two calls racing on one stream: one gets the memo, the
+ * other finds the slot empty and looks in the cache. */
+static kop_entry_t *memo_take(const kop_req_t *r) {
+  kop_entry_t *e = __atomic_exchange_n(memo_slot(r), NULL, __ATOMIC_ACQUIRE);
+  if (e && (e->hash != r->hash || e->op != r->op || e->written != written_mask(r) ||
+            e->stream != stream_key(r) || !key_matches(e, r))) {
+    accel_keepalive_release(&e->keep); /* still in the cache: memo entries are never evicted */
+    e = NULL;
+  }
+  return e;
+}
+
+/* Gives the call's reference to e to the memo (dropping the one it replaces). */
+static void memo_put(const kop_req_t *r, kop_entry_t *e) {
+  kop_entry_t *old = __atomic_exchange_n(memo_slot(r), e, __ATOMIC_ACQ_REL);
+  if (old) accel_keepalive_release(&old->keep);
+}
+
+void accel_kernel_stream_forget(accel_stream_t *stream) {
+  for (int i = 0; i < ACCEL_KOP_MEMO_SLOTS; ++i) {
+    kop_entry_t *e = __atomic_exchange_n((kop_entry_t **)&accel_stream_kop_memo(stream)[i],
+                                         NULL, __ATOMIC_ACQUIRE);
+    if (e) accel_keepalive_release(&e->keep);
+  }
+}
+
 /* A list validated before (same op, lists, written lists and stream: a cache hit) needs only
  * what can have changed since: its tensors must still lie in live allocations (looked up only
  * when something was freed since the entry last saw them there), and this call's scalars must
@@ -581,7 +613,8 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
 static int validate_cached(kop_req_t *r) {
   kop_state_t *s = kop_state(r->dev);
   if (!s || r->n == 0) return 0;
-  kop_entry_t *e = kop_find(s, r, r->hash);
+  kop_entry_t *e = memo_take(r);
+  if (!e) e = kop_find(s, r, r->hash);
   if (!e) return 0;
   int ok = 1;
   for (int i = 0; i < r->ns && ok; ++i) {
@@ -609,7 +642,7 @@ static int validate_cached(kop_req_t *r) {
 }
 
 /* Validates the stream, every list and every scalar of r, counts the chunks and, when there
- * are any, gets the chunk table (r->entry, a reference the caller releases: kop_run). */
+ * are any, gets the chunk table (r->entry, a reference kop_run hands to the stream's memo). */
 static accel_status_t kop_validate(kop_req_t *r) {
   accel_status_t st = check_call(r);
   if (st != ACCEL_OK) return st;
@@ -651,13 +684,13 @@ static accel_status_t kop_launch(accel_stream_t *stream, uint32_t id, uint32_t n
   return accel_enqueue_kernel(stream, &launch, e ? &e->keep : NULL);
 }
 
-/* Validates r, gets its table and runs launch(r, table, user); the caller's table reference is
- * dropped afterwards (launches that were recorded hold their own). */
+/* Runs body(r, table, user) for the validated r; the call's table reference then goes to the
+ * stream's memo (launches that were recorded hold their own). */
 typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
 
 static accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user) {
   accel_status_t st = body(r, r->entry, user);
-  if (r->entry) accel_keepalive_release(&r->entry->keep);
+  if (r->entry) memo_put(r, r->entry);
   r->entry = NULL;
   return st;
 }

@@ -20,6 +20,14 @@ typedef struct accel_keepalive {
 void accel_keepalive_retain(accel_keepalive_t *k);
 void accel_keepalive_release(accel_keepalive_t *k);
 
+/* Chunk-table entries a stream remembers (kernel_ops.c): its last one per operation, so a
+ * list repeated on the stream is found without the cache's lock. */
+#define ACCEL_KOP_MEMO_SLOTS 8
+/* The stream's ACCEL_KOP_MEMO_SLOTS slots (owned by kernel_ops.c, accessed atomically). */
+void **accel_stream_kop_memo(accel_stream_t *stream);
+/* Drops what the stream remembers (stream teardown, before the device's kernel state). */
+void accel_kernel_stream_forget(accel_stream_t *stream);
+
 /* Validates a stream handle for an API entry point named fn. On failure sets the error message
  * and returns the status; on success *device receives the stream's device. */
 accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,

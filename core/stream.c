@@ -39,6 +39,8 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
   return ACCEL_OK;
 }
 
+void **accel_stream_kop_memo(accel_stream_t *s) { return s->kop_memo; }
+
 /* Tears a stream down (its work is drained first). Does not drop the device reference. */
 void accel_stream_destroy_internal(accel_stream_t *s) {
   accel_device_t *dev = s->dev;
@@ -55,6 +57,7 @@ void accel_stream_destroy_internal(accel_stream_t *s) {
   if (!s->is_default && dev->default_stream)
     accel_mempool_retag(dev->mem, NULL, s, dev->default_stream);
   accel_handle_unregister(&s->hdr);
+  accel_kernel_stream_forget(s);
   dev->backend->vt->stream_destroy(s->impl);
   accel_cmdlist_free(&s->lazy_queue);
   for (int i = 0; i < ACCEL_LAZY_CACHE_SIZE; ++i) {
