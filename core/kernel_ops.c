@@ -572,9 +572,11 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
   return t->numel != 0;
 }
 
+_Static_assert(ACCEL_KERNEL_COUNT <= ACCEL_KOP_MEMO_SLOTS, "a memo slot per table user");
+
 /* The stream's memo slot for r's operation. */
 static kop_entry_t **memo_slot(const kop_req_t *r) {
-  return (kop_entry_t **)&accel_stream_kop_memo(r->stream)[r->op % ACCEL_KOP_MEMO_SLOTS];
+  return (kop_entry_t **)&accel_stream_kop_memo(r->stream)[r->op];
 }
 
 /* The entry r's stream remembers for r's operation when it is r's (with the memo's reference,
