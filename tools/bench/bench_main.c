@@ -31,7 +31,7 @@ static const struct {
 #ifdef ACCEL_BENCH_HAVE_OPENCL
     {"opencl", bench_opencl,
      "on the opencl device: list vs per-tensor norm, eager vs graph optimizer step, accel\n"
-     "                  vs a hand-written OpenCL host loop [--repeat N (15)]"},
+     "                  vs a hand-written OpenCL host loop [--repeat N (100)]"},
 #endif
 };
 #define NUM_SCENARIOS (sizeof scenarios / sizeof scenarios[0])

@@ -383,7 +383,7 @@ fail:
 int bench_opencl(const bench_opts_t *o) {
   /* --device is honoured when it names an opencl device (e.g. opencl:1). */
   const char *sel = o->device && strncmp(o->device, "opencl", 6) == 0 ? o->device : "opencl";
-  run_t R = {.o = o, .repeat = o->repeat ? o->repeat : 15, .f = bench_table_out(o)};
+  run_t R = {.o = o, .repeat = o->repeat ? o->repeat : 100, .f = bench_table_out(o)};
   bench_json_t j;
   bench_json_init(&j, o->json ? stdout : NULL);
   R.j = &j;
