@@ -26,7 +26,8 @@ typedef struct block block_t;
 
 struct block {
   uintptr_t addr;
-  size_t size;
+  size_t size;            /* rounded to ACCEL_MEMPOOL_ALIGN, or larger when not split */
+  size_t requested;       /* allocated: the bytes asked for, the extent ranges are checked on */
   segment_t *seg;
   block_t *prev, *next;   /* address order within the segment */
   block_t *fprev, *fnext; /* free list of its bin */
@@ -495,6 +496,7 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
   if (st == ACCEL_OK) {
     blk = take_block(m, b, blk, rounded);
     blk->allocated = true;
+    blk->requested = size;
     if (!live_insert(m, blk)) {
       bin_insert(b, blk);
       blk->allocated = false;
@@ -567,15 +569,21 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   return ACCEL_OK;
 }
 
+/* 1 when [p, p + size) lies inside the bytes asked for when allocated block b was made: the
+ * rounding slack and an unsplit remainder belong to no tensor the user can have. */
+static bool block_has(const block_t *b, uintptr_t p, size_t size) {
+  return p >= b->addr && p - b->addr <= b->requested && size <= b->requested - (p - b->addr);
+}
+
 /* The allocated block that holds [p, p + size), or NULL (lock held). */
 static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_t size) {
   size_t j = live_find(m, p);
-  if (j != SIZE_MAX) return size <= m->live[j].block->size ? m->live[j].block : NULL;
+  if (j != SIZE_MAX) return block_has(m->live[j].block, p, size) ? m->live[j].block : NULL;
   segment_t *s = seg_containing(m, p);
   if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
   for (block_t *b = s ? s->first : NULL; b; b = b->next) {
     if (p >= b->addr && p <= b->addr + b->size) {
-      if (b->allocated && size <= b->addr + b->size - p) return b;
+      if (b->allocated && block_has(b, p, size)) return b;
       if (p < b->addr + b->size) break;
     }
   }
@@ -603,9 +611,7 @@ size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_ra
     size_t size;
     if (!range(ctx, i, &ptr, &size)) continue;
     const uintptr_t p = (uintptr_t)ptr;
-    if (last && p >= last->addr && p <= last->addr + last->size &&
-        size <= last->addr + last->size - p)
-      continue;
+    if (last && block_has(last, p, size)) continue;
     last = block_holding(m, p, size);
     if (!last) bad = i;
   }

@@ -126,11 +126,17 @@ static void test_memory(accel_device_t *dev, accel_stream_t *s) {
   EXPECT(accel_memcpy_async(s, NULL, host, 16), INVALID_ARGUMENT);
   EXPECT(accel_memcpy_async(s, dp, NULL, 16), INVALID_ARGUMENT);
   EXPECT(accel_memcpy_async(s, dp, host, SIZE_MAX), INVALID_ARGUMENT);
-  /* Runs past the block (validation is against the allocator's block, which may be rounded up
-   * from the 64 bytes asked for, so overrun by far more than any rounding). */
+  /* Runs past the 64 bytes asked for: by one byte (inside the allocator's rounded block, still
+   * refused: ranges are checked against the request) and by far more. */
   static unsigned char big[1 << 20];
+  EXPECT(accel_memcpy_async(s, dp + 32, big, 33), INVALID_ARGUMENT);
+  EXPECT(accel_memcpy_async(s, big, dp + 32, 33), INVALID_ARGUMENT);
+  EXPECT(accel_memset_async(s, dp + 64, 0, 1), INVALID_ARGUMENT);
   EXPECT(accel_memcpy_async(s, dp + 32, big, sizeof(big)), INVALID_ARGUMENT);
   EXPECT(accel_memcpy_async(s, big, dp + 32, sizeof(big)), INVALID_ARGUMENT);
+  CHECK(accel_memcpy_async(s, dp + 32, big, 32) == ACCEL_OK, "memcpy of the last 32 bytes: %s",
+        accel_last_error());
+  CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
   EXPECT(accel_memcpy(NULL, dp, host, 16), INVALID_HANDLE);
   EXPECT(accel_memcpy(dev, NULL, host, 16), INVALID_ARGUMENT);
   EXPECT(accel_memcpy(dev, host, NULL, 16), INVALID_ARGUMENT);
@@ -281,6 +287,7 @@ static void test_kernels(accel_device_t *dev, accel_stream_t *s) {
   accel_tensor_t bad_dtype = {scalar + 4, 4, (accel_dtype_t)9};
   accel_tensor_t null_data = {NULL, 4, ACCEL_F32};
   accel_tensor_t overflow = {scalar + 4, SIZE_MAX / 2, ACCEL_F32};
+  accel_tensor_t last4 = {scalar + 12, 4, ACCEL_F32}, past = {scalar + 12, 5, ACCEL_F32};
   accel_adam_args_t *args = (accel_adam_args_t *)(scalar + 8);
   EXPECT(accel_multi_tensor_norm(NULL, &t, 1, 2.0f, scalar), INVALID_HANDLE);
   EXPECT(accel_multi_tensor_norm(s, NULL, 1, 2.0f, scalar), INVALID_ARGUMENT);
@@ -289,6 +296,12 @@ static void test_kernels(accel_device_t *dev, accel_stream_t *s) {
   EXPECT(accel_multi_tensor_norm(s, &bad_dtype, 1, 2.0f, scalar), INVALID_ARGUMENT);
   EXPECT(accel_multi_tensor_norm(s, &null_data, 1, 2.0f, scalar), INVALID_ARGUMENT);
   EXPECT(accel_multi_tensor_norm(s, &overflow, 1, 2.0f, scalar), INVALID_ARGUMENT);
+  /* one element past the 64 bytes asked for, on a first call and on a cache hit */
+  for (int k = 0; k < 2; ++k) {
+    CHECK(accel_multi_tensor_norm(s, &last4, 1, 2.0f, scalar) == ACCEL_OK, "norm: %s",
+          accel_last_error());
+    EXPECT(accel_multi_tensor_norm(s, &past, 1, 2.0f, scalar), INVALID_ARGUMENT);
+  }
   EXPECT(accel_clip_by_global_norm(NULL, &t, 1, 1.0f, scalar, 1e-6f, NULL), INVALID_HANDLE);
   EXPECT(accel_clip_by_global_norm(s, NULL, 1, 1.0f, scalar, 1e-6f, NULL), INVALID_ARGUMENT);
   EXPECT(accel_clip_by_global_norm(s, &t, 1, 1.0f, NULL, 1e-6f, NULL), INVALID_ARGUMENT);

@@ -64,8 +64,13 @@ int main(void) {
   accel_mempool_stats(m, &st);
   CHECK(st.allocated_bytes == 512 + 1024);
   CHECK(st.reserved_bytes == 2u << 20 && st.segment_count == 1 && st.active_blocks == 2);
-  CHECK(accel_mempool_range_valid(m, (char *)b + 10, 1014));
-  CHECK(!accel_mempool_range_valid(m, (char *)b + 10, 1015)); /* past the block */
+  /* ranges are checked against the 1000 bytes asked for, not the 1024-byte block */
+  CHECK(accel_mempool_range_valid(m, (char *)b + 10, 990));
+  CHECK(accel_mempool_range_valid(m, (char *)b + 1000, 0)); /* one past the end */
+  CHECK(!accel_mempool_range_valid(m, (char *)b + 10, 991));
+  CHECK(!accel_mempool_range_valid(m, (char *)b + 1000, 1)); /* rounding slack */
+  CHECK(!accel_mempool_range_valid(m, (char *)b + 1010, 0));
+  CHECK(accel_mempool_range_valid(m, a, 1) && !accel_mempool_range_valid(m, a, 2));
   CHECK(accel_mempool_contains(m, a) && !accel_mempool_contains(m, &st));
 
   /* free + reuse on the same stream gives the same address; other streams do not reuse.
