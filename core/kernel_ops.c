@@ -574,16 +574,14 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
 
 _Static_assert(ACCEL_KERNEL_COUNT <= ACCEL_KOP_MEMO_SLOTS, "a memo slot per table user");
 
-/* The stream's memo slot for r's operation. */
-static kop_entry_t **memo_slot(const kop_req_t *r) {
-  return (kop_entry_t **)&accel_stream_kop_memo(r->stream)[r->op];
-}
+/* The stream's memo slot for r's operation (a void *: the values are entries). */
+static void **memo_slot(const kop_req_t *r) { return &accel_stream_kop_memo(r->stream)[r->op]; }
 
 /* The entry r's stream remembers for r's operation when it is r's (with the memo's reference,
  * which the call now owns), else NULL. Two calls racing on one stream: one gets the memo, the
  * other finds the slot empty and looks in the cache. */
 static kop_entry_t *memo_take(const kop_req_t *r) {
-  kop_entry_t *e = __atomic_exchange_n(memo_slot(r), NULL, __ATOMIC_ACQUIRE);
+  kop_entry_t *e = __atomic_exchange_n(memo_slot(r), (void *)NULL, __ATOMIC_ACQUIRE);
   if (e && (e->hash != r->hash || e->op != r->op || e->written != written_mask(r) ||
             e->stream != stream_key(r) || !key_matches(e, r))) {
     accel_keepalive_release(&e->keep); /* still in the cache: memo entries are never evicted */
@@ -594,14 +592,14 @@ static kop_entry_t *memo_take(const kop_req_t *r) {
 
 /* Gives the call's reference to e to the memo (dropping the one it replaces). */
 static void memo_put(const kop_req_t *r, kop_entry_t *e) {
-  kop_entry_t *old = __atomic_exchange_n(memo_slot(r), e, __ATOMIC_ACQ_REL);
+  kop_entry_t *old = __atomic_exchange_n(memo_slot(r), (void *)e, __ATOMIC_ACQ_REL);
   if (old) accel_keepalive_release(&old->keep);
 }
 
 void accel_kernel_stream_forget(accel_stream_t *stream) {
   for (int i = 0; i < ACCEL_KOP_MEMO_SLOTS; ++i) {
-    kop_entry_t *e = __atomic_exchange_n((kop_entry_t **)&accel_stream_kop_memo(stream)[i],
-                                         NULL, __ATOMIC_ACQUIRE);
+    kop_entry_t *e =
+        __atomic_exchange_n(&accel_stream_kop_memo(stream)[i], (void *)NULL, __ATOMIC_ACQUIRE);
     if (e) accel_keepalive_release(&e->keep);
   }
 }
@@ -657,7 +655,8 @@ static accel_status_t kop_validate(kop_req_t *r) {
   size_t count = 0;
   st = validate_all(r, &iv, &count);
   if (st == ACCEL_OK && r->num_chunks > 0) st = kop_table(r, iv, count, &r->entry);
-  if (st == ACCEL_OK && r->entry) __atomic_store_n(&r->entry->ranges_gen, r->free_gen, __ATOMIC_RELAXED);
+  if (st == ACCEL_OK && r->entry)
+    __atomic_store_n(&r->entry->ranges_gen, r->free_gen, __ATOMIC_RELAXED);
   free(iv);
   return st;
 }
