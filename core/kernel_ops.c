@@ -775,7 +775,8 @@ accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_ten
 
 static accel_status_t update_hp_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_update_hp_params_t p = {e->chunks_addr, e->num_chunks,
-                                    (acc_u32)r->lists[0].t[0].dtype, *(const int *)user ? 1u : 0u, 0};
+                                    (acc_u32)r->lists[0].t[0].dtype,
+                                    *(const int *)user ? ACC_HP_ZERO_LP : 0u, 0.0f};
   return kop_launch(r->stream, ACCEL_KERNEL_UPDATE_HP, e->num_chunks, &p, sizeof p, e);
 }
 

@@ -67,13 +67,17 @@ typedef struct acc_clip_params {
   acc_f32 eps;
 } acc_clip_params_t;
 
-/* accel_k_update_hp: ptr[0] = lp (lp_dtype), ptr[1] = hp (f32). hp += float(lp); lp = 0. */
+/* accel_k_update_hp: ptr[0] = lp (lp_dtype), ptr[1] = hp (f32). hp += float(lp), or with
+ * ACC_HP_ASSIGN hp = init + float(lp) (hp is only written: a fill of hp with init followed by
+ * the update, folded into one pass by a graph planner); then lp = 0 with ACC_HP_ZERO_LP. */
+#define ACC_HP_ZERO_LP 1u
+#define ACC_HP_ASSIGN 2u
 typedef struct acc_update_hp_params {
   acc_u64 chunks;
   acc_u32 num_chunks;
   acc_u32 lp_dtype;
-  acc_u32 zero_lp;
-  acc_u32 reserved;
+  acc_u32 flags; /* ACC_HP_* */
+  acc_f32 init;  /* ACC_HP_ASSIGN only */
 } acc_update_hp_params_t;
 
 /* accel_k_unscale: ptr[0] = data. data *= inv_scale[0]; a non-finite result stores 1.0f to

@@ -22,15 +22,22 @@ ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
   }
 }
 
-/* hp += float(lp); then lp = 0 (all-zero bits in every dtype) when zero_lp. */
+/* hp += float(lp), or hp = init + float(lp) with ACC_HP_ASSIGN (the same addition a fill of
+ * hp with init followed by the update makes, so the same bits); then lp = 0 (all-zero bits in
+ * every dtype) with ACC_HP_ZERO_LP. One loop per flag combination, so each has no branch. */
 ACC_KERNEL(accel_k_update_hp, acc_update_hp_params_t, P) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_f32 init = P.init;
   ACC_FOR_BLOCKS(b, P.num_chunks) {
     const acc_u64 lp = chunks[b].ptr[0];
     ACC_GPTR(acc_f32) hp = ACC_PTR(acc_f32, chunks[b].ptr[1]);
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.lp_dtype, DT,
-      if (P.zero_lp) {
+      if (P.flags == (ACC_HP_ASSIGN | ACC_HP_ZERO_LP)) {
+        ACC_ELEM_LOOP(i, count, hp[i] = init + acc_load(lp, i, DT); acc_store(lp, i, DT, 0.0f);)
+      } else if (P.flags == ACC_HP_ASSIGN) {
+        ACC_ELEM_LOOP(i, count, hp[i] = init + acc_load(lp, i, DT);)
+      } else if (P.flags == ACC_HP_ZERO_LP) {
         ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT); acc_store(lp, i, DT, 0.0f);)
       } else {
         ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT);)

@@ -29,6 +29,13 @@
 /* Bytes a tile of a fused op touches over all its launches: about half a core's L2. */
 #define CPU_FUSE_TILE_BYTES (1024u * 1024u)
 
+/* Folds every fill of f32 tensors that the next launch, an update_hp_grads, accumulates into
+ * (chunk for chunk) into that update: it then computes hp = value + float(lp), the same
+ * addition, so the same bits, in one pass over hp instead of two (the fill's pass wrote hp only
+ * for the update to read it back; a captured step zeroes its fp32 gradients first). Rewrites
+ * ops[0, n) and the update's parameter block in place; returns the new count. */
+size_t cpu_fuse_fold(cpu_op_t *ops, size_t n);
+
 /* Writes the steps that run ops[0, n) into steps[0, return value): copies of the ops that stay
  * alone and CPU_OP_FUSED ops pointing into `ops` (which must outlive the steps). threads is the
  * pool size. Never fails: without memory for the analysis the ops are simply not fused. */

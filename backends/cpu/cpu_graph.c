@@ -26,6 +26,7 @@ accel_status_t cpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     free(g);
     return st;
   }
+  count = cpu_fuse_fold(g->ops, count);
   g->steps = malloc((count ? count : 1u) * sizeof *g->steps);
   if (g->steps == NULL) {
     free(g->ops);

@@ -62,8 +62,8 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_update_hp_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.lp_dtype), p.zero_lp != 0u ? RW : R);
-    set_slot(out, 1, 4u, RW);
+    set_slot(out, 0, dtype_bytes(p.lp_dtype), (p.flags & ACC_HP_ZERO_LP) != 0u ? RW : R);
+    set_slot(out, 1, 4u, (p.flags & ACC_HP_ASSIGN) != 0u ? W : RW);
     break;
   }
   case ACCEL_KERNEL_UNSCALE: {

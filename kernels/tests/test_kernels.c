@@ -209,7 +209,13 @@ static void p_clip(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
 }
 static void p_update(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
   (void)sc;
-  acc_update_hp_params_t p = {c, nc, ACC_DT_BF16, 1, 0};
+  acc_update_hp_params_t p = {c, nc, ACC_DT_BF16, ACC_HP_ZERO_LP, 0.0f};
+  memcpy(pp, &p, sizeof p);
+}
+/* hp = init + float(lp), lp kept (the fill + update fold of the CPU graph planner). */
+static void p_update_assign(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  (void)sc;
+  acc_update_hp_params_t p = {c, nc, ACC_DT_F16, ACC_HP_ASSIGN, -0.75f};
   memcpy(pp, &p, sizeof p);
 }
 static void p_unscale(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
@@ -322,6 +328,10 @@ static void r_update(void *const *const *L, const float *s) {
     st(L[0][k], i, ACC_DT_BF16, 0.0f);
   }
 }
+static void r_update_assign(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(k, i) st(L[1][k], i, ACC_DT_F32, -0.75f + ld(L[0][k], i, ACC_DT_F16));
+}
 static void r_unscale(void *const *const *L, const float *s) {
   FOR_ALL(k, i) st(L[0][k], i, ACC_DT_F16, (float)((double)ld(L[0][k], i, ACC_DT_F16) * s[0]));
 }
@@ -366,6 +376,7 @@ int main(void) {
   const ew_case_t cases[] = {
       {ACCEL_KERNEL_CLIP, 1, {0}, {1}, sizeof(acc_clip_params_t), p_clip, r_clip, 1e-14},
       {ACCEL_KERNEL_UPDATE_HP, 2, {ACC_DT_BF16, 0}, {1, 1}, sizeof(acc_update_hp_params_t), p_update, r_update, 1e-14},
+      {ACCEL_KERNEL_UPDATE_HP, 2, {ACC_DT_F16, 0}, {1, 1}, sizeof(acc_update_hp_params_t), p_update_assign, r_update_assign, 1e-14},
       {ACCEL_KERNEL_UNSCALE, 1, {ACC_DT_F16}, {100}, sizeof(acc_unscale_params_t), p_unscale, r_unscale, 1e-12},
       {ACCEL_KERNEL_ADAM, 4, {0, ACC_DT_BF16, 0, 0}, {1, 1, 0.1f, 0.01f}, sizeof(acc_adam_params_t), p_adam, r_adam, 1e-10},
       {ACCEL_KERNEL_FILL, 1, {ACC_DT_BF16}, {1}, sizeof(acc_fill_params_t), p_fill, r_fill, 0},

@@ -243,6 +243,12 @@ static accel_status_t body_update_hp(accel_stream_t *s, void *u) {
   const kc_job_t *j = u;
   return accel_update_hp_grads(s, j->a, j->b, j->n, j->i0);
 }
+/* The start of a captured step: hp = f0, then hp += float(lp) (a backend may fold the pair). */
+static accel_status_t body_fill_update_hp(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  accel_status_t st = accel_fill(s, j->b, j->n, j->f0);
+  return st == ACCEL_OK ? accel_update_hp_grads(s, j->a, j->b, j->n, j->i0) : st;
+}
 static accel_status_t body_unscale(accel_stream_t *s, void *u) {
   const kc_job_t *j = u;
   return accel_unscale_and_check(s, j->a, j->n, j->s0, j->s1);
@@ -505,6 +511,47 @@ CTS_CASE(kernels_update_hp, CTS_TAG_KERNELS) {
       hp_user_t u = {&lp, zero};
       cts_result_t r = kc_expect(ctx, &hp, want_hp, &u, "update_hp hp");
       if (r == CTS_PASS) r = kc_expect(ctx, &lp, want_lp, &zero, "update_hp lp");
+      kc_free(ctx, &lp);
+      kc_free(ctx, &hp);
+      if (r != CTS_PASS) return r;
+    }
+  return CTS_PASS;
+}
+
+typedef struct assign_user {
+  const kc_list_t *lp;
+  float init;
+} assign_user_t;
+static uint32_t want_assign(const kc_list_t *L, size_t t, size_t i, const void *u) {
+  (void)L;
+  const assign_user_t *a = u;
+  return f32_bits(a->init + val(a->lp->host[t], i, a->lp->dtype));
+}
+
+/* fill(hp, v) then update_hp: hp = v + float(lp) bit for bit, whatever a backend makes of the
+ * pair (the CPU graph planner folds it into one pass). -0.0 + +0.0 is +0.0; zeros, Inf and NaN
+ * in lp; v = Inf gives NaN for -Inf. */
+CTS_CASE(kernels_fill_then_update_hp, CTS_TAG_KERNELS) {
+  const float inits[] = {-0.0f, 0.0f, 2.5f, INFINITY};
+  const uint32_t specials[] = {0x0000u, 0x8000u, 0x0001u}; /* +0, -0, smallest subnormal */
+  for (int d = 0; d < 3; ++d)
+    for (int v = 0; v < 4; ++v) {
+      kc_list_t lp, hp;
+      CTS_OK(kc_make(ctx, &lp, NSIZES, kSizes, NSIZES, kDtypes[d], 3.0f, 61 + v));
+      CTS_OK(kc_make(ctx, &hp, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 62));
+      for (size_t t = 0; t < NSIZES; ++t) {
+        for (size_t k = 0; k < 3 && k < lp.t[t].numel; ++k)
+          raw_set(lp.host[t], k, kDtypes[d], ref_narrow(ref_widen(specials[k], ACCEL_BF16), kDtypes[d]));
+        if (lp.t[t].numel > 3) raw_set(lp.host[t], 3, kDtypes[d], ref_narrow(-INFINITY, kDtypes[d]));
+        if (lp.t[t].numel > 4) raw_set(lp.host[t], 4, kDtypes[d], ref_narrow(NAN, kDtypes[d]));
+        CTS_OK(kc_push(ctx, &lp, t));
+      }
+      const int zero = v & 1;
+      kc_job_t j = {.a = lp.t, .b = hp.t, .n = NSIZES, .i0 = zero, .f0 = inits[v]};
+      CTS_OK(cts_exec(ctx, body_fill_update_hp, &j, 1));
+      assign_user_t u = {&lp, inits[v]};
+      cts_result_t r = kc_expect(ctx, &hp, want_assign, &u, "fill + update_hp hp");
+      if (r == CTS_PASS) r = kc_expect(ctx, &lp, want_lp, &zero, "fill + update_hp lp");
       kc_free(ctx, &lp);
       kc_free(ctx, &hp);
       if (r != CTS_PASS) return r;

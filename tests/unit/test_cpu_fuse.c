@@ -1,10 +1,12 @@
 /*
  * Unit test of the CPU backend's graph fusion planner (backends/cpu/cpu_fuse.c): which
- * consecutive kernel launches it may run tile by tile, from their declared accesses. The
+ * consecutive kernel launches it may run tile by tile, from their declared accesses, and which
+ * fills it folds into the update_hp_grads launch after them (cpu_fuse_fold). The
  * launches are never executed here; the addresses are made up. Execution of fused graphs is
  * covered by the CTS in graph and lazy mode (bitwise against eager, including
  * kernels_cross_block_order, which a wrong plan would break).
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -89,7 +91,7 @@ int main(void) {
 
   /* The optimizer step: [fill, update_hp, unscale, norm partials] norm final [clip, adam]. */
   acc_fill_params_t fill = {addr(hp.chunks), BLOCKS, ACC_DT_F32, 0.0f, 0};
-  acc_update_hp_params_t upd = {addr(lphp.chunks), BLOCKS, ACC_DT_BF16, 1, 0};
+  acc_update_hp_params_t upd = {addr(lphp.chunks), BLOCKS, ACC_DT_BF16, ACC_HP_ZERO_LP, 0.0f};
   acc_unscale_params_t unscale = {addr(hp.chunks), addr(&scalars[0]), addr(&scalars[1]), BLOCKS,
                                   ACC_DT_F32};
   acc_norm_partial_params_t partial = {addr(hp.chunks), addr(&scalars[4]), BLOCKS, ACC_DT_F32,
@@ -136,7 +138,8 @@ int main(void) {
   }
   {
     /* Block b of the second launch reads what block b^1 of the first writes: not fused. */
-    acc_update_hp_params_t upd_swapped = {addr(lphp_swapped.chunks), BLOCKS, ACC_DT_BF16, 1, 0};
+    acc_update_hp_params_t upd_swapped = {addr(lphp_swapped.chunks), BLOCKS, ACC_DT_BF16,
+                                          ACC_HP_ZERO_LP, 0.0f};
     acc_scale_params_t scale_swapped = {addr(hp_swapped.chunks), addr(&scalars[5]), BLOCKS,
                                         ACC_DT_F32};
     acc_norm_partial_params_t partial_swapped = partial;
@@ -200,6 +203,68 @@ int main(void) {
     fill1.num_chunks = 1;
     ops[1] = kernel_op(ACCEL_KERNEL_FILL, &fill1, 1);
     expect_plan("clip without chunks", ops, 2, 2, split, 2);
+  }
+  {
+    /* A fill of hp that the next launch accumulates into folds into it (ACC_HP_ASSIGN). */
+    acc_fill_params_t f = {addr(hp.chunks), BLOCKS, ACC_DT_F32, -0.0f, 0};
+    acc_update_hp_params_t u = upd;
+    cpu_op_t ops[] = {kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
+                      kernel_op(ACCEL_KERNEL_UPDATE_HP, &u, BLOCKS),
+                      kernel_op(ACCEL_KERNEL_UNSCALE, &unscale, BLOCKS),
+                      kernel_op(ACCEL_KERNEL_NORM_PARTIAL, &partial, BLOCKS)};
+    size_t n = cpu_fuse_fold(ops, 4);
+    CHECK(n == 3 && ops[0].u.kernel.kernel_id == ACCEL_KERNEL_UPDATE_HP &&
+              ops[0].u.kernel.params == &u && ops[1].u.kernel.params == &unscale &&
+              ops[2].u.kernel.params == &partial,
+          "fold: %zu ops", n);
+    CHECK(u.flags == (ACC_HP_ZERO_LP | ACC_HP_ASSIGN) && u.init == 0.0f && signbit(u.init) &&
+              u.chunks == upd.chunks && u.num_chunks == BLOCKS && u.lp_dtype == ACC_DT_BF16,
+          "fold: flags %u init %g", u.flags, (double)u.init);
+    const unsigned fused[] = {3};
+    expect_plan("folded step", ops, n, 2, fused, 1);
+
+    /* Not folded: the update's hp in another block order, a bf16 fill, other block counts, a
+     * launch between them, an update that already assigns, chunks of other lengths. */
+    acc_update_hp_params_t swapped = upd;
+    swapped.chunks = addr(lphp_swapped.chunks);
+    acc_fill_params_t f16 = f, f3 = f, short_fill = f;
+    f16.dtype = ACC_DT_BF16;
+    f3.num_chunks = 3;
+    list_t hp_short;
+    make_list(&hp_short, hp_base, IDENTITY, count - 1u);
+    short_fill.chunks = addr(hp_short.chunks);
+    acc_update_hp_params_t assigning = upd;
+    assigning.flags |= ACC_HP_ASSIGN;
+    const struct {
+      const char *what;
+      cpu_op_t a, b;
+    } keep[] = {
+        {"other block order", kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
+         kernel_op(ACCEL_KERNEL_UPDATE_HP, &swapped, BLOCKS)},
+        {"bf16 fill", kernel_op(ACCEL_KERNEL_FILL, &f16, BLOCKS),
+         kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)},
+        {"block counts", kernel_op(ACCEL_KERNEL_FILL, &f3, 3),
+         kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)},
+        {"update first", kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS),
+         kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS)},
+        {"already assigns", kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
+         kernel_op(ACCEL_KERNEL_UPDATE_HP, &assigning, BLOCKS)},
+        {"shorter chunks", kernel_op(ACCEL_KERNEL_FILL, &short_fill, BLOCKS),
+         kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)},
+    };
+    for (size_t k = 0; k < sizeof keep / sizeof keep[0]; ++k) {
+      const acc_update_hp_params_t before = upd, before_assigning = assigning;
+      cpu_op_t pair[2] = {keep[k].a, keep[k].b};
+      CHECK(cpu_fuse_fold(pair, 2) == 2 && pair[0].u.kernel.params == keep[k].a.u.kernel.params,
+            "%s: folded", keep[k].what);
+      CHECK(memcmp(&before, &upd, sizeof upd) == 0 &&
+                memcmp(&before_assigning, &assigning, sizeof assigning) == 0,
+            "%s: parameters changed", keep[k].what);
+    }
+    cpu_op_t apart[] = {kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
+                        kernel_op(ACCEL_KERNEL_UNSCALE, &unscale, BLOCKS),
+                        kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)};
+    CHECK(cpu_fuse_fold(apart, 3) == 3 && upd.flags == ACC_HP_ZERO_LP, "launch between: folded");
   }
   if (failures == 0) printf("cpu fusion planner: all checks passed\n");
   return failures != 0;
