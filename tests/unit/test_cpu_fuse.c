@@ -227,8 +227,8 @@ int main(void) {
      * launch between them, an update that already assigns, chunks of other lengths. */
     acc_update_hp_params_t swapped = upd;
     swapped.chunks = addr(lphp_swapped.chunks);
-    acc_fill_params_t f16 = f, f3 = f, short_fill = f;
-    f16.dtype = ACC_DT_BF16;
+    acc_fill_params_t bf16_fill = f, f3 = f, short_fill = f;
+    bf16_fill.dtype = ACC_DT_BF16;
     f3.num_chunks = 3;
     list_t hp_short;
     make_list(&hp_short, hp_base, IDENTITY, count - 1u);
@@ -241,7 +241,7 @@ int main(void) {
     } keep[] = {
         {"other block order", kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
          kernel_op(ACCEL_KERNEL_UPDATE_HP, &swapped, BLOCKS)},
-        {"bf16 fill", kernel_op(ACCEL_KERNEL_FILL, &f16, BLOCKS),
+        {"bf16 fill", kernel_op(ACCEL_KERNEL_FILL, &bf16_fill, BLOCKS),
          kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)},
         {"block counts", kernel_op(ACCEL_KERNEL_FILL, &f3, 3),
          kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)},
