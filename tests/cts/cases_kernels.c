@@ -8,6 +8,7 @@
  * independent of the kernels: values are decoded with ldexp and rounded by exact distances.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -490,14 +491,29 @@ CTS_CASE(kernels_norm_then_clip, CTS_TAG_KERNELS) {
 
 typedef struct hp_user {
   const kc_list_t *lp;
-  int zero;
+  int assign; /* hp = init + float(lp) instead of hp + float(lp) */
+  float init;
 } hp_user_t;
 static uint32_t want_hp(const kc_list_t *L, size_t t, size_t i, const void *u) {
   const hp_user_t *h = u;
-  return f32_bits(val(L->host[t], i, ACCEL_F32) + val(h->lp->host[t], i, h->lp->dtype));
+  const float base = h->assign ? h->init : val(L->host[t], i, ACCEL_F32);
+  return f32_bits(base + val(h->lp->host[t], i, h->lp->dtype));
 }
 static uint32_t want_lp(const kc_list_t *L, size_t t, size_t i, const void *u) {
   return *(const int *)u ? 0u : raw_get(L->host[t], i, L->dtype);
+}
+
+/* Checks hp against want_hp and lp against want_lp (zeroed or kept), then frees both. */
+static cts_result_t hp_lp_check(cts_ctx_t *ctx, kc_list_t *lp, kc_list_t *hp, const hp_user_t *u,
+                                const int *zero, const char *what) {
+  char w[64];
+  snprintf(w, sizeof w, "%s hp", what);
+  cts_result_t r = kc_expect(ctx, hp, want_hp, u, w);
+  snprintf(w, sizeof w, "%s lp", what);
+  if (r == CTS_PASS) r = kc_expect(ctx, lp, want_lp, zero, w);
+  kc_free(ctx, lp);
+  kc_free(ctx, hp);
+  return r;
 }
 
 CTS_CASE(kernels_update_hp, CTS_TAG_KERNELS) {
@@ -508,24 +524,11 @@ CTS_CASE(kernels_update_hp, CTS_TAG_KERNELS) {
       CTS_OK(kc_make(ctx, &hp, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 22));
       kc_job_t j = {.a = lp.t, .b = hp.t, .n = NSIZES, .i0 = zero};
       CTS_OK(cts_exec(ctx, body_update_hp, &j, 1));
-      hp_user_t u = {&lp, zero};
-      cts_result_t r = kc_expect(ctx, &hp, want_hp, &u, "update_hp hp");
-      if (r == CTS_PASS) r = kc_expect(ctx, &lp, want_lp, &zero, "update_hp lp");
-      kc_free(ctx, &lp);
-      kc_free(ctx, &hp);
+      const hp_user_t u = {&lp, 0, 0.0f};
+      cts_result_t r = hp_lp_check(ctx, &lp, &hp, &u, &zero, "update_hp");
       if (r != CTS_PASS) return r;
     }
   return CTS_PASS;
-}
-
-typedef struct assign_user {
-  const kc_list_t *lp;
-  float init;
-} assign_user_t;
-static uint32_t want_assign(const kc_list_t *L, size_t t, size_t i, const void *u) {
-  (void)L;
-  const assign_user_t *a = u;
-  return f32_bits(a->init + val(a->lp->host[t], i, a->lp->dtype));
 }
 
 /* fill(hp, v) then update_hp: hp = v + float(lp) bit for bit, whatever a backend makes of the
@@ -549,11 +552,8 @@ CTS_CASE(kernels_fill_then_update_hp, CTS_TAG_KERNELS) {
       const int zero = v & 1;
       kc_job_t j = {.a = lp.t, .b = hp.t, .n = NSIZES, .i0 = zero, .f0 = inits[v]};
       CTS_OK(cts_exec(ctx, body_fill_update_hp, &j, 1));
-      assign_user_t u = {&lp, inits[v]};
-      cts_result_t r = kc_expect(ctx, &hp, want_assign, &u, "fill + update_hp hp");
-      if (r == CTS_PASS) r = kc_expect(ctx, &lp, want_lp, &zero, "fill + update_hp lp");
-      kc_free(ctx, &lp);
-      kc_free(ctx, &hp);
+      const hp_user_t u = {&lp, 1, inits[v]};
+      cts_result_t r = hp_lp_check(ctx, &lp, &hp, &u, &zero, "fill + update_hp");
       if (r != CTS_PASS) return r;
     }
   return CTS_PASS;
