@@ -17,7 +17,8 @@ ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
       const acc_u64 dst = chunks[b].ptr[0];
       const acc_u32 count = chunks[b].count;
       ACC_DTYPE_SWITCH(P.dtype, DT,
-        ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, acc_load(dst, i, DT) * c);))
+        ACC_ELEM_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
+          acc_store(dst, i, DT, acc_load(dst, i, DT) * c);))
     }
   }
 }
@@ -57,7 +58,7 @@ ACC_KERNEL(accel_k_unscale, acc_unscale_params_t, P) {
     const acc_u64 dst = chunks[b].ptr[0];
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_LANE_LOOP(i, count,
+      ACC_LANE_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
         ACC_LV(bad) = ACC_LV(bad) | acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
   }
   ACC_LANES(red[lane] = ACC_LV(bad);)
@@ -82,7 +83,8 @@ ACC_KERNEL(accel_k_scale, acc_scale_params_t, P) {
     const acc_u64 dst = chunks[b].ptr[0];
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
+      ACC_ELEM_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
+        acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
   }
 }
 

@@ -18,7 +18,7 @@ ACC_KERNEL(accel_k_norm_partial, acc_norm_partial_params_t, P) {
     ACC_LANES(ACC_LV(a) = 0.0f;)
     ACC_DTYPE_SWITCH(P.dtype, DT,
       ACC_NORM_KIND_SWITCH(P.kind, KIND,
-        ACC_LANE_LOOP(i, count,
+        ACC_LANE_LOOP_AHEAD(i, count, ACC_PREFETCH(src, i, acc_dt_bytes(DT));,
           ACC_LV(a) = acc_norm_step(ACC_LV(a), acc_load(src, i, DT), KIND, P.p);)))
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();

@@ -22,6 +22,10 @@
     __VA_ARGS__                                                        \
   }
 #define ACC_ELEM_LOOP(i, n, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
+/* Reading ahead is the CPU's (prelude_c.h); the memory systems here hide latency with
+ * other warps / work-groups, so `ahead` is dropped unexpanded. */
+#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
+#define ACC_ELEM_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 
 #define ACC_TREE(red, FN, ARG)                                            \
   for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
