@@ -4,6 +4,9 @@
 usage: torch_baseline.py clip    --sizes FILE [--count N] [--threads T]
        torch_baseline.py optstep --sizes FILE [--count N] [--threads T]
 
+T: torch.set_num_threads(T); 0 keeps PyTorch's own default (this build starts with one thread
+here); without --threads, os.cpu_count().
+
 FILE holds one tensor numel per line (accel-bench writes it). The last line printed is one JSON
 object: {"available": true, "mode", "torch_version", "threads", "ms": {"median", "min", "max",
 "p10", "p90", "n"}, ...} or {"available": false, "reason": ...} when torch cannot be imported.
@@ -15,7 +18,6 @@ optstep: the mixed-precision step accel-bench's optstep runs: fresh bf16 grads (
          pristine buffer), fp32 grads zeroed and += bf16 (lp -> hp), bf16 grads zeroed, unscale
          with an overflow check, clip_grad_norm_, torch.optim.AdamW(foreach=True).step().
          N timed steps after one warm-up step (AdamW creates its state on the first step).
-Threads default to os.cpu_count(): this machine's torch build otherwise starts with one.
 """
 import argparse
 import json
@@ -121,7 +123,8 @@ def main():
         return 0
     with open(args.sizes) as f:
         sizes = [int(line) for line in f if line.strip()]
-    torch.set_num_threads(args.threads)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     out = {"available": True, "mode": args.mode, "torch_version": torch.__version__,
            "threads": torch.get_num_threads(), "tensors": len(sizes), "numel": sum(sizes)}
     if args.mode == "clip":

@@ -29,7 +29,7 @@ typedef struct bench_opts {
   int torch;                /* --torch (optstep) / --no-torch (kernels) */
   const char *python;       /* --python (default /usr/bin/python3) */
   const char *torch_script; /* --torch-script (default: the source tree's copy) */
-  size_t torch_threads;     /* --torch-threads (0: the script's default, every CPU) */
+  size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);

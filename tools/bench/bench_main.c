@@ -46,7 +46,8 @@ static void usage(FILE *f) {
           "common: --device SEL (default: ACCEL_BACKEND, else the probe order),\n"
           "        --json (JSON on stdout, table on stderr),\n"
           "        --python PATH (/usr/bin/python3), --torch-script PATH,\n"
-          "        --torch-threads N (PyTorch peer threads; default every CPU)\n");
+          "        --torch-threads N (PyTorch peer threads; default: kernels judges PyTorch at\n"
+          "        its own default and also runs it on every CPU, optstep runs every CPU)\n");
 }
 
 /* Parses a positive integer option value; 0 on error. */

@@ -58,8 +58,13 @@ static int write_sizes(const size_t *sizes, size_t n, char *path, size_t path_si
   return 1;
 }
 
-void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *sizes, size_t n,
-                     int count, bench_torch_result_t *r) {
+size_t bench_torch_all_threads(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (size_t)n : 1u;
+}
+
+void bench_torch_run(const bench_opts_t *o, const char *mode, size_t threads,
+                     const size_t *sizes, size_t n, int count, bench_torch_result_t *r) {
   memset(r, 0, sizeof *r);
   r->ms = (bench_stats_t){NAN, NAN, NAN, NAN, NAN, 0};
   if (strchr(o->python, '\'') || strchr(o->torch_script, '\'')) {
@@ -73,10 +78,8 @@ void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *size
   char sizes_path[64];
   if (!write_sizes(sizes, n, sizes_path, sizeof sizes_path, r)) return;
   char cmd[2048];
-  char threads_arg[32] = "";
-  if (o->torch_threads) snprintf(threads_arg, sizeof threads_arg, " --threads %zu", o->torch_threads);
-  snprintf(cmd, sizeof cmd, "'%s' '%s' %s --sizes '%s' --count %d%s", o->python,
-           o->torch_script, mode, sizes_path, count, threads_arg);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %s --sizes '%s' --count %d --threads %zu", o->python,
+           o->torch_script, mode, sizes_path, count, threads);
   FILE *p = popen(cmd, "r");
   if (!p) {
     unlink(sizes_path);
@@ -92,16 +95,16 @@ void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *size
     json_string(last, "reason", r->reason, sizeof r->reason);
     return;
   }
-  double med, mn, mx, p10, p90, threads;
+  double med, mn, mx, p10, p90, ran_threads;
   if (status != 0 || !json_number(last, "median", &med) || !json_number(last, "min", &mn) ||
       !json_number(last, "max", &mx) || !json_number(last, "p10", &p10) ||
-      !json_number(last, "p90", &p90) || !json_number(last, "threads", &threads)) {
+      !json_number(last, "p90", &p90) || !json_number(last, "threads", &ran_threads)) {
     snprintf(r->reason, sizeof r->reason, "%s exited with status %d without a result line",
              o->python, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return;
   }
   r->available = 1;
-  r->threads = (int)threads;
+  r->threads = (int)ran_threads;
   json_string(last, "torch_version", r->version, sizeof r->version);
   r->ms = (bench_stats_t){med, mn, mx, p10, p90, (size_t)count};
 }

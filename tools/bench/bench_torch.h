@@ -18,9 +18,13 @@ typedef struct bench_torch_result {
   bench_stats_t ms;       /* ms per operation/step (min, max, p10, p90 as reported) */
 } bench_torch_result_t;
 
-/* mode: "clip" or "optstep"; count: --repeat (clip) or --steps (optstep). */
-void bench_torch_run(const bench_opts_t *o, const char *mode, const size_t *sizes, size_t n,
-                     int count, bench_torch_result_t *r);
+/* mode: "clip" or "optstep"; threads: torch.set_num_threads, 0 for PyTorch's own default;
+ * count: --repeat (clip) or --steps (optstep). */
+void bench_torch_run(const bench_opts_t *o, const char *mode, size_t threads,
+                     const size_t *sizes, size_t n, int count, bench_torch_result_t *r);
+
+/* Online CPUs: the PyTorch peer's thread count when --torch-threads is not given. */
+size_t bench_torch_all_threads(void);
 
 /* Writes {"available":..., "reason" | "version","threads","ms":{...}} as member key. */
 void bench_torch_json(bench_json_t *j, const char *key, const bench_torch_result_t *r);
