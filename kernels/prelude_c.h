@@ -88,7 +88,7 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
  * CPU norm read at 89-91% of the machine's plain read loop (its four-row walk visits four
  * rows of a page in turn) and the in-place clip of 1 GiB took ~37 ms; prefetching 8 rows
  * (8 KiB of fp32) / 4096 elements (16 KiB) ahead, the best of 4-32 rows and 1-64 KiB tried,
- * gives 103-111% and ~33 ms (docs/PERFORMANCE.md). Past the end of a chunk it touches the
+ * gives 99-111% and ~33 ms (docs/PERFORMANCE.md). Past the end of a chunk it touches the
  * next one, usually read next; a prefetch never faults. */
 #define ACC_AHEAD_ROWS 8u
 #define ACC_AHEAD_ELEMS 4096u
@@ -98,7 +98,8 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 /* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
  * lanes innermost (contiguous, vectorisable). Four rows per pass: a lane's private values
  * then stay in registers for four elements instead of going through memory for each (lanes
- * are independent, so only each lane's own order matters, and it is unchanged). */
+ * are independent, so only each lane's own order matters, and it is unchanged). The lanes go
+ * in groups of 16 (one AVX-512 vector of fp32), each group reading ahead once per row. */
 #define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                           \
   {                                                                                     \
     const acc_u32 acc_n_ = (n);                                                         \
