@@ -15,8 +15,6 @@ accel_cpu_kernel_fn accel_cpu_kernel_lookup(uint32_t kernel_id) {
   return kernel_id < ACCEL_KERNEL_COUNT ? kernel_table[kernel_id] : NULL;
 }
 
-static uint64_t dtype_bytes(uint32_t dtype) { return dtype == ACC_DT_F32 ? 4u : 2u; }
-
 static void set_chunks(accel_cpu_kernel_access_t *a, acc_u64 chunks, acc_u32 num_chunks) {
   a->chunks = (const void *)(uintptr_t)chunks;
   a->num_chunks = num_chunks;
@@ -44,7 +42,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_norm_partial_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), R);
+    set_slot(out, 0, acc_dt_bytes(p.dtype), R);
     out->scalars[out->num_scalars++] = (accel_cpu_kernel_scalar_t){
         .addr = p.partials, .size = 4u, .stride = 4u, .block = ACCEL_CPU_ALL_BLOCKS, .write = 1u};
     break;
@@ -53,7 +51,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_clip_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), RW);
+    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
     add_scalar(out, p.total_norm, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     if (p.coef_out != 0u) add_scalar(out, p.coef_out, 4u, 0u, 1);
     break;
@@ -62,7 +60,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_update_hp_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.lp_dtype), (p.flags & ACC_HP_ZERO_LP) != 0u ? RW : R);
+    set_slot(out, 0, acc_dt_bytes(p.lp_dtype), (p.flags & ACC_HP_ZERO_LP) != 0u ? RW : R);
     set_slot(out, 1, 4u, (p.flags & ACC_HP_ASSIGN) != 0u ? W : RW);
     break;
   }
@@ -70,7 +68,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_unscale_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), RW);
+    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
     add_scalar(out, p.inv_scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     add_scalar(out, p.found_inf, 4u, ACCEL_CPU_ALL_BLOCKS, 1);
     break;
@@ -80,7 +78,7 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
     set_slot(out, 0, 4u, RW);
-    set_slot(out, 1, dtype_bytes(p.grad_dtype), R);
+    set_slot(out, 1, acc_dt_bytes(p.grad_dtype), R);
     set_slot(out, 2, 4u, RW);
     set_slot(out, 3, 4u, RW);
     add_scalar(out, p.args, (uint32_t)sizeof(acc_adam_args_t), ACCEL_CPU_ALL_BLOCKS, 0);
@@ -90,14 +88,14 @@ void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
     acc_fill_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), W);
+    set_slot(out, 0, acc_dt_bytes(p.dtype), W);
     break;
   }
   case ACCEL_KERNEL_SCALE: {
     acc_scale_params_t p;
     memcpy(&p, params, sizeof p);
     set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, dtype_bytes(p.dtype), RW);
+    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
     add_scalar(out, p.scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
     break;
   }

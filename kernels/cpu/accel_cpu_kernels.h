@@ -14,7 +14,6 @@ typedef void (*accel_cpu_kernel_fn)(const void *params, uint32_t block_begin,
 /* NULL for an unknown id. */
 accel_cpu_kernel_fn accel_cpu_kernel_lookup(uint32_t kernel_id);
 
-
 /* One memory access of a launch outside its chunk table: a device scalar (or a small struct of
  * them) read or written by the blocks `block` (ACCEL_CPU_ALL_BLOCKS: any block), or, with
  * `stride` != 0, a per-block output: block b writes [addr + b * stride, + size). */
