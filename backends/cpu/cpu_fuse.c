@@ -131,22 +131,22 @@ static cpu_op_t fused_op(const cpu_op_t *ops, size_t count, uint64_t bytes, unsi
 }
 
 /* 1 when `fill` sets f32 data that `update` (an UPDATE_HP launch that accumulates) then
- * accumulates into, chunk for chunk: the same hp ranges in the same blocks. */
-static int fill_feeds_update(const cpu_op_t *fill, const cpu_op_t *update) {
+ * accumulates into, chunk for chunk: the same hp ranges in the same blocks. Leaves both
+ * parameter blocks in *f and *u. */
+static int fill_feeds_update(const cpu_op_t *fill, const cpu_op_t *update, acc_fill_params_t *f,
+                             acc_update_hp_params_t *u) {
   if (fill->type != CPU_OP_KERNEL || fill->u.kernel.kernel_id != ACCEL_KERNEL_FILL ||
       update->type != CPU_OP_KERNEL || update->u.kernel.kernel_id != ACCEL_KERNEL_UPDATE_HP ||
       fill->u.kernel.num_blocks != update->u.kernel.num_blocks)
     return 0;
-  acc_fill_params_t f;
-  acc_update_hp_params_t u;
-  memcpy(&f, fill->u.kernel.params, sizeof f);
-  memcpy(&u, update->u.kernel.params, sizeof u);
-  if (f.dtype != ACC_DT_F32 || (u.flags & ACC_HP_ASSIGN) != 0u || f.num_chunks != u.num_chunks ||
-      f.num_chunks != fill->u.kernel.num_blocks)
+  memcpy(f, fill->u.kernel.params, sizeof *f);
+  memcpy(u, update->u.kernel.params, sizeof *u);
+  if (f->dtype != ACC_DT_F32 || (u->flags & ACC_HP_ASSIGN) != 0u ||
+      f->num_chunks != u->num_chunks || f->num_chunks != fill->u.kernel.num_blocks)
     return 0;
-  const acc_chunk_t *fc = (const acc_chunk_t *)(uintptr_t)f.chunks;
-  const acc_chunk_t *uc = (const acc_chunk_t *)(uintptr_t)u.chunks;
-  for (uint32_t b = 0; b < f.num_chunks; ++b)
+  const acc_chunk_t *fc = (const acc_chunk_t *)(uintptr_t)f->chunks;
+  const acc_chunk_t *uc = (const acc_chunk_t *)(uintptr_t)u->chunks;
+  for (uint32_t b = 0; b < f->num_chunks; ++b)
     if (fc[b].ptr[0] != uc[b].ptr[1] || fc[b].count != uc[b].count) return 0;
   return 1;
 }
@@ -154,11 +154,9 @@ static int fill_feeds_update(const cpu_op_t *fill, const cpu_op_t *update) {
 size_t cpu_fuse_fold(cpu_op_t *ops, size_t n) {
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (i + 1u < n && fill_feeds_update(&ops[i], &ops[i + 1u])) {
-      acc_fill_params_t f;
-      acc_update_hp_params_t u;
-      memcpy(&f, ops[i].u.kernel.params, sizeof f);
-      memcpy(&u, ops[i + 1u].u.kernel.params, sizeof u);
+    acc_fill_params_t f;
+    acc_update_hp_params_t u;
+    if (i + 1u < n && fill_feeds_update(&ops[i], &ops[i + 1u], &f, &u)) {
       u.flags |= ACC_HP_ASSIGN;
       u.init = f.value;
       /* The parameter blocks are the graph's own copies (cpu_ops_build), writable. */
