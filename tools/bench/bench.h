@@ -84,6 +84,10 @@ int bench_fail(accel_status_t st, const char *what);
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);
 
+/* Online CPUs (at least 1): the machine line's count and the PyTorch peer's thread count when
+ * --torch-threads is not given. */
+long bench_online_cpus(void);
+
 /* Machine description for tables and JSON. */
 typedef struct bench_machine {
   char cpu_model[256];

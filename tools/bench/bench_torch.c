@@ -58,11 +58,6 @@ static int write_sizes(const size_t *sizes, size_t n, char *path, size_t path_si
   return 1;
 }
 
-size_t bench_torch_all_threads(void) {
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (size_t)n : 1u;
-}
-
 void bench_torch_run(const bench_opts_t *o, const char *mode, size_t threads,
                      const size_t *sizes, size_t n, int count, bench_torch_result_t *r) {
   memset(r, 0, sizeof *r);

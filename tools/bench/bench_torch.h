@@ -23,9 +23,6 @@ typedef struct bench_torch_result {
 void bench_torch_run(const bench_opts_t *o, const char *mode, size_t threads,
                      const size_t *sizes, size_t n, int count, bench_torch_result_t *r);
 
-/* Online CPUs: the PyTorch peer's thread count when --torch-threads is not given. */
-size_t bench_torch_all_threads(void);
-
 /* Writes {"available":..., "reason" | "version","threads","ms":{...}} as member key. */
 void bench_torch_json(bench_json_t *j, const char *key, const bench_torch_result_t *r);
 

@@ -98,10 +98,15 @@ static void read_cpu_model(char *buf, size_t size) {
   fclose(f);
 }
 
+long bench_online_cpus(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
+}
+
 static void machine_get(accel_device_t *dev, bench_machine_t *m) {
   memset(m, 0, sizeof *m);
   read_cpu_model(m->cpu_model, sizeof m->cpu_model);
-  m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  m->nproc = bench_online_cpus();
   accel_device_info_t info;
   if (dev && accel_device_get_info(dev, &info) == ACCEL_OK) {
     snprintf(m->device_name, sizeof m->device_name, "%s", info.name);

@@ -151,7 +151,7 @@ static void run_torch_peers(const bench_opts_t *o, torch_row_t *rows, int n) {
     row->torch_own_default = o->torch_threads == 0;
     bench_torch_run(o, "clip", o->torch_threads, row->sizes, row->tensors, row->repeat,
                     &row->torch);
-    const size_t all = bench_torch_all_threads();
+    const size_t all = (size_t)bench_online_cpus();
     if (row->torch_own_default && row->torch.available && (size_t)row->torch.threads < all) {
       bench_progress("kernels: %s (PyTorch, %zu threads)", row->name, all);
       bench_torch_run(o, "clip", all, row->sizes, row->tensors, row->repeat, &row->torch_all);

@@ -156,7 +156,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   if (!same) *agree = 0;
   if (o->torch == 1) {
     bench_progress("optstep %s: PyTorch", md.name);
-    bench_torch_run(o, "optstep", o->torch_threads ? o->torch_threads : bench_torch_all_threads(),
+    bench_torch_run(o, "optstep", o->torch_threads ? o->torch_threads : (size_t)bench_online_cpus(),
                     md.sizes, md.n, steps > 1 ? steps - 1 : 1, &torch);
   } else {
     snprintf(torch.reason, sizeof torch.reason, "not requested (--torch)");
