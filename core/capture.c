@@ -3,10 +3,14 @@
  *  - work submitted to a capturing stream is recorded, not run;
  *  - a stream that waits on an event recorded in the capture joins it (fork); every joined
  *    stream's work must flow back into the origin stream through event waits before
- *    capture_end (join), otherwise the capture is invalid;
+ *    capture_end (join), otherwise the capture is invalid; the default stream (and the
+ *    device's internal streams) never join;
  *  - potentially unsafe calls (synchronize, query, blocking copy, accel_malloc) invalidate the
  *    capture when it covers the calling thread: GLOBAL from any thread, THREAD_LOCAL from the
  *    capturing thread, RELAXED never (calls on the capturing streams themselves always do).
+ * Lifetime: the graph holds a reference while capturing, every event whose last record was
+ * recorded in the capture holds one, and so does whoever read such an event's capture; the
+ * capture holds its joined streams' and recorded events' references until it ends.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,17 +23,21 @@
 #define MAX_CAPTURE_STREAMS 64
 
 struct accel_capture {
+  atomic_int refs;
   accel_graph_t *graph;
   accel_device_t *dev;
   accel_capture_mode_t mode;
   pthread_t thread;
   bool invalidated;             /* guarded by active_lock */
+  bool ended;                   /* guarded by active_lock */
   char reason[512];
   accel_pool_t *pool;
+  pthread_mutex_t lock;         /* cmds, events, next_event_slot: joined streams record too */
   accel_cmdlist_t cmds;
-  accel_stream_t *streams[MAX_CAPTURE_STREAMS]; /* slot -> stream; slot 0 is the origin */
+  /* slot -> stream (a reference each; slot 0 is the origin); written under active_lock */
+  accel_stream_t *streams[MAX_CAPTURE_STREAMS];
   uint32_t nstreams;
-  accel_event_t **events;       /* events recorded in the capture (cleared at the end) */
+  accel_event_t **events;       /* events recorded in the capture, a reference each */
   size_t nevents, capevents;
   uint32_t next_event_slot;
   accel_capture_t *next;
@@ -88,6 +96,35 @@ accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream
                          fn, stream ? " on this stream" : "");
 }
 
+void accel_capture_retain(accel_capture_t *c) { atomic_fetch_add(&c->refs, 1); }
+
+void accel_capture_release(accel_capture_t *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+  accel_cmdlist_free(&c->cmds);
+  free(c->events);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+accel_capture_t *accel_event_capture_get(accel_event_t *e, uint32_t *slot) {
+  pthread_mutex_lock(&e->lock);
+  accel_capture_t *c = e->capture;
+  if (c) accel_capture_retain(c);
+  if (slot) *slot = e->capture_event_slot;
+  pthread_mutex_unlock(&e->lock);
+  if (!c) return NULL;
+  pthread_mutex_lock(&active_lock);
+  bool ended = c->ended;
+  pthread_mutex_unlock(&active_lock);
+  if (!ended) return c;
+  accel_capture_release(c);
+  return NULL;
+}
+
+bool accel_capture_ended_by_caller(const accel_capture_t *c) {
+  return c->mode == ACCEL_CAPTURE_MODE_RELAXED || pthread_equal(c->thread, pthread_self());
+}
+
 static accel_status_t invalidated_error(accel_capture_t *c) {
   return accel_set_error(ACCEL_ERROR_CAPTURE_INVALIDATED,
                          "the capture was invalidated earlier (%s); end it and capture again",
@@ -98,12 +135,15 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
                                    accel_capture_mode_t mode, accel_capture_t **out) {
   accel_capture_t *c = calloc(1, sizeof *c);
   if (!c) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  atomic_init(&c->refs, 1); /* the graph's, dropped by accel_capture_end */
+  pthread_mutex_init(&c->lock, NULL);
   c->graph = g;
   c->dev = s->dev;
   c->mode = mode;
   c->thread = pthread_self();
   c->pool = pool;
   accel_cmdlist_init(&c->cmds);
+  accel_stream_retain(s);
   c->streams[0] = s;
   c->nstreams = 1;
   s->capture = c;
@@ -125,11 +165,18 @@ accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t 
   if (is_invalid(c)) return invalidated_error(c);
   accel_cmd_t rec = *cmd;
   rec.stream_slot = s->capture_slot;
-  return accel_cmdlist_append(&c->cmds, &rec, keep);
+  pthread_mutex_lock(&c->lock);
+  accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, keep);
+  pthread_mutex_unlock(&c->lock);
+  return st;
 }
 
 accel_status_t accel_capture_keep_locked(accel_stream_t *s, accel_keepalive_t *keep) {
-  return accel_cmdlist_keep(&s->capture->cmds, keep);
+  accel_capture_t *c = s->capture;
+  pthread_mutex_lock(&c->lock);
+  accel_status_t st = accel_cmdlist_keep(&c->cmds, keep);
+  pthread_mutex_unlock(&c->lock);
+  return st;
 }
 
 accel_status_t accel_capture_check_free_locked(accel_stream_t *s, void *ptr) {
@@ -149,32 +196,44 @@ accel_status_t accel_capture_check_free_locked(accel_stream_t *s, void *ptr) {
 accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_t *e) {
   accel_capture_t *c = s->capture;
   if (is_invalid(c)) return invalidated_error(c);
+  accel_status_t st = ACCEL_OK;
+  pthread_mutex_lock(&c->lock);
   if (c->nevents == c->capevents) {
     size_t cap = c->capevents ? c->capevents * 2 : 8;
     accel_event_t **n = realloc(c->events, cap * sizeof *n);
-    if (!n) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-    c->events = n;
-    c->capevents = cap;
+    if (n) {
+      c->events = n;
+      c->capevents = cap;
+    } else {
+      st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
   }
   accel_cmd_t rec = {.type = ACCEL_CMD_EVENT_RECORD, .stream_slot = s->capture_slot};
-  rec.u.event.event_slot = c->next_event_slot++;
-  accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, NULL);
+  rec.u.event.event_slot = c->next_event_slot;
+  if (st == ACCEL_OK) st = accel_cmdlist_append(&c->cmds, &rec, NULL);
+  size_t position = c->cmds.count - 1;
+  if (st == ACCEL_OK) {
+    c->next_event_slot++;
+    accel_event_retain(e);
+    c->events[c->nevents++] = e;
+  }
+  pthread_mutex_unlock(&c->lock);
   if (st != ACCEL_OK) return st;
-  c->events[c->nevents++] = e;
+  accel_capture_retain(c);
   pthread_mutex_lock(&e->lock);
+  accel_capture_t *old = e->capture;
   e->capture = c;
   e->capture_event_slot = rec.u.event.event_slot;
-  e->capture_position = c->cmds.count - 1;
+  e->capture_position = position;
   e->capture_stream_slot = s->capture_slot;
   pthread_mutex_unlock(&e->lock);
+  if (old) accel_capture_release(old);
   return ACCEL_OK;
 }
 
-accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_event_t *e) {
-  pthread_mutex_lock(&e->lock);
-  accel_capture_t *ec = e->capture;
-  uint32_t slot = e->capture_event_slot;
-  pthread_mutex_unlock(&e->lock);
+/* ec: the capture e was recorded in (a reference held by the caller), or NULL. */
+accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_t *ec,
+                                               uint32_t slot) {
   accel_capture_t *sc = s->capture;
   if (!ec) {
     accel_capture_invalidate(sc, "a capturing stream waited on an event recorded outside the "
@@ -193,20 +252,39 @@ accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_event_t 
   if (is_invalid(ec)) return invalidated_error(ec);
   if (!sc) {
     /* fork: the stream joins the capture */
-    if (ec->nstreams == MAX_CAPTURE_STREAMS)
-      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "more than %d streams in one capture",
-                             MAX_CAPTURE_STREAMS);
+    if (s->is_default || s->internal) {
+      accel_capture_invalidate(ec, "the default stream waited on an event of the capture");
+      return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                             "accel_stream_wait_event: the default stream cannot join a capture "
+                             "(its blocking calls would be recorded instead of run); the capture "
+                             "is invalidated");
+    }
     if (s->dev != ec->dev)
       return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "stream of another device");
     accel_status_t st = accel_lazy_flush_locked(s);
     if (st != ACCEL_OK) return st;
-    s->capture = ec;
-    s->capture_slot = ec->nstreams;
-    ec->streams[ec->nstreams++] = s;
+    pthread_mutex_lock(&active_lock);
+    if (ec->ended) {
+      st = accel_set_error(ACCEL_ERROR_STATE,
+                           "accel_stream_wait_event: the event's capture ended meanwhile");
+    } else if (ec->nstreams == MAX_CAPTURE_STREAMS) {
+      st = accel_set_error(ACCEL_ERROR_UNSUPPORTED, "more than %d streams in one capture",
+                           MAX_CAPTURE_STREAMS);
+    } else {
+      accel_stream_retain(s);
+      s->capture = ec;
+      s->capture_slot = ec->nstreams;
+      ec->streams[ec->nstreams++] = s;
+    }
+    pthread_mutex_unlock(&active_lock);
+    if (st != ACCEL_OK) return st;
   }
   accel_cmd_t rec = {.type = ACCEL_CMD_EVENT_WAIT, .stream_slot = s->capture_slot};
   rec.u.event.event_slot = slot;
-  return accel_cmdlist_append(&ec->cmds, &rec, NULL);
+  pthread_mutex_lock(&ec->lock);
+  accel_status_t st = accel_cmdlist_append(&ec->cmds, &rec, NULL);
+  pthread_mutex_unlock(&ec->lock);
+  return st;
 }
 
 /* Returns the first joined stream slot whose last command does not flow back into the origin
@@ -245,9 +323,8 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool 
     }
   }
   atomic_fetch_sub(&accel_active_captures, 1);
-  bool invalid = c->invalidated;
+  c->ended = true; /* no stream joins from now on */
   pthread_mutex_unlock(&active_lock);
-  uint32_t unjoined = invalid ? 0 : find_unjoined(c);
   accel_mempool_t *mem = c->dev->mem;
   for (uint32_t i = 0; i < c->nstreams; ++i) {
     accel_stream_t *s = c->streams[i];
@@ -257,13 +334,23 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool 
     /* blocks freed during the capture become reusable by later captures sharing the pool */
     accel_mempool_retag(mem, c->pool->arena, s, NULL);
   }
+  /* every stream has left: nothing records any more */
+  pthread_mutex_lock(&active_lock);
+  bool invalid = c->invalidated;
+  pthread_mutex_unlock(&active_lock);
+  uint32_t unjoined = invalid ? 0 : find_unjoined(c);
+  void *unjoined_stream = c->streams[unjoined];
+  for (uint32_t i = 1; i < c->nstreams; ++i) accel_stream_release(c->streams[i]);
   for (size_t i = 0; i < c->nevents; ++i) {
     accel_event_t *e = c->events[i];
-    if (!accel_handle_is_live(e, ACCEL_HANDLE_EVENT)) continue;
     pthread_mutex_lock(&e->lock);
-    if (e->capture == c) e->capture = NULL;
+    bool mine = e->capture == c;
+    if (mine) e->capture = NULL;
     pthread_mutex_unlock(&e->lock);
+    if (mine) accel_capture_release(c); /* the event's reference; ours keeps c alive */
+    accel_event_release(e);
   }
+  c->nevents = 0;
   accel_status_t st = ACCEL_OK;
   *valid = false;
   if (invalid) {
@@ -273,14 +360,16 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool 
                          "accel_graph_capture_end: stream %p joined the capture but its work "
                          "was not joined back into the capturing stream (record an event on it "
                          "and wait on that event from the capturing stream)",
-                         (void *)c->streams[unjoined]);
+                         unjoined_stream);
   } else {
     *out = c->cmds; /* moved */
     accel_cmdlist_init(&c->cmds);
     *valid = true;
   }
-  accel_cmdlist_free(&c->cmds);
-  free(c->events);
-  free(c);
+  /* the origin stream's reference goes last: the caller still holds its lock */
+  c->streams[0] = NULL;
+  accel_capture_release(c);
   return st;
 }
+
+accel_stream_t *accel_capture_origin(const accel_capture_t *c) { return c->streams[0]; }

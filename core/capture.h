@@ -8,9 +8,19 @@
 accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
                                    accel_capture_mode_t mode, accel_capture_t **out);
 /* Ends the capture (caller holds the origin stream's lock); on success *valid is true and
- * *out receives the recorded commands. The capture object is freed either way. */
+ * *out receives the recorded commands. Drops the graph's reference to the capture and every
+ * reference the capture held, except the origin stream's: the caller releases that one
+ * (accel_capture_origin, read before the call) after unlocking it. */
 accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool *valid);
 accel_mempool_arena_t *accel_capture_arena(accel_capture_t *c);
+accel_stream_t *accel_capture_origin(const accel_capture_t *c);
+void accel_capture_retain(accel_capture_t *c);
+void accel_capture_release(accel_capture_t *c);
+/* The live capture e was last recorded in, with a reference for the caller (and its event slot),
+ * or NULL when there is none or it ended. */
+accel_capture_t *accel_event_capture_get(accel_event_t *e, uint32_t *slot);
+/* Whether the calling thread may end c (CUDA: only the beginning thread, unless RELAXED). */
+bool accel_capture_ended_by_caller(const accel_capture_t *c);
 /* Keeps obj alive as long as the capture's recorded commands (replay inside a capture). */
 accel_status_t accel_capture_keep_locked(accel_stream_t *s, accel_keepalive_t *keep);
 /* accel_free_async during capture: only blocks of the capture's pool may be freed. */

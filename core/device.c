@@ -21,6 +21,8 @@ void accel_device_retain(accel_device_t *dev) {
 
 static void device_teardown(accel_device_t *dev) {
   accel_device_drain(dev);
+  /* a release run here may retire more (a graph's pool): until none is left */
+  while (atomic_load(&dev->nretired)) accel_device_reap(dev, true);
   if (dev->upload_stream) accel_stream_destroy_internal(dev->upload_stream);
   if (dev->default_stream) accel_stream_destroy_internal(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
@@ -33,6 +35,7 @@ static void device_teardown(accel_device_t *dev) {
   dev->backend->vt->device_close(dev->impl);
   accel_handle_unregister(&dev->hdr);
   pthread_mutex_destroy(&dev->lock);
+  pthread_mutex_destroy(&dev->retire_lock);
   free(dev);
 }
 
@@ -51,10 +54,12 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   dev->backend = b;
   dev->index = index;
   pthread_mutex_init(&dev->lock, NULL);
+  pthread_mutex_init(&dev->retire_lock, NULL);
   accel_status_t st = b->vt->device_info(b->state, index, &dev->info);
   if (st == ACCEL_OK) st = b->vt->device_open(b->state, index, &dev->impl);
   if (st != ACCEL_OK) {
     pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->retire_lock);
     free(dev);
     return accel_set_error(st, "opening %s:%d failed: %s", b->name, index, accel_last_error());
   }
@@ -77,6 +82,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   if (st != ACCEL_OK) {
     b->vt->device_close(dev->impl);
     pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->retire_lock);
     free(dev);
     return st;
   }
@@ -95,7 +101,10 @@ static accel_status_t open_index(accel_backend_t *b, int index, accel_device_t *
   pthread_mutex_lock(&b->lock);
   accel_device_t *dev = b->devices[index];
   if (dev) {
+    /* another user reference: re-registers a device whose user closed it while streams,
+     * events or graphs kept it alive */
     atomic_fetch_add(&dev->hdr.refcount, 1);
+    accel_handle_add_user(&dev->hdr);
   } else {
     st = device_create(b, index, &dev);
     if (st == ACCEL_OK) b->devices[index] = dev;
@@ -176,7 +185,8 @@ accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
 }
 
 accel_status_t accel_device_close(accel_device_t *dev) {
-  accel_status_t st = accel_device_check(dev, "accel_device_close");
+  /* one close per open: a close too many finds no user reference left */
+  accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, "accel_device_close");
   if (st != ACCEL_OK) return st;
   accel_device_release(dev);
   return ACCEL_OK;
@@ -197,26 +207,29 @@ accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *i
   return ACCEL_OK;
 }
 
-/* Synchronizes every stream of the device without capture checks. */
+/* Synchronizes every stream of the device without capture checks. The device lock is held only
+ * to list the streams (each retained), never while waiting: a host function may call into the
+ * device meanwhile. */
 accel_status_t accel_device_drain(accel_device_t *dev) {
+  accel_stream_t **streams = NULL;
+  size_t n = 0;
+  accel_status_t first = accel_device_streams(dev, &streams, &n);
+  if (first != ACCEL_OK) return first;
   if (dev->backend->vt->device_synchronize) {
     /* flush lazy queues first: the backend only sees submitted work */
-    pthread_mutex_lock(&dev->lock);
-    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
-      pthread_mutex_lock(&s->lock);
-      if (!s->capture) accel_lazy_flush_locked(s);
-      pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < n; ++i) {
+      pthread_mutex_lock(&streams[i]->lock);
+      if (!streams[i]->capture) accel_lazy_flush_locked(streams[i]);
+      pthread_mutex_unlock(&streams[i]->lock);
     }
-    pthread_mutex_unlock(&dev->lock);
-    return dev->backend->vt->device_synchronize(dev->impl);
+    first = dev->backend->vt->device_synchronize(dev->impl);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      accel_status_t st = accel_stream_sync_internal(streams[i]);
+      if (first == ACCEL_OK) first = st;
+    }
   }
-  accel_status_t first = ACCEL_OK;
-  pthread_mutex_lock(&dev->lock);
-  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
-    accel_status_t st = accel_stream_sync_internal(s);
-    if (first == ACCEL_OK) first = st;
-  }
-  pthread_mutex_unlock(&dev->lock);
+  accel_device_streams_release(streams, n);
   return first;
 }
 
@@ -227,20 +240,9 @@ accel_status_t accel_device_synchronize(accel_device_t *dev) {
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, "device_synchronize");
   st = accel_device_drain(dev);
+  accel_device_reap(dev, false); /* every fence before the drain is complete now */
   accel_trace_end(&t);
   return st;
-}
-
-int accel_device_any_capture(accel_device_t *dev) {
-  int any = 0;
-  pthread_mutex_lock(&dev->lock);
-  for (accel_stream_t *s = dev->streams; s && !any; s = s->next_in_device) {
-    pthread_mutex_lock(&s->lock); /* dev->lock then s->lock: the order accel_device_drain uses */
-    any = s->capture != NULL;
-    pthread_mutex_unlock(&s->lock);
-  }
-  pthread_mutex_unlock(&dev->lock);
-  return any;
 }
 
 void **accel_device_kernel_state(accel_device_t *dev) { return &dev->kernel_state; }

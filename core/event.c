@@ -1,6 +1,7 @@
 /* Events: record/wait across streams, queries, timing; fork/join edges while capturing. */
 #include <stdlib.h>
 
+#include "capture.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -31,28 +32,23 @@ accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_eve
   return ACCEL_OK;
 }
 
-accel_status_t accel_event_destroy(accel_event_t *e) {
-  accel_status_t st = event_check(e, "accel_event_destroy");
-  if (st != ACCEL_OK) return st;
-  accel_handle_unregister(&e->hdr);
+void accel_event_retain(accel_event_t *e) { atomic_fetch_add(&e->hdr.refcount, 1); }
+
+void accel_event_release(accel_event_t *e) {
+  if (atomic_fetch_sub(&e->hdr.refcount, 1) != 1) return;
   accel_device_t *dev = e->dev;
+  if (e->capture) accel_capture_release(e->capture);
   dev->backend->vt->event_destroy(e->impl);
   pthread_mutex_destroy(&e->lock);
   free(e);
   accel_device_release(dev);
-  return ACCEL_OK;
 }
 
-/* Submits queued lazy work of the stream that last recorded e, so waiting on e terminates. */
-static accel_status_t flush_recorder(accel_event_t *e) {
-  pthread_mutex_lock(&e->lock);
-  accel_stream_t *rs = e->last_stream;
-  pthread_mutex_unlock(&e->lock);
-  if (!rs || !accel_handle_is_live(rs, ACCEL_HANDLE_STREAM)) return ACCEL_OK;
-  pthread_mutex_lock(&rs->lock);
-  accel_status_t st = rs->capture ? ACCEL_OK : accel_lazy_flush_locked(rs);
-  pthread_mutex_unlock(&rs->lock);
-  return st;
+accel_status_t accel_event_destroy(accel_event_t *e) {
+  accel_status_t st = accel_handle_drop_user(e, ACCEL_HANDLE_EVENT, "accel_event_destroy");
+  if (st != ACCEL_OK) return st;
+  accel_event_release(e); /* a capture that recorded it keeps it until the capture ends */
+  return ACCEL_OK;
 }
 
 accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
@@ -73,10 +69,11 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
     if (st == ACCEL_OK) st = dev->backend->vt->event_record(e->impl, s->impl);
     if (st == ACCEL_OK) {
       pthread_mutex_lock(&e->lock);
+      accel_capture_t *old = e->capture;
       e->recorded = true;
-      e->last_stream = s;
       e->capture = NULL;
       pthread_mutex_unlock(&e->lock);
+      if (old) accel_capture_release(old);
     }
   }
   pthread_mutex_unlock(&s->lock);
@@ -93,42 +90,50 @@ accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_stream_wait_event: event and stream belong to different "
                            "devices");
-  pthread_mutex_lock(&e->lock);
-  bool captured = e->capture != NULL;
-  pthread_mutex_unlock(&e->lock);
-  if (!captured && (st = flush_recorder(e)) != ACCEL_OK) return st;
+  uint32_t slot = 0;
+  accel_capture_t *ec = accel_event_capture_get(e, &slot);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_wait_event");
   pthread_mutex_lock(&s->lock);
-  if (captured || s->capture) {
-    st = accel_capture_event_wait_locked(s, e);
+  if (ec || s->capture) {
+    st = accel_capture_event_wait_locked(s, ec, slot);
   } else {
+    /* the record flushed the recording stream's lazy queue: what it covers is submitted */
     st = accel_lazy_flush_locked(s);
-    if (st == ACCEL_OK && e->recorded) st = dev->backend->vt->stream_wait_event(s->impl, e->impl);
+    pthread_mutex_lock(&e->lock);
+    bool recorded = e->recorded;
+    pthread_mutex_unlock(&e->lock);
+    if (st == ACCEL_OK && recorded) st = dev->backend->vt->stream_wait_event(s->impl, e->impl);
   }
   pthread_mutex_unlock(&s->lock);
+  if (ec) accel_capture_release(ec);
   accel_trace_end(&t);
   return st;
 }
 
 /* Query/synchronize on an event recorded inside an active capture is illegal. */
 static accel_status_t check_event_capture(accel_event_t *e, const char *fn) {
-  pthread_mutex_lock(&e->lock);
-  accel_capture_t *c = e->capture;
-  pthread_mutex_unlock(&e->lock);
+  accel_capture_t *c = accel_event_capture_get(e, NULL);
   if (c) {
     accel_capture_invalidate(c, "%s on an event recorded inside the capture", fn);
+    accel_capture_release(c);
     return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
                            "%s: the event was recorded inside an active capture", fn);
   }
   return accel_capture_check_unsafe(fn, NULL);
 }
 
+static bool event_recorded(accel_event_t *e) {
+  pthread_mutex_lock(&e->lock);
+  bool recorded = e->recorded;
+  pthread_mutex_unlock(&e->lock);
+  return recorded;
+}
+
 accel_status_t accel_event_query(accel_event_t *e) {
   accel_status_t st = event_check(e, "accel_event_query");
   if (st != ACCEL_OK) return st;
   if ((st = check_event_capture(e, "accel_event_query")) != ACCEL_OK) return st;
-  if (!e->recorded) return ACCEL_OK;
-  if ((st = flush_recorder(e)) != ACCEL_OK) return st;
+  if (!event_recorded(e)) return ACCEL_OK;
   return e->dev->backend->vt->event_query(e->impl);
 }
 
@@ -136,8 +141,7 @@ accel_status_t accel_event_synchronize(accel_event_t *e) {
   accel_status_t st = event_check(e, "accel_event_synchronize");
   if (st != ACCEL_OK) return st;
   if ((st = check_event_capture(e, "accel_event_synchronize")) != ACCEL_OK) return st;
-  if (!e->recorded) return ACCEL_OK;
-  if ((st = flush_recorder(e)) != ACCEL_OK) return st;
+  if (!event_recorded(e)) return ACCEL_OK;
   accel_trace_scope_t t = accel_trace_begin(e->dev->trace_id, "accel_event_synchronize");
   st = e->dev->backend->vt->event_synchronize(e->impl);
   accel_trace_end(&t);
@@ -156,11 +160,15 @@ accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, 
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_event_elapsed_ms: an event was created with "
                            "ACCEL_EVENT_DISABLE_TIMING");
-  if (!start->recorded || !end->recorded || start->capture || end->capture)
+  pthread_mutex_lock(&start->lock);
+  bool ok = start->recorded && !start->capture;
+  pthread_mutex_unlock(&start->lock);
+  pthread_mutex_lock(&end->lock);
+  ok = ok && end->recorded && !end->capture;
+  pthread_mutex_unlock(&end->lock);
+  if (!ok)
     return accel_set_error(ACCEL_ERROR_STATE,
                            "accel_event_elapsed_ms: both events must have been recorded "
                            "outside a capture");
-  if ((st = flush_recorder(start)) != ACCEL_OK || (st = flush_recorder(end)) != ACCEL_OK)
-    return st;
   return start->dev->backend->vt->event_elapsed_ms(start->impl, end->impl, ms);
 }

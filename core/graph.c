@@ -2,6 +2,9 @@
  * Graphs: capture_begin/end, replay, reset and graph memory pools. A captured graph replays
  * through the backend's native graph when it has one (unless ACCEL_DISABLE_GRAPHS=1 or the
  * backend declines the command list), otherwise as one batch of the recorded commands.
+ * Replays of one graph run one at a time, in the order they were issued. A graph that is reset
+ * or destroyed after replays retires what they use (native graph, chunk tables, pool) until
+ * every stream finished them (retire.c): neither call waits for the device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,63 +19,6 @@ static accel_status_t graph_check(accel_graph_t *g, const char *fn) {
 
 static accel_status_t pool_check(accel_pool_t *p, const char *fn) {
   return accel_handle_check(p, ACCEL_HANDLE_POOL, fn);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* pools: a handle over a graph-pool arena; graphs and users hold references */
-
-static void pool_retain(accel_pool_t *p) { atomic_fetch_add(&p->hdr.refcount, 1); }
-
-static void pool_release(accel_pool_t *p) {
-  if (atomic_fetch_sub(&p->hdr.refcount, 1) != 1) return;
-  accel_device_t *dev = p->dev;
-  accel_handle_unregister(&p->hdr);
-  if (accel_mempool_arena_release(p->arena)) {
-    /* the pool's memory goes back once no queued work (a replay) can still use it */
-    accel_device_drain(dev);
-    accel_mempool_collect(dev->mem);
-  }
-  free(p);
-  accel_device_release(dev);
-}
-
-accel_status_t accel_graph_pool_create(accel_device_t *dev, accel_pool_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_graph_pool_create");
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_pool_create", "out is NULL");
-  accel_pool_t *p = calloc(1, sizeof *p);
-  if (!p) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  if ((st = accel_mempool_arena_create(dev->mem, &p->arena)) != ACCEL_OK) {
-    free(p);
-    return st;
-  }
-  p->dev = dev;
-  accel_device_retain(dev);
-  accel_handle_register(&p->hdr, ACCEL_HANDLE_POOL, dev->backend->vt);
-  *out = p;
-  return ACCEL_OK;
-}
-
-accel_status_t accel_pool_release(accel_pool_t *p) {
-  accel_status_t st = pool_check(p, "accel_pool_release");
-  if (st != ACCEL_OK) return st;
-  pool_release(p);
-  return ACCEL_OK;
-}
-
-accel_status_t accel_graph_pool(accel_graph_t *g, accel_pool_t **out) {
-  accel_status_t st = graph_check(g, "accel_graph_pool");
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_pool", "out is NULL");
-  pthread_mutex_lock(&g->lock);
-  accel_pool_t *p = g->pool;
-  if (p) pool_retain(p);
-  pthread_mutex_unlock(&g->lock);
-  if (!p)
-    return accel_set_error(ACCEL_ERROR_STATE,
-                           "accel_graph_pool: the graph has no pool (never captured or reset)");
-  *out = p;
-  return ACCEL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -96,18 +42,66 @@ accel_status_t accel_graph_create(accel_device_t *dev, accel_graph_t **out) {
   return ACCEL_OK;
 }
 
-/* Drops captured work and the pool reference (graph lock held, not capturing). */
-static void graph_clear(accel_graph_t *g) {
-  /* a replay may still be running: its memory and native graph must outlive it */
-  if (g->replays) accel_device_drain(g->dev);
-  if (g->native) g->dev->backend->vt->graph_destroy(g->native);
+/* What a graph's replays use, released together once they are finished. */
+typedef struct graph_remains {
+  accel_device_t *dev;
+  accel_be_graph_t *native;
+  accel_be_event_t *replay_done;
+  accel_cmdlist_t flat; /* holds the keepalives (chunk tables, replayed graphs' pools) */
+  accel_pool_t *pool;
+} graph_remains_t;
+
+static void remains_free(void *ctx) {
+  graph_remains_t *r = ctx;
+  const accel_backend_vtable_t *vt = r->dev->backend->vt;
+  if (r->native) vt->graph_destroy(r->native);
+  if (r->replay_done) vt->event_destroy(r->replay_done);
+  accel_cmdlist_free(&r->flat);
+  if (r->pool) accel_pool_release_ref(r->pool);
+  accel_device_t *dev = r->dev;
+  free(r);
+  accel_device_release(dev);
+}
+
+/* Drops captured work and the pool reference (graph lock held, not capturing). What replays
+ * may still use is handed to the caller as *remains, to pass to release_remains once g->lock
+ * is dropped. */
+static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
+  *remains = NULL;
+  graph_remains_t *r = calloc(1, sizeof *r);
+  if (r) {
+    r->dev = g->dev;
+    accel_device_retain(g->dev);
+    r->native = g->native;
+    r->replay_done = g->replay_done;
+    r->flat = g->flat; /* moved */
+    accel_cmdlist_init(&g->flat);
+    r->pool = g->pool;
+    *remains = r;
+    if (!g->replays) { /* nothing ran: no fence needed */
+      remains_free(r);
+      *remains = NULL;
+    }
+  } else {
+    /* out of host memory: release in place after a drain, holding only g->lock */
+    accel_device_drain(g->dev);
+    if (g->native) g->dev->backend->vt->graph_destroy(g->native);
+    if (g->replay_done) g->dev->backend->vt->event_destroy(g->replay_done);
+    accel_cmdlist_clear(&g->flat);
+    if (g->pool) accel_pool_release_ref(g->pool);
+  }
   g->native = NULL;
+  g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
-  accel_cmdlist_clear(&g->flat);
-  if (g->pool) pool_release(g->pool);
   g->pool = NULL;
   g->replays = 0;
+  if (g->last_replay_stream) accel_stream_release(g->last_replay_stream);
+  g->last_replay_stream = NULL;
   g->state = ACCEL_GRAPH_EMPTY;
+}
+
+static void release_remains(accel_device_t *dev, graph_remains_t *r) {
+  if (r) accel_device_retire(dev, remains_free, r);
 }
 
 accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
@@ -131,8 +125,12 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
                            "stream from accel_stream_create");
   /* the private pool is made before taking locks (it takes the device's locks) */
   accel_pool_t *use = pool;
-  if (use) pool_retain(use);
-  else if ((st = accel_graph_pool_create(dev, &use)) != ACCEL_OK) return st;
+  if (use) {
+    accel_pool_retain(use);
+  } else {
+    if ((st = accel_graph_pool_create(dev, &use)) != ACCEL_OK) return st;
+    accel_handle_unregister(&use->hdr); /* the graph's reference; the user has none */
+  }
   pthread_mutex_lock(&g->lock);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
@@ -156,7 +154,7 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
   }
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_unlock(&g->lock);
-  if (use) pool_release(use);
+  if (use) accel_pool_release_ref(use);
   return st;
 }
 
@@ -171,6 +169,12 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
                                               "capturing");
   }
   accel_capture_t *c = g->capture;
+  if (!accel_capture_ended_by_caller(c)) {
+    pthread_mutex_unlock(&g->lock);
+    return accel_set_error(ACCEL_ERROR_STATE,
+                           "accel_graph_capture_end: a GLOBAL or THREAD_LOCAL capture must be "
+                           "ended by the thread that began it (as in CUDA); the capture goes on");
+  }
   accel_stream_t *origin = g->capture_stream;
   pthread_mutex_lock(&origin->lock);
   bool valid = false;
@@ -178,6 +182,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   accel_cmdlist_init(&cmds);
   st = accel_capture_end(c, &cmds, &valid);
   pthread_mutex_unlock(&origin->lock);
+  accel_stream_release(origin); /* the capture's reference */
   g->capture = NULL;
   g->capture_stream = NULL;
   if (valid) {
@@ -200,13 +205,47 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     accel_status_t keep = st;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", accel_last_error());
-    graph_clear(g);
+    graph_remains_t *r = NULL;
+    graph_clear(g, &r);
+    pthread_mutex_unlock(&g->lock);
+    release_remains(g->dev, r);
+    pthread_mutex_lock(&g->lock);
     st = accel_set_error(keep, "%s", msg);
   }
   size_t n = g->cmds.count;
   pthread_mutex_unlock(&g->lock);
   accel_trace_end_args(&t, "\"nodes\":%zu,\"ok\":%d", n, st == ACCEL_OK);
   return st;
+}
+
+/* A replay on another stream than the last replay's waits for it: the last stream records
+ * g->replay_done (covering that replay) and s waits on it. One stream lock at a time (graph
+ * lock held). */
+static accel_status_t order_after_last_replay(accel_graph_t *g, accel_stream_t *s) {
+  accel_stream_t *last = g->last_replay_stream;
+  if (!last || last == s) return ACCEL_OK;
+  const accel_backend_vtable_t *vt = g->dev->backend->vt;
+  accel_status_t st = ACCEL_OK;
+  if (!g->replay_done)
+    st = vt->event_create(g->dev->impl, ACCEL_EVENT_DISABLE_TIMING, &g->replay_done);
+  if (st != ACCEL_OK) return st;
+  pthread_mutex_lock(&last->lock);
+  st = vt->event_record(g->replay_done, last->impl); /* the replay was submitted, not queued */
+  pthread_mutex_unlock(&last->lock);
+  if (st != ACCEL_OK) return st;
+  pthread_mutex_lock(&s->lock);
+  if (!s->capture) st = accel_lazy_flush_locked(s);
+  if (st == ACCEL_OK && !s->capture) st = vt->stream_wait_event(s->impl, g->replay_done);
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+/* Remembers the stream of the last eager replay (graph lock held). */
+static void note_replay(accel_graph_t *g, accel_stream_t *s) {
+  if (g->last_replay_stream == s) return;
+  accel_stream_retain(s);
+  if (g->last_replay_stream) accel_stream_release(g->last_replay_stream);
+  g->last_replay_stream = s;
 }
 
 accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
@@ -227,18 +266,29 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
                                : "accel_graph_replay: the graph holds no capture (never "
                                  "captured, reset, or its capture failed)");
   }
+  if (st == ACCEL_OK) st = order_after_last_replay(g, s);
   pthread_mutex_lock(&s->lock);
-  if (s->capture) {
-    /* replay inside a capture: the graph's commands become part of the new capture */
+  if (st != ACCEL_OK) {
+    /* the previous replay could not be ordered before this one */
+  } else if (s->capture) {
+    /* replay inside a capture: the graph's commands become part of the new capture, which
+     * keeps what they use: chunk tables and the graph's pool */
     for (size_t i = 0; i < g->flat.count && st == ACCEL_OK; ++i)
       st = accel_capture_record_locked(s, &g->flat.cmds[i], NULL);
     for (size_t i = 0; i < g->flat.nkeeps && st == ACCEL_OK; ++i)
       st = accel_capture_keep_locked(s, g->flat.keeps[i]);
+    if (st == ACCEL_OK && g->pool) {
+      accel_keepalive_t *k = accel_pool_keepalive(g->pool);
+      st = k ? accel_capture_keep_locked(s, k)
+             : accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+      if (k) accel_keepalive_release(k);
+    }
   } else {
     st = accel_lazy_flush_locked(s);
     if (st == ACCEL_OK)
       st = g->native ? dev->backend->vt->graph_launch(g->native, s->impl)
                      : accel_stream_run_batch(s, g->flat.cmds, g->flat.count);
+    if (st == ACCEL_OK) note_replay(g, s);
   }
   pthread_mutex_unlock(&s->lock);
   if (st == ACCEL_OK) g->replays++;
@@ -251,14 +301,16 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
 accel_status_t accel_graph_reset(accel_graph_t *g) {
   accel_status_t st = graph_check(g, "accel_graph_reset");
   if (st != ACCEL_OK) return st;
+  graph_remains_t *r = NULL;
   pthread_mutex_lock(&g->lock);
   if (g->state == ACCEL_GRAPH_CAPTURING) {
     st = accel_set_error(ACCEL_ERROR_STATE, "accel_graph_reset: the graph is capturing; end the "
                                             "capture first");
   } else {
-    graph_clear(g);
+    graph_clear(g, &r);
   }
   pthread_mutex_unlock(&g->lock);
+  release_remains(g->dev, r);
   return st;
 }
 
@@ -271,10 +323,16 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
     return accel_set_error(ACCEL_ERROR_STATE, "accel_graph_destroy: the graph is capturing; end "
                                               "the capture first");
   }
-  graph_clear(g);
-  accel_handle_unregister(&g->hdr);
+  /* of two concurrent destroys, one drops the user's reference; the other gets INVALID_HANDLE */
+  if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, "accel_graph_destroy")) != ACCEL_OK) {
+    pthread_mutex_unlock(&g->lock);
+    return st;
+  }
+  graph_remains_t *r = NULL;
+  graph_clear(g, &r);
   pthread_mutex_unlock(&g->lock);
   accel_device_t *dev = g->dev;
+  release_remains(dev, r);
   accel_cmdlist_free(&g->cmds);
   accel_cmdlist_free(&g->flat);
   pthread_mutex_destroy(&g->lock);

@@ -2,7 +2,9 @@
  * Live-handle registry: a set of handle addresses with their kind, so that entry points reject
  * NULL, destroyed or foreign handles with ACCEL_ERROR_INVALID_HANDLE instead of crashing.
  *
- * Every API call looks a handle up, so reads take no lock: writers (create/destroy) serialise
+ * The registry holds the handles the user may still name (user_refs > 0, see internal.h): an
+ * object that only internal holders keep alive is not in it. Every API call looks a handle up,
+ * so reads take no lock: writers (create/destroy) serialise
  * on a mutex and bump a sequence counter around each change (a seqlock); a reader retries when
  * the counter moved. A table replaced by a larger one is retired, not freed, so a reader still
  * probing it never touches freed memory (tables only grow; the retired ones are freed at exit).
@@ -55,50 +57,99 @@ static void grow(void) {
   atomic_store(&cap_pub, ncap);
 }
 
-void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
-                           const accel_backend_vtable_t *vt) {
-  h->vt = vt;
-  h->kind = kind;
-  atomic_store(&h->refcount, 1);
-  pthread_mutex_lock(&lock);
-  atomic_fetch_add(&seq, 1);
+/* Inserts h (lock held, seq odd). */
+static void insert_locked(accel_handle_t *h) {
   if ((count + 1) * 2 > cap) grow();
   if (count < cap) {
     size_t j = home(h, cap);
     while (slots[j].h) j = (j + 1) & (cap - 1);
-    __atomic_store_n(&slots[j].kind, kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[j].kind, h->kind, __ATOMIC_RELAXED);
     __atomic_store_n(&slots[j].h, h, __ATOMIC_RELAXED);
     count++;
   }
+}
+
+/* Slot of h, or SIZE_MAX (lock held). */
+static size_t find_locked(const void *h) {
+  if (!cap) return SIZE_MAX;
+  size_t j = home(h, cap);
+  while (slots[j].h && slots[j].h != h) j = (j + 1) & (cap - 1);
+  return slots[j].h == h ? j : SIZE_MAX;
+}
+
+/* Removes slot j; backward-shift deletion keeps probe chains intact (lock held, seq odd). */
+static void erase_locked(size_t j) {
+  __atomic_store_n(&slots[j].h, NULL, __ATOMIC_RELAXED);
+  count--;
+  for (size_t k = (j + 1) & (cap - 1); slots[k].h; k = (k + 1) & (cap - 1)) {
+    size_t hk = home(slots[k].h, cap);
+    bool between = j <= k ? (hk > j && hk <= k) : (hk > j || hk <= k);
+    if (!between) {
+      __atomic_store_n(&slots[j].kind, slots[k].kind, __ATOMIC_RELAXED);
+      __atomic_store_n(&slots[j].h, slots[k].h, __ATOMIC_RELAXED);
+      __atomic_store_n(&slots[k].h, NULL, __ATOMIC_RELAXED);
+      j = k;
+    }
+  }
+}
+
+void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
+                           const accel_backend_vtable_t *vt) {
+  h->vt = vt;
+  h->kind = kind;
+  h->user_refs = 1;
+  atomic_store(&h->refcount, 1);
+  pthread_mutex_lock(&lock);
+  atomic_fetch_add(&seq, 1);
+  insert_locked(h);
   atomic_fetch_add(&seq, 1);
   pthread_mutex_unlock(&lock);
 }
 
 void accel_handle_unregister(accel_handle_t *h) {
   pthread_mutex_lock(&lock);
-  atomic_fetch_add(&seq, 1);
-  if (cap) {
-    size_t j = home(h, cap);
-    while (slots[j].h && slots[j].h != h) j = (j + 1) & (cap - 1);
-    if (slots[j].h == h) {
-      __atomic_store_n(&slots[j].h, NULL, __ATOMIC_RELAXED);
-      count--;
-      /* backward-shift deletion keeps probe chains intact */
-      for (size_t k = (j + 1) & (cap - 1); slots[k].h; k = (k + 1) & (cap - 1)) {
-        size_t hk = home(slots[k].h, cap);
-        bool between = j <= k ? (hk > j && hk <= k) : (hk > j || hk <= k);
-        if (!between) {
-          __atomic_store_n(&slots[j].kind, slots[k].kind, __ATOMIC_RELAXED);
-          __atomic_store_n(&slots[j].h, slots[k].h, __ATOMIC_RELAXED);
-          __atomic_store_n(&slots[k].h, NULL, __ATOMIC_RELAXED);
-          j = k;
-        }
-      }
-    }
+  size_t j = find_locked(h);
+  if (j != SIZE_MAX) {
+    atomic_fetch_add(&seq, 1);
+    erase_locked(j);
+    atomic_fetch_add(&seq, 1);
   }
-  h->kind = 0;
-  atomic_fetch_add(&seq, 1);
+  h->user_refs = 0;
   pthread_mutex_unlock(&lock);
+}
+
+void accel_handle_add_user(accel_handle_t *h) {
+  pthread_mutex_lock(&lock);
+  if (h->user_refs++ == 0) {
+    atomic_fetch_add(&seq, 1);
+    insert_locked(h);
+    atomic_fetch_add(&seq, 1);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static const char *const what[] = {
+    [ACCEL_HANDLE_DEVICE] = "closed device handle", [ACCEL_HANDLE_STREAM] = "destroyed stream",
+    [ACCEL_HANDLE_EVENT] = "destroyed event",       [ACCEL_HANDLE_GRAPH] = "destroyed graph",
+    [ACCEL_HANDLE_POOL] = "released pool"};
+
+accel_status_t accel_handle_drop_user(const void *h, accel_handle_kind_t kind, const char *fn) {
+  pthread_mutex_lock(&lock);
+  size_t j = h ? find_locked(h) : SIZE_MAX;
+  if (j == SIZE_MAX || slots[j].kind != kind) {
+    pthread_mutex_unlock(&lock);
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE,
+                           "%s: invalid or %s %p (released more often than it was obtained?)",
+                           fn, what[kind], h);
+  }
+  accel_handle_t *hd = (accel_handle_t *)h;
+  if (--hd->user_refs == 0) {
+    atomic_fetch_add(&seq, 1);
+    erase_locked(j);
+    atomic_fetch_add(&seq, 1);
+  }
+  pthread_mutex_unlock(&lock);
+  return ACCEL_OK;
 }
 
 bool accel_handle_is_live(const void *h, accel_handle_kind_t kind) {
@@ -127,10 +178,6 @@ bool accel_handle_is_live(const void *h, accel_handle_kind_t kind) {
 }
 
 accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn) {
-  static const char *const what[] = {
-      [ACCEL_HANDLE_DEVICE] = "closed device handle", [ACCEL_HANDLE_STREAM] = "destroyed stream",
-      [ACCEL_HANDLE_EVENT] = "destroyed event",       [ACCEL_HANDLE_GRAPH] = "destroyed graph",
-      [ACCEL_HANDLE_POOL] = "released pool"};
   if (accel_handle_is_live(h, kind)) return ACCEL_OK;
   return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or %s %p", fn, what[kind], h);
 }

@@ -33,16 +33,29 @@ typedef enum accel_handle_kind {
   ACCEL_HANDLE_POOL
 } accel_handle_kind_t;
 
+/* Ownership (docs/RELIABILITY.md): refcount counts every reference to the object, the user's
+ * included; the object is torn down when it drops to zero. user_refs counts the references the
+ * user holds (one per create/open/accel_graph_pool); the handle is in the live-handle registry
+ * exactly while user_refs > 0, so a release too many is INVALID_HANDLE while everything the
+ * object's internal holders (graphs, captures, streams) need stays alive. */
 typedef struct accel_handle {
   const accel_backend_vtable_t *vt;
   atomic_int refcount;
   accel_handle_kind_t kind;
+  int user_refs; /* guarded by the registry's lock */
 } accel_handle_t;
 
-/* Live-handle registry: lets every entry point reject destroyed or foreign handles. */
+/* Live-handle registry: lets every entry point reject destroyed or foreign handles. register
+ * sets refcount and user_refs to 1. */
 void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
                            const accel_backend_vtable_t *vt);
 void accel_handle_unregister(accel_handle_t *h);
+/* One more user reference (re-registers a handle whose user references were all dropped). */
+void accel_handle_add_user(accel_handle_t *h);
+/* Drops one user reference of a live handle of that kind: ACCEL_OK, or INVALID_HANDLE with a
+ * message naming fn when h is not one (of two concurrent drops of the last reference, exactly
+ * one succeeds). The caller then drops the object reference that went with it. */
+accel_status_t accel_handle_drop_user(const void *h, accel_handle_kind_t kind, const char *fn);
 bool accel_handle_is_live(const void *h, accel_handle_kind_t kind);
 /* ACCEL_OK for a live handle of that kind; else INVALID_HANDLE with a message naming fn. */
 accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn);
@@ -88,11 +101,30 @@ struct accel_device {
   accel_ptrset_t host_allocs;     /* live accel_host_alloc blocks (guarded by lock) */
   bool lazy_default;
   uint64_t trace_id;
+  pthread_mutex_t retire_lock;    /* retired list (never held while waiting or calling out) */
+  struct accel_retired *retired;  /* retire.c: releases waiting for their fence */
+  atomic_int nretired;
 };
 
 void accel_device_retain(accel_device_t *dev);
 void accel_device_release(accel_device_t *dev);
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
+
+/* The device's live streams, each retained (dev->lock is held only while listing them);
+ * release with accel_device_streams_release. */
+accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n);
+void accel_device_streams_release(accel_stream_t **streams, size_t n);
+
+/* retire.c, accel_device_retire (kernel_support.h): fn(ctx) runs once every stream of the
+ * device has finished the work submitted before the call (a fence of one backend event per
+ * stream), without any lock held: at a later accel_device_reap that finds the fence complete,
+ * or at once after a drain if the fence cannot be made. */
+/* Inside a retired release: the allocator free generation its completed fence covers (every
+ * block freed at or before it is idle); 0 elsewhere. */
+uint64_t accel_retire_covered_epoch(void);
+/* Runs the retired releases whose fence completed (wait: waits for every fence first, holding
+ * no lock). Cheap when nothing is retired. */
+void accel_device_reap(accel_device_t *dev, bool wait);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Streams, capture, lazy queue                                                                */
@@ -130,8 +162,13 @@ struct accel_stream {
   void *kop_memo[ACCEL_KOP_MEMO_SLOTS]; /* kernel_ops.c: atomic, one reference each */
 };
 
+/* A stream holds a reference to its device; captures, fences and graphs' replay ordering hold
+ * references to streams. The last release tears the stream down (synchronizes it first). */
 accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,
                                             bool internal, accel_stream_t **out);
+void accel_stream_retain(accel_stream_t *s);
+void accel_stream_release(accel_stream_t *s);
+/* Drops the reference the device holds on its default/upload stream (device teardown). */
 void accel_stream_destroy_internal(accel_stream_t *s);
 /* Submits a queued lazy sequence (caller holds s->lock). */
 accel_status_t accel_lazy_flush_locked(accel_stream_t *s);
@@ -153,14 +190,17 @@ struct accel_event {
   accel_be_event_t *impl;
   unsigned flags;
   pthread_mutex_t lock;
-  accel_stream_t *last_stream;    /* stream of the last record (for lazy flush on query) */
   bool recorded;
-  /* set when the last record happened inside a capture */
+  /* set when the last record happened inside a capture (the event holds a reference to it) */
   accel_capture_t *capture;
   uint32_t capture_event_slot;
   size_t capture_position;
   uint32_t capture_stream_slot;
 };
+
+/* An event holds a reference to its device; captures hold references to their events. */
+void accel_event_retain(accel_event_t *e);
+void accel_event_release(accel_event_t *e);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Graphs and capture                                                                          */
@@ -190,7 +230,19 @@ struct accel_graph {
   accel_be_graph_t *native;
   uint64_t replays;
   uint64_t trace_id;
+  /* replays of one graph run one at a time (as CUDA's launches of one executable graph): a
+   * replay on another stream than the last one waits for it through this event */
+  accel_stream_t *last_replay_stream; /* reference held */
+  accel_be_event_t *replay_done;
 };
+
+/* Pool references (graph_pool.c): captures and graphs hold them. */
+void accel_pool_retain(accel_pool_t *p);
+void accel_pool_release_ref(accel_pool_t *p);
+/* A keepalive holding a pool reference (NULL when out of host memory). */
+accel_keepalive_t *accel_pool_keepalive(accel_pool_t *p);
+/* Retires the collection of zombie (an unreferenced, empty graph-pool arena; NULL: nothing). */
+void accel_pool_arena_retire(accel_device_t *dev, accel_mempool_arena_t *zombie);
 
 /* Called by every potentially unsafe call (synchronize, query, blocking copy, accel_malloc):
  * if a capture covers the calling thread (per its mode) the capture is invalidated and
@@ -200,7 +252,8 @@ accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream
 accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                            accel_keepalive_t *keep);
 accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_t *e);
-accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_event_t *e);
+accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_t *ec,
+                                               uint32_t slot);
 /* Invalidate the capture s belongs to (caller holds s->lock) with a reason. */
 void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -7,8 +7,8 @@
  * cached per device, keyed by the exact list contents (addresses, sizes, dtypes, operation; and
  * the stream for norms, whose table carries the partials scratch), so repeated calls and
  * captured graphs reuse them. A launch passes its table as keepalive, so graphs and lazy
- * queues keep it alive; the cache evicts only entries nobody else holds, only while no capture
- * is active, and only after draining the device (eager work may still read them).
+ * queues keep it alive; the cache evicts only entries nobody else holds and frees them only
+ * after a fence on every stream (eager work may still read them; see core/retire.c).
  */
 #include <math.h>
 #include <pthread.h>
@@ -27,8 +27,8 @@ _Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
                "accel_adam_args_t and acc_adam_args_t differ");
 
 /* Entries kept per device before unused ones are evicted. Per-tensor loops over a large model
- * create one entry per (op, tensor), so the cache holds many; an eviction drains the device,
- * so it frees a quarter of the cache at once to keep drains rare. */
+ * create one entry per (op, tensor), so the cache holds many; an eviction records a fence on
+ * every stream, so it frees a quarter of the cache at once to keep evictions rare. */
 #define KOP_CACHE_MAX 65536u
 #define KOP_CACHE_AFTER_EVICT (KOP_CACHE_MAX / 4u * 3u)
 
@@ -477,11 +477,24 @@ static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry
   return ACCEL_OK;
 }
 
-/* Frees least recently used entries that only the cache holds, down to KOP_CACHE_AFTER_EVICT,
- * keeping keep. Never during a capture; drains the device first (eager work may read the
- * tables). */
+typedef struct kop_victims {
+  size_t n;
+  kop_entry_t **entries;
+} kop_victims_t;
+
+static void kop_victims_free(void *ctx) {
+  kop_victims_t *v = ctx;
+  for (size_t i = 0; i < v->n; ++i) kop_entry_free(v->entries[i]);
+  free(v->entries);
+  free(v);
+}
+
+/* Unlinks least recently used entries that only the cache holds, down to
+ * KOP_CACHE_AFTER_EVICT, keeping keep, and frees them once every stream finished the work
+ * submitted so far (eager launches may still read them; recorded ones hold references). */
 static void kop_evict(kop_state_t *s, accel_device_t *dev, const kop_entry_t *keep) {
-  if (accel_device_any_capture(dev)) return;
+  kop_victims_t *v = calloc(1, sizeof *v);
+  if (!v) return;
   pthread_mutex_lock(&s->mu);
   kop_entry_t **cand = malloc(s->count * sizeof *cand);
   size_t ncand = 0, nvict = 0;
@@ -496,16 +509,10 @@ static void kop_evict(kop_state_t *s, accel_device_t *dev, const kop_entry_t *ke
     for (size_t i = 0; i < nvict; ++i) kop_unlink(s, cand[i]);
   }
   pthread_mutex_unlock(&s->mu);
-  /* Unlinked entries can no longer be found; wait for eager work that may still read them. */
-  if (nvict && accel_device_drain(dev) != ACCEL_OK) {
-    /* Cannot prove they are idle: put them back rather than free memory in use. */
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < nvict; ++i) kop_insert(s, cand[i]);
-    pthread_mutex_unlock(&s->mu);
-    nvict = 0;
-  }
-  for (size_t i = 0; i < nvict; ++i) kop_entry_free(cand[i]);
-  free(cand);
+  v->n = nvict;
+  v->entries = cand;
+  if (nvict) accel_device_retire(dev, kop_victims_free, v);
+  else kop_victims_free(v);
 }
 
 /* The cached table for the validated r (built on a miss, with the spans of its sorted

@@ -60,10 +60,12 @@ void accel_device_internal_free(accel_device_t *device, void *ptr);
  * of any stream's work). */
 accel_status_t accel_device_upload(accel_device_t *device, void *dst, const void *src,
                                    size_t size);
-/* Waits until every stream of the device drained (internal: no capture checks). */
+/* Waits until every stream of the device drained (internal: no capture checks; holds no lock
+ * while waiting). */
 accel_status_t accel_device_drain(accel_device_t *device);
-/* 1 while any stream of device is capturing (then internal memory must not be freed). */
-int accel_device_any_capture(accel_device_t *device);
+/* Calls fn(ctx) once every stream of the device finished the work submitted before this call,
+ * without waiting here (core/retire.c). */
+void accel_device_retire(accel_device_t *device, void (*fn)(void *ctx), void *ctx);
 
 /* Per-device state owned by kernel_ops.c (the chunk-table cache). The core calls
  * accel_kernel_state_destroy(device, state) when the device is torn down, after draining it. */

@@ -12,11 +12,15 @@ static accel_status_t check_size(const char *fn, size_t size) {
   return ACCEL_OK;
 }
 
-/* Returns cached memory to the backend. Draining first makes every cached block idle (a block
- * freed stream-ordered may still be read by queued work); callers hold no stream lock. */
+/* Returns cached memory to the backend: segments whose blocks were all freed before the drain
+ * began (a block freed stream-ordered may still be read by queued work, and another thread may
+ * free one while we drain), and retired releases whose fences the drain completed. Waits for
+ * the device holding no lock. */
 static void empty_cache_drained(accel_device_t *dev) {
+  uint64_t epoch = accel_mempool_free_generation(dev->mem);
   accel_device_drain(dev);
-  accel_mempool_empty_cache(dev->mem);
+  accel_device_reap(dev, true);
+  accel_mempool_empty_cache(dev->mem, epoch);
 }
 
 /* The out-of-memory protocol shared by accel_malloc and accel_malloc_async: the first failure
@@ -25,6 +29,7 @@ static void empty_cache_drained(accel_device_t *dev) {
 static accel_status_t alloc_with_retry(accel_device_t *dev, accel_stream_t *s, size_t size,
                                        void **ptr) {
   accel_stream_t *key = s ? s : dev->default_stream;
+  accel_device_reap(dev, false); /* retired graph pools whose replays finished */
   for (int attempt = 0;; ++attempt) {
     if (s) pthread_mutex_lock(&s->lock);
     accel_mempool_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
@@ -56,8 +61,10 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
   accel_status_t st = accel_device_check(dev, "accel_free");
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
-  st = accel_mempool_free(dev->mem, ptr, NULL);
+  accel_mempool_arena_t *zombie = NULL;
+  st = accel_mempool_free(dev->mem, ptr, NULL, &zombie);
   if (st != ACCEL_OK) return accel_set_error(st, "accel_free: %s", accel_last_error());
+  accel_pool_arena_retire(dev, zombie);
   return ACCEL_OK;
 }
 
@@ -82,10 +89,12 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   accel_status_t st = accel_stream_check(s, "accel_free_async", &dev);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
+  accel_mempool_arena_t *zombie = NULL;
   pthread_mutex_lock(&s->lock);
   if (s->capture) st = accel_capture_check_free_locked(s, ptr);
-  if (st == ACCEL_OK) st = accel_mempool_free(dev->mem, ptr, s);
+  if (st == ACCEL_OK) st = accel_mempool_free(dev->mem, ptr, s, &zombie);
   pthread_mutex_unlock(&s->lock);
+  accel_pool_arena_retire(dev, zombie);
   if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
       st != ACCEL_ERROR_CAPTURE_INVALIDATED)
     return accel_set_error(st, "accel_free_async: %s", accel_last_error());

@@ -32,6 +32,7 @@ struct block {
   block_t *prev, *next;   /* address order within the segment */
   block_t *fprev, *fnext; /* free list of its bin */
   const void *key;        /* stream key: free blocks are binned under it */
+  uint64_t freed_at;      /* free block: the free generation of its latest free (0: never) */
   bool allocated;
   uint8_t bin;
 };
@@ -52,7 +53,9 @@ typedef struct bins {
 struct accel_mempool_arena {
   accel_mempool_t *m;
   bool graph_pool;
+  bool zombie;    /* unreferenced and empty: its collection is retired (accel_pool_arena_retire) */
   int refs;
+  uint64_t last_free; /* free generation of its latest free */
   size_t live_blocks;
   size_t segments;
   bins_t *bins;
@@ -269,10 +272,18 @@ static bool seg_is_free(const segment_t *s) {
   return true;
 }
 
-static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a) {
+/* Whether every block of s was freed at or before generation epoch (a drain or fence begun
+ * after that covers all work that used them). */
+static bool seg_idle_since(const segment_t *s, uint64_t epoch) {
+  for (const block_t *b = s->first; b; b = b->next)
+    if (b->freed_at > epoch) return false;
+  return true;
+}
+
+static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a, uint64_t epoch) {
   for (size_t i = m->nsegs; i-- > 0;) {
     segment_t *s = m->segs[i];
-    if (s->arena != a || !seg_is_free(s)) continue;
+    if (s->arena != a || !seg_is_free(s) || !seg_idle_since(s, epoch)) continue;
     for (block_t *blk = s->first; blk; blk = blk->next) {
       bins_t *b = bins_for(a, blk->key, false);
       if (b) bin_remove(b, blk);
@@ -398,40 +409,43 @@ void accel_mempool_arena_retain(accel_mempool_arena_t *a) {
   pthread_mutex_unlock(&a->m->lock);
 }
 
-/* A graph pool nothing refers to and with no live block: its segments can go back once queued
- * work is drained (accel_mempool_collect). */
-static bool arena_is_zombie(const accel_mempool_arena_t *a) {
-  return a->graph_pool && a->refs == 0 && a->live_blocks == 0;
+/* A graph pool nothing refers to and with no live block: nobody can allocate from it or free
+ * into it again, so it is marked once and its collection retired by the caller. */
+static accel_mempool_arena_t *mark_zombie(accel_mempool_arena_t *a) {
+  if (!a->graph_pool || a->refs != 0 || a->live_blocks != 0 || a->zombie) return NULL;
+  a->zombie = true;
+  return a;
 }
 
-/* Frees every zombie pool arena (lock held; the caller drained the device). */
-static void collect_zombies(accel_mempool_t *m) {
-  for (accel_mempool_arena_t **pp = &m->pools; *pp;) {
-    accel_mempool_arena_t *a = *pp;
-    if (!arena_is_zombie(a)) {
-      pp = &a->next;
-      continue;
-    }
-    release_free_segments(m, a);
-    *pp = a->next;
-    arena_free_state(a);
-    free(a);
-  }
-}
-
-bool accel_mempool_arena_release(accel_mempool_arena_t *a) {
+accel_mempool_arena_t *accel_mempool_arena_release(accel_mempool_arena_t *a) {
   accel_mempool_t *m = a->m;
   pthread_mutex_lock(&m->lock);
   a->refs--;
-  bool zombie = arena_is_zombie(a);
+  accel_mempool_arena_t *z = mark_zombie(a);
   pthread_mutex_unlock(&m->lock);
-  return zombie;
+  return z;
 }
 
-void accel_mempool_collect(accel_mempool_t *m) {
+uint64_t accel_mempool_arena_last_free(accel_mempool_arena_t *a) {
+  pthread_mutex_lock(&a->m->lock);
+  uint64_t v = a->last_free;
+  pthread_mutex_unlock(&a->m->lock);
+  return v;
+}
+
+void accel_mempool_arena_collect(accel_mempool_arena_t *a) {
+  accel_mempool_t *m = a->m;
   pthread_mutex_lock(&m->lock);
-  collect_zombies(m);
+  release_free_segments(m, a, UINT64_MAX);
+  for (accel_mempool_arena_t **pp = &m->pools; *pp; pp = &(*pp)->next) {
+    if (*pp == a) {
+      *pp = a->next;
+      break;
+    }
+  }
   pthread_mutex_unlock(&m->lock);
+  arena_free_state(a);
+  free(a);
 }
 
 void accel_mempool_count_retry(accel_mempool_t *m, bool failed) {
@@ -473,8 +487,9 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
   accel_status_t st = ACCEL_OK;
   bins_t *b = bins_for(a, stream_key, true);
   block_t *blk = b ? bin_find(b, rounded) : NULL;
-  if (!blk && a->graph_pool && stream_key) {
-    /* blocks freed by earlier captures sharing the pool (replayed before this one) */
+  if (!blk && stream_key) {
+    /* idle blocks: freed by earlier captures sharing a graph pool (replayed before this one),
+     * or left by a destroyed stream (its work finished) */
     bins_t *shared = bins_for(a, NULL, false);
     block_t *cand = shared ? bin_find(shared, rounded) : NULL;
     if (cand) {
@@ -521,6 +536,7 @@ static block_t *coalesce(accel_mempool_t *m, bins_t *b, block_t *blk) {
   block_t *n = blk->next;
   if (n && !n->allocated && n->key == blk->key) {
     bin_remove(b, n);
+    if (n->freed_at > blk->freed_at) blk->freed_at = n->freed_at;
     blk->size += n->size;
     blk->next = n->next;
     if (n->next) n->next->prev = blk;
@@ -529,6 +545,7 @@ static block_t *coalesce(accel_mempool_t *m, bins_t *b, block_t *blk) {
   block_t *p = blk->prev;
   if (p && !p->allocated && p->key == blk->key) {
     bin_remove(b, p);
+    if (blk->freed_at > p->freed_at) p->freed_at = blk->freed_at;
     p->size += blk->size;
     p->next = blk->next;
     if (blk->next) blk->next->prev = p;
@@ -538,7 +555,9 @@ static block_t *coalesce(accel_mempool_t *m, bins_t *b, block_t *blk) {
   return blk;
 }
 
-accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key) {
+accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
+                                  accel_mempool_arena_t **zombie) {
+  if (zombie) *zombie = NULL;
   pthread_mutex_lock(&m->lock);
   size_t j = live_find(m, (uintptr_t)ptr);
   if (j == SIZE_MAX) {
@@ -558,13 +577,16 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   m->stats.active_blocks--;
   a->live_blocks--;
   blk->allocated = false;
-  __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
+  blk->freed_at = __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
+  a->last_free = blk->freed_at;
   if (stream_key) blk->key = stream_key;
   bins_t *b = bins_for(a, blk->key, true);
   if (b) {
     blk = coalesce(m, b, blk);
     bin_insert(b, blk);
   } /* else: out of host memory for a bin; the block stays unreachable until teardown */
+  accel_mempool_arena_t *z = mark_zombie(a);
+  if (zombie) *zombie = z;
   pthread_mutex_unlock(&m->lock);
   return ACCEL_OK;
 }
@@ -671,6 +693,7 @@ static void retag_arena(accel_mempool_t *m, accel_mempool_arena_t *a, const void
       if (!b->allocated && !n->allocated && b->key == to && n->key == to) {
         bin_remove(dst, b);
         bin_remove(dst, n);
+        if (n->freed_at > b->freed_at) b->freed_at = n->freed_at;
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
@@ -710,9 +733,8 @@ void accel_mempool_reset_peaks(accel_mempool_t *m) {
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_mempool_empty_cache(accel_mempool_t *m) {
+void accel_mempool_empty_cache(accel_mempool_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
-  release_free_segments(m, &m->default_arena);
-  collect_zombies(m);
+  release_free_segments(m, &m->default_arena, epoch);
   pthread_mutex_unlock(&m->lock);
 }

@@ -29,14 +29,21 @@ accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m);
 /* A graph pool arena with one reference. */
 accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out);
 void accel_mempool_arena_retain(accel_mempool_arena_t *a);
-/* Drops a reference. Returns true when the arena is now unreferenced and holds no live block;
- * its segments go back at the next accel_mempool_collect / empty_cache (after a drain). */
-bool accel_mempool_arena_release(accel_mempool_arena_t *a);
+/* Drops a reference. Returns the arena when it is now unreferenced and holds no live block (a
+ * zombie: it becomes one exactly once), else NULL. The caller then frees it with
+ * accel_mempool_arena_collect once no queued work can use its memory. */
+accel_mempool_arena_t *accel_mempool_arena_release(accel_mempool_arena_t *a);
+/* The free generation of the arena's latest free (0: none). */
+uint64_t accel_mempool_arena_last_free(accel_mempool_arena_t *a);
+/* Returns a zombie arena's segments to the backend and frees it. */
+void accel_mempool_arena_collect(accel_mempool_arena_t *a);
 
 /* The allocator never returns memory to the backend on its own: a segment may only go back once
- * no queued work can still use it, which only the device can ensure (it drains its streams,
- * without holding stream locks, then calls empty_cache / collect). On OUT_OF_MEMORY the caller
- * drains, empties the cache, retries once and reports the attempt with
+ * no queued work can still use it, which only the device can ensure. Frees are stamped with the
+ * free generation; the device reads it (accel_mempool_free_generation), drains its streams
+ * holding no lock, and then returns only segments whose blocks were all freed by then
+ * (accel_mempool_empty_cache), so a block freed by another thread during the drain stays. On
+ * OUT_OF_MEMORY the caller does the same, retries once and reports the attempt with
  * accel_mempool_count_retry. */
 
 /* Allocates size bytes (> 0) for work ordered on stream_key. When search_key is not NULL a
@@ -44,9 +51,11 @@ bool accel_mempool_arena_release(accel_mempool_arena_t *a);
 accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *arena,
                                    const void *stream_key, size_t size, void **ptr);
 /* Frees a live block. stream_key: the stream the free is ordered on (NULL: the block's own).
- * arena_out (optional) receives the block's arena. INVALID_ARGUMENT for a pointer that is not
- * the start of a live block. */
-accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key);
+ * zombie (optional) receives the block's graph-pool arena when this free left it unreferenced
+ * and empty (see accel_mempool_arena_release). INVALID_ARGUMENT for a pointer that is not the
+ * start of a live block. Free blocks with the NULL key are idle: any stream may take them. */
+accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
+                                  accel_mempool_arena_t **zombie);
 
 /* Counts the frees of live blocks: a range found inside live blocks stays inside them for as
  * long as this value is unchanged (allocations never invalidate a range). Lock-free. */
@@ -65,19 +74,17 @@ bool accel_mempool_contains(accel_mempool_t *m, const void *ptr);
 /* Arena of the live block starting at ptr, or NULL. */
 accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr);
 
-/* Re-bins free blocks of arena from one stream key to another (capture end: make blocks freed
- * during a capture available to later captures; stream destroy: hand a dead stream's blocks to
- * the default stream). Live blocks owned by from_key are re-owned too. */
+/* Re-bins free blocks of arena (NULL: every arena) from one stream key to another (capture
+ * end: make blocks freed during a capture available to later captures; stream destroy: make a
+ * dead stream's blocks idle, to_key NULL). Live blocks owned by from_key are re-owned too. */
 void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const void *from_key,
                          const void *to_key);
 
 void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out);
 void accel_mempool_reset_peaks(accel_mempool_t *m);
-/* Returns fully free segments of the default arena, and every unreferenced graph pool without
- * live blocks, to the backend. The caller drained the device. */
-void accel_mempool_empty_cache(accel_mempool_t *m);
-/* Returns unreferenced graph pools without live blocks to the backend (device drained). */
-void accel_mempool_collect(accel_mempool_t *m);
+/* Returns the default arena's free segments whose blocks were all freed at or before free
+ * generation epoch to the backend; the caller drained the device after reading epoch. */
+void accel_mempool_empty_cache(accel_mempool_t *m, uint64_t epoch);
 /* Counts an out-of-memory retry (stats alloc_retries) and whether it failed again (ooms). */
 void accel_mempool_count_retry(accel_mempool_t *m, bool failed);
 

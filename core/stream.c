@@ -19,6 +19,8 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
     free(s);
     return st;
   }
+  /* the device's own streams (default, upload) go with it and hold no reference to it */
+  if (!is_default && !internal) accel_device_retain(dev);
   s->dev = dev;
   s->is_default = is_default;
   s->internal = internal;
@@ -41,22 +43,13 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
 
 void **accel_stream_kop_memo(accel_stream_t *s) { return s->kop_memo; }
 
-/* Tears a stream down (its work is drained first). Does not drop the device reference. */
-void accel_stream_destroy_internal(accel_stream_t *s) {
+/* Tears a stream down (its work is drained first) and drops its device reference. */
+static void stream_teardown(accel_stream_t *s) {
   accel_device_t *dev = s->dev;
   accel_stream_sync_internal(s);
-  pthread_mutex_lock(&dev->lock);
-  for (accel_stream_t **pp = &dev->streams; *pp; pp = &(*pp)->next_in_device) {
-    if (*pp == s) {
-      *pp = s->next_in_device;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&dev->lock);
-  /* blocks owned by this stream go to the default stream: its work is done */
-  if (!s->is_default && dev->default_stream)
-    accel_mempool_retag(dev->mem, NULL, s, dev->default_stream);
-  accel_handle_unregister(&s->hdr);
+  /* its free blocks are idle now: any stream may reuse them (mempool.h) */
+  accel_mempool_retag(dev->mem, NULL, s, NULL);
+  accel_handle_unregister(&s->hdr); /* internal streams are still registered */
   accel_kernel_stream_forget(s);
   dev->backend->vt->stream_destroy(s->impl);
   accel_cmdlist_free(&s->lazy_queue);
@@ -65,9 +58,36 @@ void accel_stream_destroy_internal(accel_stream_t *s) {
     if (e->native) dev->backend->vt->graph_destroy(e->native);
     accel_cmdlist_free(&e->cmds);
   }
+  bool holds_device = !s->is_default && !s->internal;
   pthread_mutex_destroy(&s->lock);
   free(s);
+  if (holds_device) accel_device_release(dev);
 }
+
+void accel_stream_retain(accel_stream_t *s) { atomic_fetch_add(&s->hdr.refcount, 1); }
+
+void accel_stream_release(accel_stream_t *s) {
+  int old = atomic_load(&s->hdr.refcount);
+  while (old > 1)
+    if (atomic_compare_exchange_weak(&s->hdr.refcount, &old, old - 1)) return;
+  /* possibly the last reference: decided under the device lock, so that listing the device's
+   * streams (accel_device_streams) never retains a stream whose teardown began */
+  accel_device_t *dev = s->dev;
+  pthread_mutex_lock(&dev->lock);
+  bool last = atomic_fetch_sub(&s->hdr.refcount, 1) == 1;
+  if (last) {
+    for (accel_stream_t **pp = &dev->streams; *pp; pp = &(*pp)->next_in_device) {
+      if (*pp == s) {
+        *pp = s->next_in_device;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&dev->lock);
+  if (last) stream_teardown(s);
+}
+
+void accel_stream_destroy_internal(accel_stream_t *s) { accel_stream_release(s); }
 
 accel_status_t accel_stream_check(accel_stream_t *s, const char *fn, accel_device_t **device) {
   if (!accel_handle_is_live(s, ACCEL_HANDLE_STREAM) || s->internal)
@@ -240,10 +260,7 @@ accel_status_t accel_stream_create_ex(accel_device_t *dev, unsigned flags, accel
       (flags & ACCEL_STREAM_LAZY && flags & ACCEL_STREAM_EAGER))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_stream_create: bad flags 0x%x",
                            flags);
-  accel_device_retain(dev);
-  st = accel_stream_create_internal(dev, flags, false, false, out);
-  if (st != ACCEL_OK) accel_device_release(dev);
-  return st;
+  return accel_stream_create_internal(dev, flags, false, false, out);
 }
 
 accel_status_t accel_stream_destroy(accel_stream_t *s) {
@@ -252,12 +269,18 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
   if (s->is_default)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_stream_destroy: the default stream belongs to its device");
-  if (s->capture)
+  pthread_mutex_lock(&s->lock);
+  bool capturing = s->capture != NULL;
+  pthread_mutex_unlock(&s->lock);
+  if (capturing)
     return accel_set_error(ACCEL_ERROR_STATE,
                            "accel_stream_destroy: the stream is capturing; end the capture first");
-  accel_device_t *dev = s->dev;
-  accel_stream_destroy_internal(s);
-  accel_device_release(dev);
+  if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, "accel_stream_destroy")) != ACCEL_OK)
+    return st;
+  /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
+   * replay ordering) may then drop the last reference from any thread without waiting. */
+  accel_stream_sync_internal(s);
+  accel_stream_release(s);
   return ACCEL_OK;
 }
 

@@ -76,39 +76,39 @@ int main(void) {
   /* free + reuse on the same stream gives the same address; other streams do not reuse.
    * Only a successful free moves the free generation (a cached validation relies on it). */
   const uint64_t gen = accel_mempool_free_generation(m);
-  CHECK(accel_mempool_free(m, b, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, b, NULL, NULL) == ACCEL_OK);
   CHECK(accel_mempool_free_generation(m) == gen + 1);
   CHECK(!accel_mempool_range_valid(m, b, 1));
-  CHECK(accel_mempool_free(m, b, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* double free */
+  CHECK(accel_mempool_free(m, b, NULL, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* double free */
   CHECK(accel_mempool_free_generation(m) == gen + 1);
   CHECK(strstr(last, "not the start of a live allocation") != NULL);
-  CHECK(accel_mempool_free(m, (char *)a + 8, NULL) == ACCEL_ERROR_INVALID_ARGUMENT);
-  CHECK(accel_mempool_free(m, &st, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* foreign */
+  CHECK(accel_mempool_free(m, (char *)a + 8, NULL, NULL) == ACCEL_ERROR_INVALID_ARGUMENT);
+  CHECK(accel_mempool_free(m, &st, NULL, NULL) == ACCEL_ERROR_INVALID_ARGUMENT); /* foreign */
   CHECK(accel_mempool_alloc(m, def, &s1, 1000, &c) == ACCEL_OK && c == b);
   CHECK(accel_mempool_free_generation(m) == gen + 1); /* allocating invalidates no range */
-  CHECK(accel_mempool_free(m, c, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, c, NULL, NULL) == ACCEL_OK);
   void *d;
   CHECK(accel_mempool_alloc(m, def, &s2, 1000, &d) == ACCEL_OK);
   accel_mempool_stats(m, &st);
   CHECK(st.segment_count == 2); /* s2 got its own segment */
 
   /* coalescing: everything freed on s1 merges back into one segment-sized block */
-  CHECK(accel_mempool_free(m, a, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, a, NULL, NULL) == ACCEL_OK);
   void *big;
   CHECK(accel_mempool_alloc(m, def, &s1, 2u << 20, &big) == ACCEL_OK);
   accel_mempool_stats(m, &st);
   CHECK(st.segment_count == 2); /* reused the merged s1 segment */
-  CHECK(accel_mempool_free(m, big, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, big, NULL, NULL) == ACCEL_OK);
 
   /* retag: a dead stream's blocks become the default stream's */
   accel_mempool_retag(m, NULL, &s2, &s1);
-  CHECK(accel_mempool_free(m, d, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, d, NULL, NULL) == ACCEL_OK);
   void *e;
   CHECK(accel_mempool_alloc(m, def, &s1, 2u << 20, &e) == ACCEL_OK);
-  CHECK(accel_mempool_free(m, e, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, e, NULL, NULL) == ACCEL_OK);
 
   /* empty_cache returns fully free segments */
-  accel_mempool_empty_cache(m);
+  accel_mempool_empty_cache(m, accel_mempool_free_generation(m));
   accel_mempool_stats(m, &st);
   CHECK(st.reserved_bytes == 0 && st.segment_count == 0 && st.allocated_bytes == 0);
   CHECK(raw_live == 0);
@@ -121,20 +121,20 @@ int main(void) {
    * drain): a raw failure is reported at once and leaves the cache as it was */
   void *keep, *tmp;
   CHECK(accel_mempool_alloc(m, def, &s1, 100, &tmp) == ACCEL_OK);
-  CHECK(accel_mempool_free(m, tmp, NULL) == ACCEL_OK); /* cached segment */
+  CHECK(accel_mempool_free(m, tmp, NULL, NULL) == ACCEL_OK); /* cached segment */
   raw_fail_next = 1;
   CHECK(accel_mempool_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_ERROR_OUT_OF_MEMORY);
   CHECK(strstr(last, "out of device memory") != NULL);
   accel_mempool_stats(m, &st);
   CHECK(st.segment_count == 1 && st.allocated_bytes == 0);
   /* the device's protocol: (drain,) empty the cache, retry, count the retry */
-  accel_mempool_empty_cache(m);
+  accel_mempool_empty_cache(m, accel_mempool_free_generation(m));
   CHECK(accel_mempool_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_OK);
   accel_mempool_count_retry(m, false);
   accel_mempool_count_retry(m, true);
   accel_mempool_stats(m, &st);
   CHECK(st.alloc_retries == 2 && st.ooms == 1 && st.allocated_bytes == (3u << 20));
-  CHECK(accel_mempool_free(m, keep, NULL) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, keep, NULL, NULL) == ACCEL_OK);
 
   /* graph pool arenas: live until released and empty; shared free blocks reused */
   accel_mempool_arena_t *pool;
@@ -142,19 +142,19 @@ int main(void) {
   void *g1, *g2;
   CHECK(accel_mempool_alloc(m, pool, &s1, 4096, &g1) == ACCEL_OK);
   CHECK(accel_mempool_block_arena(m, g1) == pool);
-  CHECK(accel_mempool_free(m, g1, &s1) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, g1, &s1, NULL) == ACCEL_OK);
   accel_mempool_retag(m, pool, &s1, NULL); /* capture end */
   CHECK(accel_mempool_alloc(m, pool, &s2, 4096, &g2) == ACCEL_OK && g2 == g1);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == (2u << 20));
   CHECK(!accel_mempool_arena_release(pool)); /* block still live: pool stays */
-  accel_mempool_collect(m);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == (2u << 20));
-  CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK); /* last block: the pool can go... */
+  accel_mempool_arena_t *zombie = NULL;
+  CHECK(accel_mempool_free(m, g2, NULL, &zombie) == ACCEL_OK && zombie == pool); /* last block */
   accel_mempool_stats(m, &st);
-  CHECK(st.graph_pool_reserved_bytes == (2u << 20)); /* ...at the next collect, not before */
-  accel_mempool_collect(m);
+  CHECK(st.graph_pool_reserved_bytes == (2u << 20)); /* ...goes back when collected, not before */
+  accel_mempool_arena_collect(zombie);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == 0);
 
@@ -164,32 +164,47 @@ int main(void) {
   CHECK(accel_mempool_alloc(m, pool, &s1, 256, &g1) == ACCEL_OK);
   CHECK(accel_mempool_alloc(m, pool, &s1, 256, &g2) == ACCEL_OK);
   CHECK(!accel_mempool_arena_release(pool));
-  CHECK(accel_mempool_free(m, g1, &s2) == ACCEL_OK);
-  CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK);
-  accel_mempool_collect(m);
+  CHECK(accel_mempool_free(m, g1, &s2, &zombie) == ACCEL_OK && !zombie);
+  CHECK(accel_mempool_free(m, g2, NULL, &zombie) == ACCEL_OK && zombie == pool);
+  accel_mempool_arena_collect(zombie);
   accel_mempool_stats(m, &st);
   CHECK(st.graph_pool_reserved_bytes == 0);
   /* likewise the default arena: empty_cache releases a segment split between two keys */
   CHECK(accel_mempool_alloc(m, def, &s1, 256, &g1) == ACCEL_OK);
   CHECK(accel_mempool_alloc(m, def, &s1, 256, &g2) == ACCEL_OK);
-  CHECK(accel_mempool_free(m, g1, &s2) == ACCEL_OK);
-  CHECK(accel_mempool_free(m, g2, NULL) == ACCEL_OK);
-  accel_mempool_empty_cache(m);
+  CHECK(accel_mempool_free(m, g1, &s2, NULL) == ACCEL_OK);
+  const uint64_t before_last_free = accel_mempool_free_generation(m);
+  CHECK(accel_mempool_free(m, g2, NULL, NULL) == ACCEL_OK);
+  /* a segment with a block freed after the drain began stays (queued work may use it) */
+  accel_mempool_empty_cache(m, before_last_free);
+  accel_mempool_stats(m, &st);
+  CHECK(st.reserved_bytes == (2u << 20));
+  accel_mempool_empty_cache(m, accel_mempool_free_generation(m));
   accel_mempool_stats(m, &st);
   CHECK(st.reserved_bytes == 0 && raw_live == 0);
+
+  /* a destroyed stream's free blocks become idle (key NULL): any stream reuses them */
+  CHECK(accel_mempool_alloc(m, def, &s1, 4096, &g1) == ACCEL_OK);
+  CHECK(accel_mempool_free(m, g1, &s1, NULL) == ACCEL_OK);
+  accel_mempool_retag(m, NULL, &s1, NULL);
+  CHECK(accel_mempool_alloc(m, def, &s2, 4096, &g2) == ACCEL_OK && g2 == g1);
+  accel_mempool_stats(m, &st);
+  CHECK(st.reserved_bytes == (2u << 20));
+  CHECK(accel_mempool_free(m, g2, NULL, NULL) == ACCEL_OK);
+  accel_mempool_empty_cache(m, accel_mempool_free_generation(m));
 
   /* many blocks: the live table grows, every block is found and freed */
   enum { N = 5000 };
   static void *ptrs[N];
   int ok = 1;
   for (int i = 0; i < N; ++i) ok &= accel_mempool_alloc(m, def, &s1, (size_t)(i % 97 + 1) * 64, &ptrs[i]) == ACCEL_OK;
-  for (int i = 0; i < N; i += 2) ok &= accel_mempool_free(m, ptrs[i], NULL) == ACCEL_OK;
+  for (int i = 0; i < N; i += 2) ok &= accel_mempool_free(m, ptrs[i], NULL, NULL) == ACCEL_OK;
   for (int i = 1; i < N; i += 2) ok &= accel_mempool_range_valid(m, ptrs[i], 64);
-  for (int i = 1; i < N; i += 2) ok &= accel_mempool_free(m, ptrs[i], NULL) == ACCEL_OK;
+  for (int i = 1; i < N; i += 2) ok &= accel_mempool_free(m, ptrs[i], NULL, NULL) == ACCEL_OK;
   CHECK(ok);
   accel_mempool_stats(m, &st);
   CHECK(st.allocated_bytes == 0 && st.active_blocks == 0);
-  accel_mempool_empty_cache(m);
+  accel_mempool_empty_cache(m, accel_mempool_free_generation(m));
   accel_mempool_destroy(m);
   CHECK(raw_live == 0);
 
