@@ -655,10 +655,10 @@ static void close_device_under_stream(void) {
 
 static void case_double_release(accel_device_t *unused) {
   (void)unused;
-  /* (b) last: today it tears the device down under a live stream */
+  /* (b) last: it tears the device down under a live stream on 1b52d3f */
   release_device_twice();
-  release_pool_twice();
   destroy_handles_twice();
+  release_pool_twice();
   close_device_under_stream();
 }
 
