@@ -391,8 +391,12 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
                          names);
 }
 
+/* Only the exact address of a registry entry is a backend: a pointer into the middle of one
+ * (or anywhere else) is compared, never dereferenced. */
 static bool backend_is_valid(const accel_backend_t *b) {
-  return b >= backends && b < backends + nbackends;
+  for (int i = 0; i < nbackends; ++i)
+    if (b == &backends[i]) return true;
+  return false;
 }
 
 const char *accel_backend_name(const accel_backend_t *b) {

@@ -35,6 +35,16 @@ static void expect(accel_status_t got, int exact, accel_status_t want, const cha
 #define EXPECT(call, want) expect((call), 1, (want), #call, __LINE__)
 /* The call must fail (any error) and leave a message. */
 #define EXPECT_ERR(call) expect((call), 0, ACCEL_OK, #call, __LINE__)
+/* The call must fail with exactly `want` and a message containing `sub`. */
+#define EXPECT_MSG(call, want, sub)                                                          \
+  do {                                                                                       \
+    accel_status_t got_ = (call);                                                            \
+    const char *msg_ = accel_last_error();                                                   \
+    CHECK(got_ == (want) && msg_ && strstr(msg_, (sub)), "%s -> %s, want %s with '%s' (message: " \
+          "'%s')", #call, accel_status_name(got_), accel_status_name(want), (sub),            \
+          msg_ ? msg_ : "(null)");                                                           \
+    accel_clear_error();                                                                     \
+  } while (0)
 #define CHECK(cond, ...)                                         \
   do {                                                           \
     checks++;                                                    \
@@ -68,6 +78,17 @@ static void test_backends(void) {
   EXPECT(accel_backend_status(NULL, &reason), INVALID_HANDLE);
   EXPECT(accel_device_count(NULL, &n), INVALID_HANDLE);
   if (accel_backend_find("cpu", &b) == ACCEL_OK) EXPECT(accel_device_count(b, NULL), INVALID_ARGUMENT);
+  /* A pointer into the registry that is not one of its entries (issue 16): refused by address,
+   * never dereferenced. */
+  if (accel_backend_get(0, &b) == ACCEL_OK) {
+    const accel_backend_t *inside = (const accel_backend_t *)((const char *)b + 8);
+    n = -1;
+    EXPECT_MSG(accel_device_count(inside, &n), INVALID_HANDLE, "invalid backend");
+    CHECK(n == -1 || n == 0, "accel_device_count wrote %d for an invalid backend", n);
+    EXPECT_MSG(accel_backend_status(inside, &reason), INVALID_HANDLE, "invalid backend");
+    CHECK(strcmp(accel_backend_name(inside), "(invalid backend)") == 0,
+          "accel_backend_name(backend + 8 bytes) = '%s'", accel_backend_name(inside));
+  }
   accel_plugin_report_t r;
   EXPECT(accel_plugin_report_get(-1, &r), INVALID_ARGUMENT);
   EXPECT(accel_plugin_report_get(accel_plugin_report_count(), &r), INVALID_ARGUMENT);
