@@ -166,6 +166,23 @@ static void test_memory(accel_device_t *dev, accel_stream_t *s) {
   EXPECT(accel_memset_async(s, NULL, 0, 16), INVALID_ARGUMENT);
   EXPECT(accel_memset_async(s, dp, 0, SIZE_MAX), INVALID_ARGUMENT);
   EXPECT(accel_memset_async(s, dp + 60, 0, sizeof(big)), INVALID_ARGUMENT);
+  /* Ranges that start outside device memory and end inside an allocation, or span one whole
+   * (issue 16): a 2 MiB request gets a segment of its own, so the bytes before it are not
+   * device memory. Source side first: on a build without the check those copies only read. */
+  unsigned char *seg = NULL;
+  if (accel_malloc(dev, 2u << 20, (void **)&seg) == ACCEL_OK) {
+    EXPECT_MSG(accel_memcpy_async(s, host, seg - 16, 32), INVALID_ARGUMENT, "src range");
+    EXPECT_MSG(accel_memcpy(dev, big, seg - 16, 32), INVALID_ARGUMENT, "src range");
+    EXPECT_MSG(accel_memcpy_async(s, big + 4096, seg - 4096, (2u << 20) + 8192), INVALID_ARGUMENT,
+               "src range");
+    EXPECT_MSG(accel_memcpy_async(s, seg - 16, host, 32), INVALID_ARGUMENT, "dst range");
+    CHECK(accel_memcpy_async(s, host, seg + 16, 32) == ACCEL_OK, "copy inside: %s",
+          accel_last_error());
+    CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
+    accel_free(dev, seg);
+  } else {
+    CHECK(0, "accel_malloc(2 MiB): %s", accel_last_error());
+  }
 
   EXPECT(accel_memory_stats(NULL, &st), INVALID_HANDLE);
   EXPECT(accel_memory_stats(dev, NULL), INVALID_ARGUMENT);
