@@ -24,11 +24,13 @@
 
 /* Files created by the test, removed at exit (a loaded plugin stays mapped after unlink). */
 static char g_tmpdir[PATH_MAX];
-static char g_created[8][PATH_MAX + 64];
+#define MAX_CREATED 512
+static char g_created[MAX_CREATED][PATH_MAX + 64];
 static int g_ncreated;
 
 static void remember(const char *path) {
-  if (g_ncreated < 8) snprintf(g_created[g_ncreated++], sizeof(g_created[0]), "%s", path);
+  if (g_ncreated < MAX_CREATED)
+    snprintf(g_created[g_ncreated++], sizeof(g_created[0]), "%s", path);
 }
 
 static void cleanup(void) {
@@ -265,11 +267,55 @@ static void scenario_duplicate_builtin(const char *plugin) {
   CHECK(strcmp(r.backend, "cpu") == 0, "report names backend '%s'", r.backend);
 }
 
+/* Creates `path` as a text file ("junk" for the loader). */
+static int make_junk(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 0;
+  }
+  remember(path);
+  fputs("not a plugin\n", f);
+  return fclose(f) == 0;
+}
+
+/* A FIFO named like a plugin ahead of a real one: skipped without blocking (issue 16). */
+static void scenario_fifo(const char *fifo, const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(fifo, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "not a regular file") != NULL, "FIFO report: %s", r.message);
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  accel_device_t *d = NULL;
+  CHECK(accel_device_open("fake", &d) == ACCEL_OK, "the plugin after the FIFO: %s",
+        accel_last_error());
+  if (d) accel_device_close(d);
+}
+
+#define NJUNK 300
+
+/* NJUNK junk files in the first directory, the plugin in the second: every junk file is
+ * reported as failed and the plugin still loads (issue 16: a 64-entry table hid it). */
+static void scenario_many_junk(const char *dir, const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  int junk_reports = 0;
+  for (int i = 0; i < accel_plugin_report_count(); i++)
+    if (accel_plugin_report_get(i, &r) == ACCEL_OK && strstr(r.path, dir) &&
+        strstr(r.path, "libaccel-junk") && r.outcome == ACCEL_PLUGIN_FAILED && r.message[0])
+      junk_reports++;
+  CHECK(junk_reports == NJUNK, "%d junk files reported as failed, want %d", junk_reports, NJUNK);
+  accel_device_t *d = NULL;
+  CHECK(accel_device_open("fake", &d) == ACCEL_OK, "the plugin after %d junk files: %s", NJUNK,
+        accel_last_error());
+  if (d) accel_device_close(d);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
-            "duplicate_builtin PLUGIN.so\n       test_loader not_elf\n");
+            "duplicate_builtin|fifo|many_junk "
+            "PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -307,6 +353,23 @@ int main(int argc, char **argv) {
     remember(first);
     fputs("this is a text file, not a shared object\n", f);
     fclose(f);
+  } else if (strcmp(scenario, "fifo") == 0 || strcmp(scenario, "many_junk") == 0) {
+    /* the odd files in a, the plugin in b */
+    if (!copy_file(plugin, second)) return 1;
+    if (strcmp(scenario, "fifo") == 0) {
+      snprintf(first, sizeof(first), "%s/libaccel-fifo.so", a);
+      if (mkfifo(first, 0600) != 0) {
+        perror(first);
+        return 1;
+      }
+      remember(first);
+      alarm(20); /* a loader that opens the FIFO blocks forever: fail instead */
+    } else {
+      for (int i = 0; i < NJUNK; i++) {
+        snprintf(first, sizeof(first), "%s/libaccel-junk%03d.so", a, i);
+        if (!make_junk(first)) return 1;
+      }
+    }
   } else {
     if (!copy_file(plugin, first)) return 1;
     if (strcmp(scenario, "duplicate") == 0 && !copy_file(plugin, second)) return 1;
@@ -323,6 +386,8 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "null_slots") == 0) scenario_null_slots(first);
   else if (strcmp(scenario, "duplicate") == 0) scenario_duplicate(first, second);
   else if (strcmp(scenario, "duplicate_builtin") == 0) scenario_duplicate_builtin(first);
+  else if (strcmp(scenario, "fifo") == 0) scenario_fifo(first, second);
+  else if (strcmp(scenario, "many_junk") == 0) scenario_many_junk(a, second);
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
