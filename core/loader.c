@@ -35,6 +35,8 @@
  * kept up to this many (each is about 1.5 KiB); the rest are counted in one summary report and
  * still logged. Reports naming a backend are always kept. */
 #define MAX_FAILED_REPORTS 4096
+/* A backend claiming more devices than this is broken (no runtime exposes that many). */
+#define MAX_DEVICE_COUNT (1 << 16)
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static accel_backend_t backends[MAX_BACKENDS];
@@ -113,6 +115,13 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
   if (vt->struct_size < required) {
     snprintf(buf, len, "vtable struct_size %u is smaller than the %zu bytes of required slots",
              vt->struct_size, required);
+    return buf;
+  }
+  /* Every field after struct_size is a pointer: a size that is not a whole number of them
+   * would have the copy below take half of a function pointer. */
+  if (vt->struct_size % sizeof(void *) != 0) {
+    snprintf(buf, len, "vtable struct_size %u is not a multiple of the pointer size %zu",
+             vt->struct_size, sizeof(void *));
     return buf;
   }
   if (!vt->name || !vt->name[0] || strlen(vt->name) >= sizeof backends[0].name) {
@@ -407,6 +416,12 @@ accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
     b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
     if (b->init_status == ACCEL_OK) {
       b->init_status = b->vt->device_count(b->state, &b->device_count);
+      if (b->init_status == ACCEL_OK &&
+          (b->device_count < 0 || b->device_count > MAX_DEVICE_COUNT))
+        b->init_status = accel_set_error(ACCEL_ERROR_PLUGIN,
+                                         "plugin reported an invalid device count %d (valid: 0 "
+                                         "to %d)",
+                                         b->device_count, MAX_DEVICE_COUNT);
       if (b->init_status == ACCEL_OK && b->device_count > 0) {
         b->devices = calloc((size_t)b->device_count, sizeof *b->devices);
         if (!b->devices)

@@ -267,6 +267,48 @@ static void scenario_duplicate_builtin(const char *plugin) {
   CHECK(strcmp(r.backend, "cpu") == 0, "report names backend '%s'", r.backend);
 }
 
+/* struct_size 4 bytes short of the vtable: not a whole number of slots (issue 16). */
+static void scenario_odd_struct_size(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "struct_size") != NULL, "message does not name struct_size: %s",
+        r.message);
+  CHECK(has_number(r.message, (unsigned)(sizeof(accel_backend_vtable_t) - 4)),
+        "message does not give the plugin's struct_size %zu: %s",
+        sizeof(accel_backend_vtable_t) - 4, r.message);
+  accel_backend_t *b = NULL;
+  accel_status_t st = accel_backend_find("fake", &b);
+  CHECK(st != ACCEL_OK, "a vtable with struct_size %zu was registered",
+        sizeof(accel_backend_vtable_t) - 4);
+  expect_not_openable("fake");
+}
+
+/* The plugin loads, but backend_init reports an impossible device count (issue 16). */
+static void scenario_bad_count(const char *plugin, int reported) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  accel_backend_t *b = NULL;
+  accel_status_t st = accel_backend_find("fake", &b);
+  CHECK(st == ACCEL_OK, "backend 'fake' not registered: %s", accel_last_error());
+  if (st != ACCEL_OK) return;
+  int n = 12345;
+  st = accel_device_count(b, &n);
+  const char *msg = accel_last_error();
+  printf("accel_device_count: %s: %s\n", accel_status_name(st), msg);
+  CHECK(st == ACCEL_ERROR_PLUGIN, "accel_device_count -> %s, want PLUGIN_ERROR (%s)",
+        accel_status_name(st), msg);
+  CHECK(n == 0, "device count %d, want 0", n);
+  CHECK(strstr(msg, "device count") != NULL, "message does not say 'device count': %s", msg);
+  char num[16];
+  snprintf(num, sizeof(num), "%d", reported);
+  CHECK(strstr(msg, num) != NULL, "message does not give the reported count %s: %s", num, msg);
+  const char *reason = NULL;
+  st = accel_backend_status(b, &reason);
+  CHECK(st == ACCEL_ERROR_PLUGIN && reason && strstr(reason, "device count"),
+        "accel_backend_status -> %s (%s)", accel_status_name(st), reason ? reason : "(null)");
+  expect_not_openable("fake");
+}
+
 /* Creates `path` as a text file ("junk" for the loader). */
 static int make_junk(const char *path) {
   FILE *f = fopen(path, "w");
@@ -314,7 +356,7 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
-            "duplicate_builtin|fifo|many_junk "
+            "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk "
             "PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
@@ -386,6 +428,9 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "null_slots") == 0) scenario_null_slots(first);
   else if (strcmp(scenario, "duplicate") == 0) scenario_duplicate(first, second);
   else if (strcmp(scenario, "duplicate_builtin") == 0) scenario_duplicate_builtin(first);
+  else if (strcmp(scenario, "odd_struct_size") == 0) scenario_odd_struct_size(first);
+  else if (strcmp(scenario, "negative_count") == 0) scenario_bad_count(first, -3);
+  else if (strcmp(scenario, "huge_count") == 0) scenario_bad_count(first, 1000000);
   else if (strcmp(scenario, "fifo") == 0) scenario_fifo(first, second);
   else if (strcmp(scenario, "many_junk") == 0) scenario_many_junk(a, second);
   else {
