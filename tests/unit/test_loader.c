@@ -352,12 +352,62 @@ static void scenario_many_junk(const char *dir, const char *plugin) {
   if (d) accel_device_close(d);
 }
 
+/* The vendor variables ACCEL_VISIBLE_DEVICES maps to (tests/meson.build names the backends). */
+static const char *const k_vendor_vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                            "ZE_AFFINITY_MASK"};
+
+/* ACCEL_VISIBLE_DEVICES=1 with a plugin registered as 'cuda' (the fake one): core sets
+ * CUDA_VISIBLE_DEVICES once, while loading the registry, before any backend_init; an explicit
+ * HIP_VISIBLE_DEVICES is left alone. */
+static void scenario_visible_map(void) {
+  setenv("ACCEL_VISIBLE_DEVICES", "1", 1);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  setenv("HIP_VISIBLE_DEVICES", "0", 1);
+  CHECK(accel_backend_count() >= 2, "fewer than two backends registered");
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  CHECK(v && strcmp(v, "1") == 0, "after loading the registry CUDA_VISIBLE_DEVICES=%s, want 1",
+        v ? v : "(unset)");
+  v = getenv("HIP_VISIBLE_DEVICES");
+  CHECK(v && strcmp(v, "0") == 0, "HIP_VISIBLE_DEVICES=%s, the explicit 0 must win",
+        v ? v : "(unset)");
+  accel_backend_t *b = NULL;
+  int n = 0;
+  CHECK(accel_backend_find("cuda", &b) == ACCEL_OK && accel_device_count(b, &n) == ACCEL_OK &&
+            n == 1,
+        "the fake 'cuda' backend: %s", accel_last_error());
+}
+
+/* ACCEL_VISIBLE_DEVICES="" means unset, as every other accel variable: no vendor variable is
+ * set, so no GPU is hidden. Every backend is initialised (a real GPU plugin without its runtime
+ * reports UNAVAILABLE) before the environment is checked. */
+static void scenario_visible_empty(void) {
+  setenv("ACCEL_VISIBLE_DEVICES", "", 1);
+  for (size_t i = 0; i < sizeof(k_vendor_vars) / sizeof(k_vendor_vars[0]); i++)
+    unsetenv(k_vendor_vars[i]);
+  int nb = accel_backend_count();
+  for (int i = 0; i < nb; i++) {
+    accel_backend_t *b = NULL;
+    int n = -1;
+    if (accel_backend_get(i, &b) != ACCEL_OK) continue;
+    accel_status_t st = accel_device_count(b, &n);
+    printf("backend %s: %s, %d device(s)%s%s\n", accel_backend_name(b), accel_status_name(st), n,
+           st == ACCEL_OK ? "" : ": ", st == ACCEL_OK ? "" : accel_last_error());
+    CHECK(st == ACCEL_OK || st == ACCEL_ERROR_UNAVAILABLE, "backend %s: %s: %s",
+          accel_backend_name(b), accel_status_name(st), accel_last_error());
+  }
+  for (size_t i = 0; i < sizeof(k_vendor_vars) / sizeof(k_vendor_vars[0]); i++) {
+    const char *v = getenv(k_vendor_vars[i]);
+    CHECK(v == NULL, "ACCEL_VISIBLE_DEVICES=\"\" set %s=\"%s\" (hides every device)",
+          k_vendor_vars[i], v);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
-            "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk "
-            "PLUGIN.so\n       test_loader not_elf\n");
+            "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk|"
+            "visible_map|visible_empty PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -433,6 +483,8 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "huge_count") == 0) scenario_bad_count(first, 1000000);
   else if (strcmp(scenario, "fifo") == 0) scenario_fifo(first, second);
   else if (strcmp(scenario, "many_junk") == 0) scenario_many_junk(a, second);
+  else if (strcmp(scenario, "visible_map") == 0) scenario_visible_map();
+  else if (strcmp(scenario, "visible_empty") == 0) scenario_visible_empty();
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
