@@ -6,11 +6,16 @@
  * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
  * accel_plugin_query, checked (ABI version, struct size, required slots, name) and
  * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
- * log); a present but broken one logs why at warn level and is skipped. Loaded plugins are
- * never dlclose'd. Every file considered is kept as a report for accel-info.
+ * log); a present but broken one logs why at warn level and is skipped. Only regular files (or
+ * links to them) are candidates: a FIFO or device named libaccel-*.so would block open(). Any
+ * number of files is considered (no fixed table); every file considered is kept as a report
+ * for accel-info, up to MAX_FAILED_REPORTS reports of files that failed before naming a
+ * backend (junk), after which one summary report counts the rest. Loaded plugins are never
+ * dlclose'd.
  */
 #include <dirent.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,14 +31,20 @@
 #include "internal.h"
 
 #define MAX_BACKENDS 16
-#define MAX_REPORTS 64
+/* Reports of files that failed before a backend name was known (junk named libaccel-*.so) are
+ * kept up to this many (each is about 1.5 KiB); the rest are counted in one summary report and
+ * still logged. Reports naming a backend are always kept. */
+#define MAX_FAILED_REPORTS 4096
+/* A backend claiming more devices than this is broken (no runtime exposes that many). */
+#define MAX_DEVICE_COUNT (1 << 16)
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static accel_backend_t backends[MAX_BACKENDS];
 static accel_backend_vtable_t vtable_copies[MAX_BACKENDS];
 static int nbackends;
-static accel_plugin_report_t reports[MAX_REPORTS];
-static int nreports;
+/* Written only by load_all (under load_once), read-only afterwards. */
+static accel_plugin_report_t *reports;
+static int nreports, capreports, nanonymous, nunreported;
 static char searched[2048]; /* the directories searched, for messages */
 
 /* Plugins the project ships, so a missing one can be reported as NOT_FOUND. */
@@ -44,7 +55,22 @@ static void add_report(const char *path, const char *backend, accel_plugin_outco
 
 static void add_report(const char *path, const char *backend, accel_plugin_outcome_t outcome,
                        const char *fmt, ...) {
-  if (nreports == MAX_REPORTS) return;
+  bool anonymous = !backend || !backend[0];
+  if (anonymous && nanonymous >= MAX_FAILED_REPORTS) {
+    nunreported++;
+    return;
+  }
+  if (nreports == capreports) {
+    int cap = capreports ? capreports * 2 : 64;
+    accel_plugin_report_t *grown = realloc(reports, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      nunreported++;
+      return;
+    }
+    reports = grown;
+    capreports = cap;
+  }
+  nanonymous += anonymous;
   accel_plugin_report_t *r = &reports[nreports++];
   memset(r, 0, sizeof *r);
   snprintf(r->path, sizeof r->path, "%s", path ? path : "");
@@ -91,6 +117,13 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
              vt->struct_size, required);
     return buf;
   }
+  /* Every field after struct_size is a pointer: a size that is not a whole number of them
+   * would have the copy below take half of a function pointer. */
+  if (vt->struct_size % sizeof(void *) != 0) {
+    snprintf(buf, len, "vtable struct_size %u is not a multiple of the pointer size %zu",
+             vt->struct_size, sizeof(void *));
+    return buf;
+  }
   if (!vt->name || !vt->name[0] || strlen(vt->name) >= sizeof backends[0].name) {
     snprintf(buf, len, "vtable has no valid backend name");
     return buf;
@@ -127,12 +160,15 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
 
 static bool elf_precheck(const char *path, char *why, size_t size) {
 #ifdef HOST_ELF_MACHINE
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never block (see load_plugin) */
   if (fd < 0) return true;
   struct stat sb;
   Elf64_Ehdr eh;
   bool ok = true;
-  if (fstat(fd, &sb) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { /* replaced since load_plugin's stat */
+    snprintf(why, size, "not a regular file");
+    ok = false;
+  } else if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
       memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0) {
     if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
       snprintf(why, size, "ELF class %u, this host loads ELFCLASS64 (%u) objects",
@@ -164,8 +200,30 @@ static bool elf_precheck(const char *path, char *why, size_t size) {
 #endif
 }
 
+static const char *file_kind(mode_t mode) {
+  return S_ISFIFO(mode)   ? "a FIFO"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a plain file";
+}
+
 static void load_plugin(const char *path) {
   char why[512];
+  /* Only regular files (stat follows links): opening a FIFO blocks until a writer appears, and
+   * dlopen and the ELF check both open the file. */
+  struct stat sb;
+  why[0] = '\0';
+  if (stat(path, &sb) != 0)
+    snprintf(why, sizeof why, "cannot stat: %s", strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    snprintf(why, sizeof why, "not a regular file (%s)", file_kind(sb.st_mode));
+  if (why[0]) {
+    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "skipped: %s", why);
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping %s: %s", path, why);
+    return;
+  }
   if (!elf_precheck(path, why, sizeof why)) {
     add_report(path, NULL, ACCEL_PLUGIN_FAILED, "not loadable here: %s", why);
     accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, why);
@@ -232,53 +290,118 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static bool seen_path(char seen[][PATH_MAX], int nseen, const char *real) {
-  for (int i = 0; i < nseen; ++i)
-    if (strcmp(seen[i], real) == 0) return true;
+/* A growable list of strings (file names of one directory; real paths already considered). */
+typedef struct {
+  char **items;
+  size_t n, cap;
+} str_list_t;
+
+static bool str_list_add(str_list_t *l, const char *s) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 32;
+    char **grown = realloc(l->items, cap * sizeof *grown);
+    if (!grown) return false;
+    l->items = grown;
+    l->cap = cap;
+  }
+  char *copy = strdup(s);
+  if (!copy) return false;
+  l->items[l->n++] = copy;
+  return true;
+}
+
+static void str_list_free(str_list_t *l) {
+  for (size_t i = 0; i < l->n; ++i) free(l->items[i]);
+  free(l->items);
+  *l = (str_list_t){0};
+}
+
+static bool str_list_has(const str_list_t *l, const char *s) {
+  for (size_t i = 0; i < l->n; ++i)
+    if (strcmp(l->items[i], s) == 0) return true;
   return false;
 }
 
-static void scan_dir(const char *dir, char seen[][PATH_MAX], int *nseen) {
+static void scan_dir(const char *dir, str_list_t *seen) {
   size_t used = strlen(searched);
   snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "", dir);
   DIR *d = opendir(dir);
   if (!d) return;
-  char *names[256];
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+  str_list_t names = {0};
+  for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
     if (strncmp(e->d_name, "libaccel-", 9) == 0 && len > 12 &&
-        strcmp(e->d_name + len - 3, ".so") == 0)
-      names[n++] = strdup(e->d_name);
+        strcmp(e->d_name + len - 3, ".so") == 0 && !str_list_add(&names, e->d_name)) {
+      accel_log(ACCEL_LOG_WARN, "loader", "out of host memory listing %s: %s and later files "
+                "not considered", dir, e->d_name);
+      break;
+    }
   }
   closedir(d);
-  qsort(names, (size_t)n, sizeof *names, cmp_str);
-  for (int i = 0; i < n; ++i) {
+  if (names.n) qsort(names.items, names.n, sizeof *names.items, cmp_str);
+  for (size_t i = 0; i < names.n; ++i) {
     char path[PATH_MAX], real[PATH_MAX];
-    if (names[i] && snprintf(path, sizeof path, "%s/%s", dir, names[i]) < (int)sizeof path) {
-      if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
-      if (!seen_path(seen, *nseen, real) && *nseen < 64) {
-        snprintf(seen[(*nseen)++], PATH_MAX, "%s", real);
-        load_plugin(path);
-      }
+    if (snprintf(path, sizeof path, "%s/%s", dir, names.items[i]) >= (int)sizeof path) {
+      add_report(dir, NULL, ACCEL_PLUGIN_FAILED, "skipped %s: path longer than %d bytes",
+                 names.items[i], PATH_MAX);
+      continue;
     }
-    free(names[i]);
+    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    if (str_list_has(seen, real)) continue; /* the same file through another directory */
+    if (!str_list_add(seen, real))
+      accel_log(ACCEL_LOG_WARN, "loader", "out of host memory: %s may be considered twice", path);
+    load_plugin(path);
+  }
+  str_list_free(&names);
+}
+
+/*
+ * ACCEL_VISIBLE_DEVICES selects devices for every backend. The vendor runtimes read their own
+ * variable (below) once, when they initialise, so it has to be in the environment before a
+ * plugin's backend_init. It is applied here, once per process under load_once, after the plugins
+ * are registered and before any of them is initialised (backend_init runs only after
+ * accel_registry_ensure_loaded returns): the plugins never touch the environment, which
+ * setenv would make unsafe while other threads read it. Only variables of registered backends
+ * are set; a value the user set for the vendor variable wins; "" means unset, as for every
+ * accel variable (accel_env), so ACCEL_VISIBLE_DEVICES= hides nothing.
+ */
+static const struct {
+  const char *backend, *var;
+} visible_vars[] = {{"cuda", "CUDA_VISIBLE_DEVICES"},
+                    {"hip", "HIP_VISIBLE_DEVICES"},
+                    {"level_zero", "ZE_AFFINITY_MASK"}};
+
+static void apply_visible_devices(void) {
+  const char *want = accel_env("ACCEL_VISIBLE_DEVICES");
+  if (!want) return;
+  for (size_t i = 0; i < sizeof visible_vars / sizeof *visible_vars; ++i) {
+    if (!find_backend(visible_vars[i].backend)) continue;
+    const char *have = getenv(visible_vars[i].var);
+    if (have)
+      accel_log(ACCEL_LOG_INFO, "loader",
+                "ACCEL_VISIBLE_DEVICES=%s not applied to %s: %s=%s was set explicitly", want,
+                visible_vars[i].backend, visible_vars[i].var, have);
+    else if (setenv(visible_vars[i].var, want, 0) == 0)
+      accel_log(ACCEL_LOG_INFO, "loader", "set %s=%s from ACCEL_VISIBLE_DEVICES",
+                visible_vars[i].var, want);
+    else
+      accel_log(ACCEL_LOG_WARN, "loader", "could not set %s=%s: %s", visible_vars[i].var, want,
+                strerror(errno));
   }
 }
 
 static void load_all(void) {
   register_backend(accel_cpu_backend_vtable(), NULL, NULL);
-  static char seen[64][PATH_MAX];
-  int nseen = 0;
+  str_list_t seen = {0};
   const char *env = accel_env("ACCEL_PLUGIN_PATH");
   if (env) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", env);
     for (char *save = NULL, *dir = strtok_r(buf, ":", &save); dir;
          dir = strtok_r(NULL, ":", &save))
-      scan_dir(dir, seen, &nseen);
+      scan_dir(dir, &seen);
   }
-  scan_dir(ACCEL_PLUGIN_DIR, seen, &nseen);
+  scan_dir(ACCEL_PLUGIN_DIR, &seen);
   Dl_info info;
   if (dladdr((void *)load_all, &info) && info.dli_fname) {
     char self[PATH_MAX];
@@ -286,9 +409,19 @@ static void load_all(void) {
       char *slash = strrchr(self, '/');
       if (slash) {
         *slash = '\0';
-        scan_dir(self, seen, &nseen);
+        scan_dir(self, &seen);
       }
     }
+  }
+  str_list_free(&seen);
+  apply_visible_devices();
+  if (nunreported) {
+    int dropped = nunreported;
+    nanonymous = 0; /* room for the summary itself */
+    add_report("", NULL, ACCEL_PLUGIN_FAILED,
+               "%d more file(s) failed to load and are not listed (reports are kept for the "
+               "first %d such files; ACCEL_LOG=warn logs every one)",
+               dropped, MAX_FAILED_REPORTS);
   }
   for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
     if (find_backend(known_plugins[i])) continue;
@@ -319,6 +452,12 @@ accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
     b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
     if (b->init_status == ACCEL_OK) {
       b->init_status = b->vt->device_count(b->state, &b->device_count);
+      if (b->init_status == ACCEL_OK &&
+          (b->device_count < 0 || b->device_count > MAX_DEVICE_COUNT))
+        b->init_status = accel_set_error(ACCEL_ERROR_PLUGIN,
+                                         "plugin reported an invalid device count %d (valid: 0 "
+                                         "to %d)",
+                                         b->device_count, MAX_DEVICE_COUNT);
       if (b->init_status == ACCEL_OK && b->device_count > 0) {
         b->devices = calloc((size_t)b->device_count, sizeof *b->devices);
         if (!b->devices)
@@ -391,8 +530,12 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
                          names);
 }
 
+/* Only the exact address of a registry entry is a backend: a pointer into the middle of one
+ * (or anywhere else) is compared, never dereferenced. */
 static bool backend_is_valid(const accel_backend_t *b) {
-  return b >= backends && b < backends + nbackends;
+  for (int i = 0; i < nbackends; ++i)
+    if (b == &backends[i]) return true;
+  return false;
 }
 
 const char *accel_backend_name(const accel_backend_t *b) {

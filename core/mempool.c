@@ -648,6 +648,19 @@ bool accel_mempool_contains(accel_mempool_t *m, const void *ptr) {
   return in;
 }
 
+bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size) {
+  if (size == 0) return false;
+  uintptr_t lo = (uintptr_t)ptr;
+  uintptr_t last = lo + (size - 1 < UINTPTR_MAX - lo ? size - 1 : UINTPTR_MAX - lo);
+  pthread_mutex_lock(&m->lock);
+  /* Segments are sorted and disjoint: only the last one starting at or before the range's
+   * last byte can reach into it. */
+  size_t i = seg_index(m, last);
+  bool hit = i != SIZE_MAX && m->segs[i]->base + m->segs[i]->size > lo;
+  pthread_mutex_unlock(&m->lock);
+  return hit;
+}
+
 accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr) {
   pthread_mutex_lock(&m->lock);
   size_t j = live_find(m, (uintptr_t)ptr);

@@ -71,6 +71,9 @@ size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_ra
                                   void *ctx);
 /* 1 when ptr lies inside any segment (device memory of this device). */
 bool accel_mempool_contains(accel_mempool_t *m, const void *ptr);
+/* 1 when [ptr, ptr+size) shares a byte with any segment (size 0: never; the range is clamped at
+ * the end of the address space). */
+bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size);
 /* Arena of the live block starting at ptr, or NULL. */
 accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr);
 

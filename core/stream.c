@@ -195,10 +195,11 @@ accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *sr
            : (sr ? ACCEL_COPY_DEVICE_TO_HOST : ACCEL_COPY_HOST_TO_HOST);
 }
 
-/* Device-side ranges must lie inside live allocations; host ranges cannot be checked. */
+/* A range that touches device memory anywhere (not only at its start: a host range may run
+ * into an allocation) must lie inside one live allocation; host ranges cannot be checked. */
 static accel_status_t check_device_range(accel_device_t *dev, const char *fn, const char *what,
                                          const void *p, size_t size) {
-  if (accel_mempool_contains(dev->mem, p) && !accel_mempool_range_valid(dev->mem, p, size))
+  if (accel_mempool_intersects(dev->mem, p, size) && !accel_mempool_range_valid(dev->mem, p, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s range [%p, +%zu) is not inside one live allocation", fn, what,
                            p, size);

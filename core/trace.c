@@ -1,9 +1,12 @@
 #include "trace.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -25,14 +28,38 @@ static void close_trace(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* Opens ACCEL_TRACE for writing without ever blocking: O_NONBLOCK makes open() of a FIFO fail
+ * (ENXIO) instead of waiting for a reader, and anything that is not a regular file (a FIFO with a
+ * reader, a device, a directory) is refused before it is truncated or written. */
+static FILE *open_trace_file(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    accel_log(ACCEL_LOG_WARN, "trace", "cannot open ACCEL_TRACE file %s: %s%s; tracing disabled",
+              path, strerror(errno), errno == ENXIO ? " (not a regular file)" : "");
+    return NULL;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    accel_log(ACCEL_LOG_WARN, "trace", "ACCEL_TRACE=%s is not a regular file; tracing disabled",
+              path);
+    close(fd);
+    return NULL;
+  }
+  FILE *f = NULL;
+  if (ftruncate(fd, 0) != 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+      !(f = fdopen(fd, "w"))) {
+    accel_log(ACCEL_LOG_WARN, "trace", "cannot use ACCEL_TRACE file %s: %s; tracing disabled",
+              path, strerror(errno));
+    close(fd);
+  }
+  return f;
+}
+
 static void open_trace(void) {
   const char *path = accel_env("ACCEL_TRACE");
   if (!path) return;
-  out = fopen(path, "w");
-  if (!out) {
-    accel_log(ACCEL_LOG_WARN, "trace", "cannot open ACCEL_TRACE file %s", path);
-    return;
-  }
+  out = open_trace_file(path);
+  if (!out) return;
   t_base = accel_now_ns();
   /* track 0: calls not tied to a device or stream yet (device selection) */
   fprintf(out, "[\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,"

@@ -5,27 +5,6 @@
 
 #include "gpu_backend.h"
 
-/* ACCEL_VISIBLE_DEVICES selects devices for every backend; the vendor runtime reads its own
- * variable once, when it initialises, so it is set before the first vendor call. A value the
- * user set for the vendor variable wins. */
-static void map_visible_devices(void) {
-  const char *want = getenv("ACCEL_VISIBLE_DEVICES");
-  if (!want) return;
-  const char *have = getenv(GPU_VISIBLE_DEVICES_ENV);
-  if (have) {
-    gpu_host->log(ACCEL_LOG_INFO, GPU_BACKEND_NAME,
-                  "ACCEL_VISIBLE_DEVICES=%s not applied: %s=%s was set explicitly", want,
-                  GPU_VISIBLE_DEVICES_ENV, have);
-    return;
-  }
-  if (setenv(GPU_VISIBLE_DEVICES_ENV, want, 0) == 0)
-    gpu_host->log(ACCEL_LOG_INFO, GPU_BACKEND_NAME, "set %s=%s from ACCEL_VISIBLE_DEVICES",
-                  GPU_VISIBLE_DEVICES_ENV, want);
-  else
-    gpu_host->log(ACCEL_LOG_WARN, GPU_BACKEND_NAME, "could not set %s=%s",
-                  GPU_VISIBLE_DEVICES_ENV, want);
-}
-
 static accel_status_t unavailable(gpu_backend_t *be, gpuError_t err, const char *call) {
   return gpu_host->set_error(ACCEL_ERROR_UNAVAILABLE, "%s loaded, but %s failed: %s (%u)",
                              be->library_path, call, gpu_error_name(be, err), (unsigned)err);
@@ -52,7 +31,8 @@ accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t
   gpu_host = host;
   gpu_backend_t *be = calloc(1, sizeof *be);
   if (!be) return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: backend state", GPU_BACKEND_NAME);
-  map_visible_devices();
+  /* ACCEL_VISIBLE_DEVICES is already mapped to GPU_VISIBLE_DEVICES_ENV by core (loader.c,
+   * once, before any backend_init): a plugin must not setenv while other threads may getenv. */
   accel_status_t st = gpu_loader_open(be);
   if (st == ACCEL_OK) st = count_devices(be);
   if (st != ACCEL_OK) {

@@ -5,13 +5,6 @@
 
 #include "ze_internal.h"
 
-/* ACCEL_VISIBLE_DEVICES maps to ZE_AFFINITY_MASK; it must be set before zeInit. An explicit
- * ZE_AFFINITY_MASK wins. */
-static void accel_ze_apply_visible_devices(void) {
-  const char *visible = getenv("ACCEL_VISIBLE_DEVICES");
-  if (visible && !getenv("ZE_AFFINITY_MASK")) setenv("ZE_AFFINITY_MASK", visible, 0);
-}
-
 static void accel_ze_backend_free(accel_ze_backend_t *be) {
   free(be->drivers);
   free(be->devices);
@@ -76,7 +69,8 @@ accel_status_t accel_ze_backend_init(const accel_host_api_t *host, accel_be_back
     accel_ze_backend_free(be);
     return host->set_error(ACCEL_ERROR_UNAVAILABLE, "Level Zero loader unusable: %s", why);
   }
-  accel_ze_apply_visible_devices();
+  /* ACCEL_VISIBLE_DEVICES is already mapped to ZE_AFFINITY_MASK by core (loader.c, once,
+   * before any backend_init): a plugin must not setenv while other threads may getenv. */
   ze_result_t r = be->api.zeInit(ZE_INIT_FLAG_GPU_ONLY);
   if (r != ZE_RESULT_SUCCESS) {
     const char *lib = be->api.lib_name;

@@ -13,6 +13,10 @@
 #ifndef FAKE_NAME
 #define FAKE_NAME "fake"
 #endif
+/* What device_count reports (the negative_count / huge_count plugins lie). */
+#ifndef FAKE_DEVICE_COUNT
+#define FAKE_DEVICE_COUNT 1
+#endif
 
 static const accel_host_api_t *g_host;
 
@@ -41,7 +45,7 @@ static void fake_backend_shutdown(accel_be_backend_t *backend) { (void)backend; 
 
 static accel_status_t fake_device_count(accel_be_backend_t *backend, int *count) {
   (void)backend;
-  *count = 1;
+  *count = FAKE_DEVICE_COUNT;
   return ACCEL_OK;
 }
 

@@ -5,7 +5,12 @@
  *   FAKE_SCENARIO_WRONG_ABI   vtable claims ABI version FAKE_WRONG_ABI_VERSION
  *   FAKE_SCENARIO_QUERY_FAILS accel_plugin_query returns an error with a message
  *   FAKE_SCENARIO_NULL_SLOTS  required vtable slots (mem_alloc, stream_create) are NULL
+ *   FAKE_SCENARIO_ODD_STRUCT_SIZE  struct_size is 4 bytes short of the full vtable (not a
+ *                             multiple of the pointer size: the last slot would be half copied)
+ * fake_backend.c takes FAKE_NAME (backend name) and FAKE_DEVICE_COUNT (what device_count says).
  */
+#include <stddef.h>
+
 #include "accel/accel_plugin.h"
 
 /* The complete, valid vtable of the fake backend (fake_backend.c). */
@@ -38,6 +43,13 @@ ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
   vt = *fake_backend_vtable();
   vt.mem_alloc = NULL;
   vt.stream_create = NULL;
+  *out = &vt;
+  return ACCEL_OK;
+#elif defined(FAKE_SCENARIO_ODD_STRUCT_SIZE)
+  (void)host;
+  static accel_backend_vtable_t vt;
+  vt = *fake_backend_vtable();
+  vt.struct_size = (uint32_t)(sizeof(vt) - 4);
   *out = &vt;
   return ACCEL_OK;
 #else

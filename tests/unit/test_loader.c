@@ -24,11 +24,13 @@
 
 /* Files created by the test, removed at exit (a loaded plugin stays mapped after unlink). */
 static char g_tmpdir[PATH_MAX];
-static char g_created[8][PATH_MAX + 64];
+#define MAX_CREATED 512
+static char g_created[MAX_CREATED][PATH_MAX + 64];
 static int g_ncreated;
 
 static void remember(const char *path) {
-  if (g_ncreated < 8) snprintf(g_created[g_ncreated++], sizeof(g_created[0]), "%s", path);
+  if (g_ncreated < MAX_CREATED)
+    snprintf(g_created[g_ncreated++], sizeof(g_created[0]), "%s", path);
 }
 
 static void cleanup(void) {
@@ -265,11 +267,147 @@ static void scenario_duplicate_builtin(const char *plugin) {
   CHECK(strcmp(r.backend, "cpu") == 0, "report names backend '%s'", r.backend);
 }
 
+/* struct_size 4 bytes short of the vtable: not a whole number of slots (issue 16). */
+static void scenario_odd_struct_size(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "struct_size") != NULL, "message does not name struct_size: %s",
+        r.message);
+  CHECK(has_number(r.message, (unsigned)(sizeof(accel_backend_vtable_t) - 4)),
+        "message does not give the plugin's struct_size %zu: %s",
+        sizeof(accel_backend_vtable_t) - 4, r.message);
+  accel_backend_t *b = NULL;
+  accel_status_t st = accel_backend_find("fake", &b);
+  CHECK(st != ACCEL_OK, "a vtable with struct_size %zu was registered",
+        sizeof(accel_backend_vtable_t) - 4);
+  expect_not_openable("fake");
+}
+
+/* The plugin loads, but backend_init reports an impossible device count (issue 16). */
+static void scenario_bad_count(const char *plugin, int reported) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  accel_backend_t *b = NULL;
+  accel_status_t st = accel_backend_find("fake", &b);
+  CHECK(st == ACCEL_OK, "backend 'fake' not registered: %s", accel_last_error());
+  if (st != ACCEL_OK) return;
+  int n = 12345;
+  st = accel_device_count(b, &n);
+  const char *msg = accel_last_error();
+  printf("accel_device_count: %s: %s\n", accel_status_name(st), msg);
+  CHECK(st == ACCEL_ERROR_PLUGIN, "accel_device_count -> %s, want PLUGIN_ERROR (%s)",
+        accel_status_name(st), msg);
+  CHECK(n == 0, "device count %d, want 0", n);
+  CHECK(strstr(msg, "device count") != NULL, "message does not say 'device count': %s", msg);
+  char num[16];
+  snprintf(num, sizeof(num), "%d", reported);
+  CHECK(strstr(msg, num) != NULL, "message does not give the reported count %s: %s", num, msg);
+  const char *reason = NULL;
+  st = accel_backend_status(b, &reason);
+  CHECK(st == ACCEL_ERROR_PLUGIN && reason && strstr(reason, "device count"),
+        "accel_backend_status -> %s (%s)", accel_status_name(st), reason ? reason : "(null)");
+  expect_not_openable("fake");
+}
+
+/* Creates `path` as a text file ("junk" for the loader). */
+static int make_junk(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 0;
+  }
+  remember(path);
+  fputs("not a plugin\n", f);
+  return fclose(f) == 0;
+}
+
+/* A FIFO named like a plugin ahead of a real one: skipped without blocking (issue 16). */
+static void scenario_fifo(const char *fifo, const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(fifo, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "not a regular file") != NULL, "FIFO report: %s", r.message);
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  accel_device_t *d = NULL;
+  CHECK(accel_device_open("fake", &d) == ACCEL_OK, "the plugin after the FIFO: %s",
+        accel_last_error());
+  if (d) accel_device_close(d);
+}
+
+#define NJUNK 300
+
+/* NJUNK junk files in the first directory, the plugin in the second: every junk file is
+ * reported as failed and the plugin still loads (issue 16: a 64-entry table hid it). */
+static void scenario_many_junk(const char *dir, const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  int junk_reports = 0;
+  for (int i = 0; i < accel_plugin_report_count(); i++)
+    if (accel_plugin_report_get(i, &r) == ACCEL_OK && strstr(r.path, dir) &&
+        strstr(r.path, "libaccel-junk") && r.outcome == ACCEL_PLUGIN_FAILED && r.message[0])
+      junk_reports++;
+  CHECK(junk_reports == NJUNK, "%d junk files reported as failed, want %d", junk_reports, NJUNK);
+  accel_device_t *d = NULL;
+  CHECK(accel_device_open("fake", &d) == ACCEL_OK, "the plugin after %d junk files: %s", NJUNK,
+        accel_last_error());
+  if (d) accel_device_close(d);
+}
+
+/* The vendor variables ACCEL_VISIBLE_DEVICES maps to (tests/meson.build names the backends). */
+static const char *const k_vendor_vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                            "ZE_AFFINITY_MASK"};
+
+/* ACCEL_VISIBLE_DEVICES=1 with a plugin registered as 'cuda' (the fake one): core sets
+ * CUDA_VISIBLE_DEVICES once, while loading the registry, before any backend_init; an explicit
+ * HIP_VISIBLE_DEVICES is left alone. */
+static void scenario_visible_map(void) {
+  setenv("ACCEL_VISIBLE_DEVICES", "1", 1);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  setenv("HIP_VISIBLE_DEVICES", "0", 1);
+  CHECK(accel_backend_count() >= 2, "fewer than two backends registered");
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  CHECK(v && strcmp(v, "1") == 0, "after loading the registry CUDA_VISIBLE_DEVICES=%s, want 1",
+        v ? v : "(unset)");
+  v = getenv("HIP_VISIBLE_DEVICES");
+  CHECK(v && strcmp(v, "0") == 0, "HIP_VISIBLE_DEVICES=%s, the explicit 0 must win",
+        v ? v : "(unset)");
+  accel_backend_t *b = NULL;
+  int n = 0;
+  CHECK(accel_backend_find("cuda", &b) == ACCEL_OK && accel_device_count(b, &n) == ACCEL_OK &&
+            n == 1,
+        "the fake 'cuda' backend: %s", accel_last_error());
+}
+
+/* ACCEL_VISIBLE_DEVICES="" means unset, as every other accel variable: no vendor variable is
+ * set, so no GPU is hidden. Every backend is initialised (a real GPU plugin without its runtime
+ * reports UNAVAILABLE) before the environment is checked. */
+static void scenario_visible_empty(void) {
+  setenv("ACCEL_VISIBLE_DEVICES", "", 1);
+  for (size_t i = 0; i < sizeof(k_vendor_vars) / sizeof(k_vendor_vars[0]); i++)
+    unsetenv(k_vendor_vars[i]);
+  int nb = accel_backend_count();
+  for (int i = 0; i < nb; i++) {
+    accel_backend_t *b = NULL;
+    int n = -1;
+    if (accel_backend_get(i, &b) != ACCEL_OK) continue;
+    accel_status_t st = accel_device_count(b, &n);
+    printf("backend %s: %s, %d device(s)%s%s\n", accel_backend_name(b), accel_status_name(st), n,
+           st == ACCEL_OK ? "" : ": ", st == ACCEL_OK ? "" : accel_last_error());
+    CHECK(st == ACCEL_OK || st == ACCEL_ERROR_UNAVAILABLE, "backend %s: %s: %s",
+          accel_backend_name(b), accel_status_name(st), accel_last_error());
+  }
+  for (size_t i = 0; i < sizeof(k_vendor_vars) / sizeof(k_vendor_vars[0]); i++) {
+    const char *v = getenv(k_vendor_vars[i]);
+    CHECK(v == NULL, "ACCEL_VISIBLE_DEVICES=\"\" set %s=\"%s\" (hides every device)",
+          k_vendor_vars[i], v);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
-            "duplicate_builtin PLUGIN.so\n       test_loader not_elf\n");
+            "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk|"
+            "visible_map|visible_empty PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -307,6 +445,23 @@ int main(int argc, char **argv) {
     remember(first);
     fputs("this is a text file, not a shared object\n", f);
     fclose(f);
+  } else if (strcmp(scenario, "fifo") == 0 || strcmp(scenario, "many_junk") == 0) {
+    /* the odd files in a, the plugin in b */
+    if (!copy_file(plugin, second)) return 1;
+    if (strcmp(scenario, "fifo") == 0) {
+      snprintf(first, sizeof(first), "%s/libaccel-fifo.so", a);
+      if (mkfifo(first, 0600) != 0) {
+        perror(first);
+        return 1;
+      }
+      remember(first);
+      alarm(20); /* a loader that opens the FIFO blocks forever: fail instead */
+    } else {
+      for (int i = 0; i < NJUNK; i++) {
+        snprintf(first, sizeof(first), "%s/libaccel-junk%03d.so", a, i);
+        if (!make_junk(first)) return 1;
+      }
+    }
   } else {
     if (!copy_file(plugin, first)) return 1;
     if (strcmp(scenario, "duplicate") == 0 && !copy_file(plugin, second)) return 1;
@@ -323,6 +478,13 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "null_slots") == 0) scenario_null_slots(first);
   else if (strcmp(scenario, "duplicate") == 0) scenario_duplicate(first, second);
   else if (strcmp(scenario, "duplicate_builtin") == 0) scenario_duplicate_builtin(first);
+  else if (strcmp(scenario, "odd_struct_size") == 0) scenario_odd_struct_size(first);
+  else if (strcmp(scenario, "negative_count") == 0) scenario_bad_count(first, -3);
+  else if (strcmp(scenario, "huge_count") == 0) scenario_bad_count(first, 1000000);
+  else if (strcmp(scenario, "fifo") == 0) scenario_fifo(first, second);
+  else if (strcmp(scenario, "many_junk") == 0) scenario_many_junk(a, second);
+  else if (strcmp(scenario, "visible_map") == 0) scenario_visible_map();
+  else if (strcmp(scenario, "visible_empty") == 0) scenario_visible_empty();
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
