@@ -143,7 +143,8 @@ static accel_status_t call_end(caller_t *c, int call, unsigned allowed, accel_st
     allowed |= M(ACCEL_ERROR_ILLEGAL_IN_CAPTURE);
   if (idx < NSTATUS - 1 && (allowed & M(idx))) return st;
   char line[1024];
-  snprintf(line, sizeof line, "FAIL %s iteration %ld: %s -> %s (%d): %s\n", c->who, atomic_load(&c->iter),
+  snprintf(line, sizeof line, "FAIL %s iteration %ld: %s -> %s (%d): %s\n", c->who,
+           atomic_load(&c->iter),
            k_call_name[call], accel_status_name(st), (int)st, msg);
   fputs(line, stderr);
   if (atomic_fetch_add(&g_failures, 1) + 1 >= MAX_FAILURES) atomic_store(&g_stop, 1);
@@ -396,7 +397,8 @@ static void check_lane(worker_t *w, lane_t *l, int tries) {
     failf(c, "lane %d: %zu of %zu values of a differ from %g (first [%zu] = %g)",
           (int)(l - w->lane), bad_a, l->n, l->va, first, (double)l->host[first]);
   if (bad_p) failf(c, "lane %d: %zu params differ from %g", (int)(l - w->lane), bad_p, l->vp);
-  if (bad_lp) failf(c, "lane %d: %zu fp16 grads differ from %g", (int)(l - w->lane), bad_lp, l->wlp);
+  if (bad_lp)
+    failf(c, "lane %d: %zu fp16 grads differ from %g", (int)(l - w->lane), bad_lp, l->wlp);
   if (l->norm_known && l->host_sc[1] != (float)l->norm)
     failf(c, "lane %d: norm %g, want %g", (int)(l - w->lane), (double)l->host_sc[1], l->norm);
   if (l->host_sc[3] != 0.0f)
@@ -471,7 +473,8 @@ static void op_device(worker_t *w) {
   } else {
     accel_device_t *d = NULL;
     if (CALL(c, DEVICE_OPEN, OK, accel_device_open(g_selector, &d)) != ACCEL_OK) return;
-    if (d != g_dev) failf(c, "accel_device_open gave %p, the device is %p", (void *)d, (void *)g_dev);
+    if (d != g_dev)
+      failf(c, "accel_device_open gave %p, the device is %p", (void *)d, (void *)g_dev);
     w->refs[slot] = d;
   }
   if (rndn(w, 4) == 0) CALL(c, DEVICE_SYNC, OK, accel_device_synchronize(g_dev));
