@@ -37,6 +37,7 @@ struct accel_capture {
   /* slot -> stream (a reference each; slot 0 is the origin); written under active_lock */
   accel_stream_t *streams[MAX_CAPTURE_STREAMS];
   uint32_t nstreams;
+  accel_mempool_pins_t pins;    /* allocations the recorded work uses */
   accel_event_t **events;       /* events recorded in the capture, a reference each */
   size_t nevents, capevents;
   uint32_t next_event_slot;
@@ -100,6 +101,7 @@ void accel_capture_retain(accel_capture_t *c) { atomic_fetch_add(&c->refs, 1); }
 
 void accel_capture_release(accel_capture_t *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+  accel_mempool_unpin(c->dev->mem, &c->pins);
   accel_cmdlist_free(&c->cmds);
   free(c->events);
   pthread_mutex_destroy(&c->lock);
@@ -165,8 +167,30 @@ accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t 
   if (is_invalid(c)) return invalidated_error(c);
   accel_cmd_t rec = *cmd;
   rec.stream_slot = s->capture_slot;
+  accel_mempool_t *mem = s->dev->mem;
   pthread_mutex_lock(&c->lock);
   accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, keep);
+  if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMCPY) {
+    st = accel_mempool_pin(mem, cmd->u.memcpy.dst, cmd->u.memcpy.size, &c->pins);
+    if (st == ACCEL_OK) st = accel_mempool_pin(mem, cmd->u.memcpy.src, cmd->u.memcpy.size, &c->pins);
+  } else if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMSET) {
+    st = accel_mempool_pin(mem, cmd->u.memset.dst, cmd->u.memset.size, &c->pins);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
+accel_status_t accel_capture_pin_locked(accel_stream_t *s, accel_range_fn ranges, void *ctx,
+                                        size_t n, const accel_mempool_pins_t *more) {
+  accel_capture_t *c = s->capture;
+  accel_status_t st = ACCEL_OK;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
+    const void *ptr;
+    size_t size;
+    if (ranges(ctx, i, &ptr, &size)) st = accel_mempool_pin(s->dev->mem, ptr, size, &c->pins);
+  }
+  if (st == ACCEL_OK && more) st = accel_mempool_pin_again(s->dev->mem, more, &c->pins);
   pthread_mutex_unlock(&c->lock);
   return st;
 }
@@ -314,7 +338,8 @@ static uint32_t find_unjoined(const accel_capture_t *c) {
   return 0;
 }
 
-accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool *valid) {
+accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
+                                 accel_mempool_pins_t *pins, bool *valid) {
   pthread_mutex_lock(&active_lock);
   for (accel_capture_t **pp = &active; *pp; pp = &(*pp)->next) {
     if (*pp == c) {
@@ -364,6 +389,8 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out, bool 
   } else {
     *out = c->cmds; /* moved */
     accel_cmdlist_init(&c->cmds);
+    *pins = c->pins; /* moved */
+    memset(&c->pins, 0, sizeof c->pins);
     *valid = true;
   }
   /* the origin stream's reference goes last: the caller still holds its lock */

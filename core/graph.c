@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "capture.h"
 #include "internal.h"
@@ -49,6 +50,7 @@ typedef struct graph_remains {
   accel_be_event_t *replay_done;
   accel_cmdlist_t flat; /* holds the keepalives (chunk tables, replayed graphs' pools) */
   accel_pool_t *pool;
+  accel_mempool_pins_t pins;
 } graph_remains_t;
 
 static void remains_free(void *ctx) {
@@ -57,6 +59,7 @@ static void remains_free(void *ctx) {
   if (r->native) vt->graph_destroy(r->native);
   if (r->replay_done) vt->event_destroy(r->replay_done);
   accel_cmdlist_free(&r->flat);
+  accel_mempool_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
   accel_device_t *dev = r->dev;
   free(r);
@@ -77,6 +80,7 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
     r->flat = g->flat; /* moved */
     accel_cmdlist_init(&g->flat);
     r->pool = g->pool;
+    r->pins = g->pins; /* moved */
     *remains = r;
     if (!g->replays) { /* nothing ran: no fence needed */
       remains_free(r);
@@ -88,8 +92,10 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
     if (g->native) g->dev->backend->vt->graph_destroy(g->native);
     if (g->replay_done) g->dev->backend->vt->event_destroy(g->replay_done);
     accel_cmdlist_clear(&g->flat);
+    accel_mempool_unpin(g->dev->mem, &g->pins);
     if (g->pool) accel_pool_release_ref(g->pool);
   }
+  memset(&g->pins, 0, sizeof g->pins);
   g->native = NULL;
   g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
@@ -180,7 +186,8 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   bool valid = false;
   accel_cmdlist_t cmds;
   accel_cmdlist_init(&cmds);
-  st = accel_capture_end(c, &cmds, &valid);
+  accel_mempool_pins_t pins = {0};
+  st = accel_capture_end(c, &cmds, &pins, &valid);
   pthread_mutex_unlock(&origin->lock);
   accel_stream_release(origin); /* the capture's reference */
   g->capture = NULL;
@@ -188,6 +195,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   if (valid) {
     accel_cmdlist_free(&g->cmds); /* storage kept by an earlier graph_clear */
     g->cmds = cmds;
+    g->pins = pins;
     st = accel_cmdlist_copy(&g->flat, &g->cmds, true);
   }
   if (valid && st == ACCEL_OK) {
@@ -277,6 +285,7 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
       st = accel_capture_record_locked(s, &g->flat.cmds[i], NULL);
     for (size_t i = 0; i < g->flat.nkeeps && st == ACCEL_OK; ++i)
       st = accel_capture_keep_locked(s, g->flat.keeps[i]);
+    if (st == ACCEL_OK) st = accel_capture_pin_locked(s, NULL, NULL, 0, &g->pins);
     if (st == ACCEL_OK && g->pool) {
       accel_keepalive_t *k = accel_pool_keepalive(g->pool);
       st = k ? accel_capture_keep_locked(s, k)

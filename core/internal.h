@@ -234,6 +234,7 @@ struct accel_graph {
    * replay on another stream than the last one waits for it through this event */
   accel_stream_t *last_replay_stream; /* reference held */
   accel_be_event_t *replay_done;
+  accel_mempool_pins_t pins;      /* allocations the recorded work uses (freeing them defers) */
 };
 
 /* Pool references (graph_pool.c): captures and graphs hold them. */

@@ -686,10 +686,32 @@ void accel_kernel_state_destroy(accel_device_t *device, void *state) {
  * Launches
  * ------------------------------------------------------------------------------------------- */
 
-static accel_status_t kop_launch(accel_stream_t *stream, uint32_t id, uint32_t num_blocks,
+typedef struct kop_launch_ranges {
+  const kop_req_t *r;
+  const kop_entry_t *e;
+} kop_launch_ranges_t;
+
+/* Range i of a launch: the table's tensor spans, then the device scalars. */
+static int launch_range(void *ctx, size_t i, const void **ptr, size_t *size) {
+  const kop_launch_ranges_t *lr = ctx;
+  const size_t nspans = lr->e ? lr->e->nspans : 0;
+  if (i < nspans) {
+    *ptr = (const void *)lr->e->spans[i].begin;
+    *size = lr->e->spans[i].end - lr->e->spans[i].begin;
+    return 1;
+  }
+  const kop_scalar_t *sc = &lr->r->scalars[i - nspans];
+  *ptr = sc->ptr;
+  *size = sc->size;
+  return sc->ptr != NULL;
+}
+
+static accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
                                  const void *params, uint32_t size, kop_entry_t *e) {
   const accel_kernel_launch_t launch = {id, num_blocks, accel_kernel_names[id], params, size, 0};
-  return accel_enqueue_kernel(stream, &launch, e ? &e->keep : NULL);
+  kop_launch_ranges_t lr = {r, e};
+  return accel_enqueue_kernel(r->stream, &launch, e ? &e->keep : NULL, launch_range, &lr,
+                              (e ? e->nspans : 0) + (size_t)r->ns);
 }
 
 /* Runs body(r, table, user) for the validated r; the call's table reference then goes to the
@@ -721,12 +743,12 @@ static accel_status_t norm_body(const kop_req_t *r, kop_entry_t *e, const void *
   if (nc > 0) {
     const acc_norm_partial_params_t pp = {e->chunks_addr, e->partials_addr, nc,
                                           (acc_u32)r->lists[0].t[0].dtype, a->kind, a->p};
-    accel_status_t st = kop_launch(r->stream, ACCEL_KERNEL_NORM_PARTIAL, nc, &pp, sizeof pp, e);
+    accel_status_t st = kop_launch(r, ACCEL_KERNEL_NORM_PARTIAL, nc, &pp, sizeof pp, e);
     if (st != ACCEL_OK) return st;
   }
   /* With no partials the final kernel stores 0. */
   const acc_norm_final_params_t fp = {e ? e->partials_addr : 0, ADDR(a->out), nc, a->kind, a->p, 0};
-  return kop_launch(r->stream, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
+  return kop_launch(r, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
 }
 
 accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
@@ -764,7 +786,7 @@ static accel_status_t clip_body(const kop_req_t *r, kop_entry_t *e, const void *
   const acc_clip_params_t p = {e ? e->chunks_addr : 0, ADDR(a->total), ADDR(a->coef_out), nc,
                                nc ? (acc_u32)r->lists[0].t[0].dtype : 0, a->max_norm, a->eps};
   /* with no chunks one block still stores the coefficient */
-  return kop_launch(r->stream, ACCEL_KERNEL_CLIP, nc ? nc : 1, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_CLIP, nc ? nc : 1, &p, sizeof p, e);
 }
 
 accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
@@ -784,7 +806,7 @@ static accel_status_t update_hp_body(const kop_req_t *r, kop_entry_t *e, const v
   const acc_update_hp_params_t p = {e->chunks_addr, e->num_chunks,
                                     (acc_u32)r->lists[0].t[0].dtype,
                                     *(const int *)user ? ACC_HP_ZERO_LP : 0u, 0.0f};
-  return kop_launch(r->stream, ACCEL_KERNEL_UPDATE_HP, e->num_chunks, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_UPDATE_HP, e->num_chunks, &p, sizeof p, e);
 }
 
 accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_t *lp_grads,
@@ -806,7 +828,7 @@ static accel_status_t unscale_body(const kop_req_t *r, kop_entry_t *e, const voi
   const unscale_args_t *a = user;
   const acc_unscale_params_t p = {e->chunks_addr, ADDR(a->inv_scale), ADDR(a->found_inf),
                                   e->num_chunks, (acc_u32)r->lists[0].t[0].dtype};
-  return kop_launch(r->stream, ACCEL_KERNEL_UNSCALE, e->num_chunks, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_UNSCALE, e->num_chunks, &p, sizeof p, e);
 }
 
 accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tensor_t *tensors,
@@ -825,7 +847,7 @@ accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tenso
 static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_adam_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
                                (acc_u32)r->lists[1].t[0].dtype};
-  return kop_launch(r->stream, ACCEL_KERNEL_ADAM, e->num_chunks, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_ADAM, e->num_chunks, &p, sizeof p, e);
 }
 
 accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *params,
@@ -845,7 +867,7 @@ accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *pa
 static accel_status_t fill_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_fill_params_t p = {e->chunks_addr, e->num_chunks, (acc_u32)r->lists[0].t[0].dtype,
                                *(const float *)user, 0};
-  return kop_launch(r->stream, ACCEL_KERNEL_FILL, e->num_chunks, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_FILL, e->num_chunks, &p, sizeof p, e);
 }
 
 accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
@@ -860,7 +882,7 @@ accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors,
 static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_scale_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
                                 (acc_u32)r->lists[0].t[0].dtype};
-  return kop_launch(r->stream, ACCEL_KERNEL_SCALE, e->num_chunks, &p, sizeof p, e);
+  return kop_launch(r, ACCEL_KERNEL_SCALE, e->num_chunks, &p, sizeof p, e);
 }
 
 accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,

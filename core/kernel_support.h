@@ -10,6 +10,9 @@
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
 
+/* Range i of a list of memory ranges (0: skip it). */
+typedef int (*accel_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
+
 /* A reference-counted object that a recorded command keeps alive (e.g. a chunk table in device
  * memory used by a captured kernel). release() runs when the count drops to zero. */
 typedef struct accel_keepalive {
@@ -42,15 +45,17 @@ uint64_t accel_device_free_generation(accel_device_t *device);
 /* accel_device_range_is_valid for ranges 0..n-1 under one lock of the allocator: range(ctx, i,
  * &ptr, &size) gives range i (returning 0 to skip it). The index of the first invalid range, or
  * SIZE_MAX when all are valid. */
-size_t accel_device_ranges_valid(accel_device_t *device, size_t n,
-                                 int (*range)(void *ctx, size_t i, const void **ptr, size_t *size),
+size_t accel_device_ranges_valid(accel_device_t *device, size_t n, accel_range_fn range,
                                  void *ctx);
 
 /* Enqueues a kernel launch on stream, going through capture, lazy queue, tracing and eager
  * submission. The launch (and its params) is copied. keep (may be NULL) is retained for as
- * long as a recorded copy of the launch exists (graph or lazy queue). */
+ * long as a recorded copy of the launch exists (graph or lazy queue). ranges(ctx, i, ...) for
+ * i < nranges give the memory the launch uses, asked for only when the launch is captured: the
+ * capture pins the allocations under them, so memory a live graph uses is not freed under it. */
 accel_status_t accel_enqueue_kernel(accel_stream_t *stream, const accel_kernel_launch_t *launch,
-                                    accel_keepalive_t *keep);
+                                    accel_keepalive_t *keep, accel_range_fn ranges, void *ctx,
+                                    size_t nranges);
 
 /* Internal device memory outside the caching allocator and the user's memory statistics
  * (chunk tables). Not stream ordered: free only memory no queued work still reads. */

@@ -188,8 +188,7 @@ uint64_t accel_device_free_generation(accel_device_t *dev) {
   return accel_mempool_free_generation(dev->mem);
 }
 
-size_t accel_device_ranges_valid(accel_device_t *dev, size_t n,
-                                 int (*range)(void *ctx, size_t i, const void **ptr, size_t *size),
+size_t accel_device_ranges_valid(accel_device_t *dev, size_t n, accel_range_fn range,
                                  void *ctx) {
   return accel_mempool_ranges_valid(dev->mem, n, range, ctx);
 }

@@ -33,6 +33,9 @@ struct block {
   block_t *fprev, *fnext; /* free list of its bin */
   const void *key;        /* stream key: free blocks are binned under it */
   uint64_t freed_at;      /* free block: the free generation of its latest free (0: never) */
+  uint32_t pins;          /* live graphs whose recorded work uses the block */
+  bool deferred;          /* freed by the user while pinned: freed for real at the last unpin */
+  const void *deferred_key;
   bool allocated;
   uint8_t bin;
 };
@@ -555,6 +558,28 @@ static block_t *coalesce(accel_mempool_t *m, bins_t *b, block_t *blk) {
   return blk;
 }
 
+/* Returns an allocated block to its bins (lock held); *zombie as in accel_mempool_free. */
+static void free_block(accel_mempool_t *m, block_t *blk, const void *stream_key,
+                       accel_mempool_arena_t **zombie) {
+  accel_mempool_arena_t *a = blk->seg->arena;
+  m->stats.allocated_bytes -= blk->size;
+  m->stats.free_count++;
+  m->stats.active_blocks--;
+  a->live_blocks--;
+  blk->allocated = false;
+  blk->deferred = false;
+  blk->freed_at = __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
+  a->last_free = blk->freed_at;
+  if (stream_key) blk->key = stream_key;
+  bins_t *b = bins_for(a, blk->key, true);
+  if (b) {
+    blk = coalesce(m, b, blk);
+    bin_insert(b, blk);
+  } /* else: out of host memory for a bin; the block stays unreachable until teardown */
+  accel_mempool_arena_t *z = mark_zombie(a);
+  if (zombie) *zombie = z;
+}
+
 accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
                                   accel_mempool_arena_t **zombie) {
   if (zombie) *zombie = NULL;
@@ -571,24 +596,80 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   }
   block_t *blk = m->live[j].block;
   live_erase(m, j);
-  accel_mempool_arena_t *a = blk->seg->arena;
-  m->stats.allocated_bytes -= blk->size;
-  m->stats.free_count++;
-  m->stats.active_blocks--;
-  a->live_blocks--;
-  blk->allocated = false;
-  blk->freed_at = __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
-  a->last_free = blk->freed_at;
-  if (stream_key) blk->key = stream_key;
-  bins_t *b = bins_for(a, blk->key, true);
-  if (b) {
-    blk = coalesce(m, b, blk);
-    bin_insert(b, blk);
-  } /* else: out of host memory for a bin; the block stays unreachable until teardown */
-  accel_mempool_arena_t *z = mark_zombie(a);
-  if (zombie) *zombie = z;
+  if (blk->pins) {
+    /* no longer the user's: ranges in it are invalid from now on (cached validations too) */
+    __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
+    blk->deferred = true;
+    blk->deferred_key = stream_key;
+  } else {
+    free_block(m, blk, stream_key, zombie);
+  }
   pthread_mutex_unlock(&m->lock);
   return ACCEL_OK;
+}
+
+accel_status_t accel_mempool_pin(accel_mempool_t *m, const void *ptr, size_t size,
+                                 accel_mempool_pins_t *pins) {
+  if (size == 0) return ACCEL_OK;
+  const uintptr_t lo = (uintptr_t)ptr;
+  const uintptr_t hi = size > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + size;
+  accel_status_t st = ACCEL_OK;
+  pthread_mutex_lock(&m->lock);
+  size_t i = seg_index(m, lo);
+  if (i == SIZE_MAX) i = 0;
+  for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
+    for (block_t *b = m->segs[i]->first; b && b->addr < hi; b = b->next) {
+      /* graph-pool blocks live with their pool, which the graph holds already */
+      if (m->segs[i]->arena != &m->default_arena) break;
+      if (!b->allocated || b->deferred || b->addr + b->size <= lo) continue;
+      if (pins->n && pins->blocks[pins->n - 1] == b) continue; /* consecutive ranges */
+      if (pins->n == pins->cap) {
+        size_t cap = pins->cap ? pins->cap * 2 : 16;
+        void **nb = realloc(pins->blocks, cap * sizeof *nb);
+        if (!nb) {
+          st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+          break;
+        }
+        pins->blocks = nb;
+        pins->cap = cap;
+      }
+      b->pins++;
+      pins->blocks[pins->n++] = b;
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return st;
+}
+
+accel_status_t accel_mempool_pin_again(accel_mempool_t *m, const accel_mempool_pins_t *from,
+                                       accel_mempool_pins_t *to) {
+  if (!from->n) return ACCEL_OK;
+  if (to->n + from->n > to->cap) {
+    size_t cap = to->n + from->n;
+    void **nb = realloc(to->blocks, cap * sizeof *nb);
+    if (!nb) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+    to->blocks = nb;
+    to->cap = cap;
+  }
+  pthread_mutex_lock(&m->lock);
+  for (size_t i = 0; i < from->n; ++i) {
+    ((block_t *)from->blocks[i])->pins++;
+    to->blocks[to->n++] = from->blocks[i];
+  }
+  pthread_mutex_unlock(&m->lock);
+  return ACCEL_OK;
+}
+
+void accel_mempool_unpin(accel_mempool_t *m, accel_mempool_pins_t *pins) {
+  pthread_mutex_lock(&m->lock);
+  for (size_t i = 0; i < pins->n; ++i) {
+    block_t *b = pins->blocks[i];
+    /* default-arena blocks only: completing a deferred free makes no zombie arena */
+    if (--b->pins == 0 && b->deferred) free_block(m, b, b->deferred_key, NULL);
+  }
+  pthread_mutex_unlock(&m->lock);
+  free(pins->blocks);
+  memset(pins, 0, sizeof *pins);
 }
 
 /* 1 when [p, p + size) lies inside the bytes asked for when allocated block b was made: the
@@ -605,7 +686,7 @@ static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_
   if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
   for (block_t *b = s ? s->first : NULL; b; b = b->next) {
     if (p >= b->addr && p <= b->addr + b->size) {
-      if (b->allocated && block_has(b, p, size)) return b;
+      if (b->allocated && !b->deferred && block_has(b, p, size)) return b;
       if (p < b->addr + b->size) break;
     }
   }

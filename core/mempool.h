@@ -57,6 +57,22 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *ar
 accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
                                   accel_mempool_arena_t **zombie);
 
+/* Blocks a graph's recorded work uses (opaque). While a block is pinned, freeing it defers the
+ * real free to the last unpin: the user's pointer is invalid at once, the memory stays. */
+typedef struct accel_mempool_pins {
+  void **blocks;
+  size_t n, cap;
+} accel_mempool_pins_t;
+/* Pins every live block of the default arena that [ptr, ptr+size) touches (other memory is
+ * ignored: graph-pool blocks live as long as their pool, which the graph holds). */
+accel_status_t accel_mempool_pin(accel_mempool_t *m, const void *ptr, size_t size,
+                                 accel_mempool_pins_t *pins);
+/* Pins the blocks of from once more, into to (a graph replayed inside another's capture). */
+accel_status_t accel_mempool_pin_again(accel_mempool_t *m, const accel_mempool_pins_t *from,
+                                       accel_mempool_pins_t *to);
+/* Drops the pins (completing deferred frees) and empties the list. */
+void accel_mempool_unpin(accel_mempool_t *m, accel_mempool_pins_t *pins);
+
 /* Counts the frees of live blocks: a range found inside live blocks stays inside them for as
  * long as this value is unchanged (allocations never invalidate a range). Lock-free. */
 uint64_t accel_mempool_free_generation(accel_mempool_t *m);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -152,15 +153,19 @@ accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *
   return ACCEL_OK;
 }
 
-/* Validates the stream, then submits one command under its lock, traced. */
+/* Validates the stream, then submits one command under its lock, traced. A capture pins the
+ * allocations under ranges (kernels; copies and fills are pinned from the command). */
 static accel_status_t submit(accel_stream_t *s, const char *fn, const accel_cmd_t *cmd,
-                             accel_keepalive_t *keep, size_t bytes) {
+                             accel_keepalive_t *keep, size_t bytes, accel_range_fn ranges,
+                             void *ctx, size_t nranges) {
   accel_status_t st = accel_stream_check(s, fn, NULL);
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, fn);
   pthread_mutex_lock(&s->lock);
   st = accel_stream_submit_locked(s, cmd, keep);
   bool captured = s->capture != NULL;
+  if (st == ACCEL_OK && captured && nranges)
+    st = accel_capture_pin_locked(s, ranges, ctx, nranges, NULL);
   pthread_mutex_unlock(&s->lock);
   if (cmd->type == ACCEL_CMD_KERNEL)
     accel_trace_end_args(&t, "\"kernel\":\"%s\",\"blocks\":%u,\"captured\":%d",
@@ -171,13 +176,14 @@ static accel_status_t submit(accel_stream_t *s, const char *fn, const accel_cmd_
 }
 
 accel_status_t accel_enqueue_kernel(accel_stream_t *s, const accel_kernel_launch_t *launch,
-                                    accel_keepalive_t *keep) {
+                                    accel_keepalive_t *keep, accel_range_fn ranges, void *ctx,
+                                    size_t nranges) {
   if (accel_fault_should_fail(ACCEL_FAULT_LAUNCH))
     return accel_set_error(ACCEL_ERROR_BACKEND, "%s: launch failed (fault injection)",
                            launch->kernel_name);
   accel_cmd_t c = {.type = ACCEL_CMD_KERNEL};
   c.u.kernel = *launch;
-  return submit(s, "launch", &c, keep, 0);
+  return submit(s, "launch", &c, keep, 0, ranges, ctx, nranges);
 }
 
 accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, void *user) {
@@ -185,7 +191,7 @@ accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, voi
   accel_cmd_t c = {.type = ACCEL_CMD_HOST_FUNC};
   c.u.host_func.fn = fn;
   c.u.host_func.user = user;
-  return submit(s, "accel_launch_host_func", &c, NULL, 0);
+  return submit(s, "accel_launch_host_func", &c, NULL, 0, NULL, NULL, 0);
 }
 
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src) {
@@ -225,7 +231,7 @@ accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src,
   c.u.memcpy.src = src;
   c.u.memcpy.size = size;
   c.u.memcpy.kind = accel_copy_kind(dev, dst, src);
-  return submit(s, "accel_memcpy_async", &c, NULL, size);
+  return submit(s, "accel_memcpy_async", &c, NULL, size, NULL, NULL, 0);
 }
 
 accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_t size) {
@@ -243,7 +249,7 @@ accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_
   c.u.memset.dst = dst;
   c.u.memset.size = size;
   c.u.memset.value = (uint8_t)value;
-  return submit(s, "accel_memset_async", &c, NULL, size);
+  return submit(s, "accel_memset_async", &c, NULL, size, NULL, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
