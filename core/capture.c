@@ -172,7 +172,8 @@ accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t 
   accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, keep);
   if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMCPY) {
     st = accel_mempool_pin(mem, cmd->u.memcpy.dst, cmd->u.memcpy.size, &c->pins);
-    if (st == ACCEL_OK) st = accel_mempool_pin(mem, cmd->u.memcpy.src, cmd->u.memcpy.size, &c->pins);
+    if (st == ACCEL_OK)
+      st = accel_mempool_pin(mem, cmd->u.memcpy.src, cmd->u.memcpy.size, &c->pins);
   } else if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMSET) {
     st = accel_mempool_pin(mem, cmd->u.memset.dst, cmd->u.memset.size, &c->pins);
   }
@@ -398,5 +399,3 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   accel_capture_release(c);
   return st;
 }
-
-accel_stream_t *accel_capture_origin(const accel_capture_t *c) { return c->streams[0]; }

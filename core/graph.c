@@ -129,14 +129,11 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_graph_capture_begin: the default stream cannot capture; use a "
                            "stream from accel_stream_create");
-  /* the private pool is made before taking locks (it takes the device's locks) */
+  /* the private pool is made before taking locks (it takes the allocator's); the graph holds
+   * its only reference (the device handle may be closed: the stream keeps the device) */
   accel_pool_t *use = pool;
-  if (use) {
-    accel_pool_retain(use);
-  } else {
-    if ((st = accel_graph_pool_create(dev, &use)) != ACCEL_OK) return st;
-    accel_handle_unregister(&use->hdr); /* the graph's reference; the user has none */
-  }
+  if (use) accel_pool_retain(use);
+  else if ((st = accel_pool_create_internal(dev, false, &use)) != ACCEL_OK) return st;
   pthread_mutex_lock(&g->lock);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {

@@ -35,21 +35,27 @@ void accel_pool_release_ref(accel_pool_t *p) {
   accel_device_release(dev);
 }
 
-accel_status_t accel_graph_pool_create(accel_device_t *dev, accel_pool_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_graph_pool_create");
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_pool_create", "out is NULL");
+accel_status_t accel_pool_create_internal(accel_device_t *dev, bool user, accel_pool_t **out) {
   accel_pool_t *p = calloc(1, sizeof *p);
   if (!p) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  if ((st = accel_mempool_arena_create(dev->mem, &p->arena)) != ACCEL_OK) {
+  accel_status_t st = accel_mempool_arena_create(dev->mem, &p->arena);
+  if (st != ACCEL_OK) {
     free(p);
     return st;
   }
   p->dev = dev;
   accel_device_retain(dev);
   accel_handle_register(&p->hdr, ACCEL_HANDLE_POOL, dev->backend->vt);
+  if (!user) accel_handle_unregister(&p->hdr); /* one reference, not the user's */
   *out = p;
   return ACCEL_OK;
+}
+
+accel_status_t accel_graph_pool_create(accel_device_t *dev, accel_pool_t **out) {
+  accel_status_t st = accel_device_check(dev, "accel_graph_pool_create");
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, "accel_graph_pool_create", "out is NULL");
+  return accel_pool_create_internal(dev, true, out);
 }
 
 accel_status_t accel_pool_release(accel_pool_t *p) {

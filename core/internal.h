@@ -237,7 +237,9 @@ struct accel_graph {
   accel_mempool_pins_t pins;      /* allocations the recorded work uses (freeing them defers) */
 };
 
-/* Pool references (graph_pool.c): captures and graphs hold them. */
+/* Pool references (graph_pool.c): captures and graphs hold them. A pool made for a capture
+ * (user: false) has no user reference. */
+accel_status_t accel_pool_create_internal(accel_device_t *dev, bool user, accel_pool_t **out);
 void accel_pool_retain(accel_pool_t *p);
 void accel_pool_release_ref(accel_pool_t *p);
 /* A keepalive holding a pool reference (NULL when out of host memory). */
