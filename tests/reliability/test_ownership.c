@@ -640,7 +640,8 @@ static void close_device_under_stream(void) {
   accel_device_t *d = NULL;
   accel_stream_t *s = NULL;
   if (!OK(accel_device_open(g_sel, &d))) return;
-  if (!OK(accel_stream_create(d, &s))) return;
+  accel_graph_t *g = NULL;
+  if (!OK(accel_stream_create(d, &s)) || !OK(accel_graph_create(d, &g))) return;
   OK(accel_device_close(d));
   expect_error(accel_device_close(d), ACCEL_ERROR_INVALID_HANDLE, "accel_device_close",
                "(b) second accel_device_close (a stream still lives)");
@@ -659,6 +660,17 @@ static void close_device_under_stream(void) {
     OK(accel_free_async(s, buf));
     OK(accel_stream_synchronize(s));
   }
+  /* ... and a graph made before the close captures with a private pool (made without the
+   * closed device handle) and replays */
+  if (OK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_THREAD_LOCAL))) {
+    float *tmp = NULL;
+    OK(accel_malloc_async(s, 4096, (void **)&tmp));
+    if (tmp) OK(accel_free_async(s, tmp));
+    OK(accel_graph_capture_end(g));
+    OK(accel_graph_replay(g, s));
+    OK(accel_stream_synchronize(s));
+  }
+  OK(accel_graph_destroy(g));
   OK(accel_stream_destroy(s)); /* the last user: the device goes away now (LSan checks) */
 }
 
