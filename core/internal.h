@@ -119,6 +119,9 @@ void accel_device_streams_release(accel_stream_t **streams, size_t n);
  * device has finished the work submitted before the call (a fence of one backend event per
  * stream), without any lock held: at a later accel_device_reap that finds the fence complete,
  * or at once after a drain if the fence cannot be made. */
+/* accel_device_retire for something only the work on s uses (a lazy stream's cached graph):
+ * the fence is one event on s. The caller holds s->lock. */
+void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *ctx);
 /* Inside a retired release: the allocator free generation its completed fence covers (every
  * block freed at or before it is idle); 0 elsewhere. */
 uint64_t accel_retire_covered_epoch(void);

@@ -6,6 +6,8 @@
  * a native graph on its second hit when the backend has native graphs, otherwise submitted as
  * one batch of the cached list.
  */
+#include <stdlib.h>
+
 #include "internal.h"
 #include "trace.h"
 
@@ -25,6 +27,31 @@ static accel_status_t replay_cached(accel_stream_t *s, accel_lazy_cache_entry_t 
   }
   if (e->native) return vt->graph_launch(e->native, s->impl);
   return accel_stream_run_batch(s, e->cmds.cmds, e->cmds.count);
+}
+
+typedef struct native_remains {
+  const accel_backend_vtable_t *vt;
+  accel_be_graph_t *native;
+} native_remains_t;
+
+static void native_free(void *ctx) {
+  native_remains_t *n = ctx;
+  n->vt->graph_destroy(n->native);
+  free(n);
+}
+
+/* An evicted cached graph may still run on s: it is destroyed once s finished it. */
+static void retire_native(accel_stream_t *s, accel_be_graph_t *native) {
+  const accel_backend_vtable_t *vt = s->dev->backend->vt;
+  native_remains_t *n = malloc(sizeof *n);
+  if (!n) {
+    vt->stream_synchronize(s->impl); /* out of host memory: wait for it here */
+    vt->graph_destroy(native);
+    return;
+  }
+  n->vt = vt;
+  n->native = native;
+  accel_stream_retire_locked(s, native_free, n);
 }
 
 static accel_lazy_cache_entry_t *cache_victim(accel_stream_t *s) {
@@ -56,7 +83,7 @@ accel_status_t accel_lazy_flush_locked(accel_stream_t *s) {
     s->lazy_stats.cache_misses++;
     st = accel_stream_run_batch(s, q->cmds, q->count);
     accel_lazy_cache_entry_t *v = cache_victim(s);
-    if (v->native) s->dev->backend->vt->graph_destroy(v->native);
+    if (v->native) retire_native(s, v->native);
     v->native = NULL;
     if (accel_cmdlist_copy(&v->cmds, q, false) == ACCEL_OK) {
       v->hash = h;

@@ -98,6 +98,36 @@ static void run(accel_device_t *dev, accel_retired_t *r) {
   free(r);
 }
 
+static void enqueue(accel_device_t *dev, accel_retired_t *r) {
+  pthread_mutex_lock(&dev->retire_lock);
+  r->next = dev->retired;
+  dev->retired = r;
+  atomic_fetch_add(&dev->nretired, 1);
+  pthread_mutex_unlock(&dev->retire_lock);
+}
+
+void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *ctx) {
+  accel_device_t *dev = s->dev;
+  const accel_backend_vtable_t *vt = dev->backend->vt;
+  accel_retired_t *r = calloc(1, sizeof *r + sizeof r->events[0]);
+  accel_be_event_t *ev = NULL;
+  if (r && vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &ev) == ACCEL_OK) {
+    r->events[r->nevents++] = ev;
+    if (vt->event_record(ev, s->impl) == ACCEL_OK) {
+      r->fn = fn;
+      r->ctx = ctx;
+      r->epoch = accel_mempool_free_generation(dev->mem);
+      enqueue(dev, r);
+      return;
+    }
+    vt->event_destroy(ev);
+  }
+  free(r);
+  /* no event: wait for the stream here (out of host memory or a failed device) */
+  vt->stream_synchronize(s->impl);
+  fn(ctx);
+}
+
 void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
   accel_retired_t *r = fence_new(dev);
   if (!r) {
@@ -119,11 +149,7 @@ void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) 
   }
   r->fn = fn;
   r->ctx = ctx;
-  pthread_mutex_lock(&dev->retire_lock);
-  r->next = dev->retired;
-  dev->retired = r;
-  atomic_fetch_add(&dev->nretired, 1);
-  pthread_mutex_unlock(&dev->retire_lock);
+  enqueue(dev, r);
   accel_device_reap(dev, false);
 }
 

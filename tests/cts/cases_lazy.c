@@ -131,3 +131,42 @@ CTS_CASE(lazy_cache_hits, CTS_TAG_NONE) {
   CTS_OK(accel_free(ctx->dev, q.dev));
   return CTS_PASS;
 }
+
+/* More distinct repeated sequences than the stream caches, none synchronized until the end:
+ * entries whose native graph was instantiated (third repeat) are evicted while their
+ * submissions may still be queued (the graph must outlive them), and every sequence still
+ * computes its own result. */
+CTS_CASE(lazy_cache_eviction, CTS_TAG_NONE) {
+  enum { SEQS = 7, ROUNDS = 3, REPEATS = 3 };
+  accel_stream_t *s = NULL;
+  unsigned char *dev = NULL;
+  unsigned char in[SEQS][64], out[SEQS][64];
+  CTS_OK(accel_malloc(ctx->dev, 128 * SEQS, (void **)&dev));
+  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_LAZY, &s));
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int k = 0; k < SEQS; k++) {
+      memset(in[k], 0x40 + 16 * round + k, 64);
+      memset(out[k], 0, 64);
+      unsigned char *d = dev + 128 * k;
+      for (int r = 0; r < REPEATS; r++) {
+        CTS_OK(accel_memcpy_async(s, d, in[k], 64));
+        CTS_OK(accel_memset_async(s, d + 64, 0x19, 64));
+        CTS_OK(accel_memcpy_async(s, out[k], d, 64));
+        CTS_OK(accel_stream_flush(s));
+      }
+    }
+    CTS_OK(accel_stream_synchronize(s));
+    for (int k = 0; k < SEQS; k++)
+      CTS_CHECK(cts_find_not_byte(out[k], 64, (unsigned char)(0x40 + 16 * round + k)) == 64,
+                "round %d, sequence %d computed a stale result", round, k);
+  }
+  accel_lazy_stats_t st;
+  CTS_OK(accel_stream_lazy_stats(s, &st));
+  CTS_CHECK(st.cache_hits >= (uint64_t)ROUNDS * SEQS * (REPEATS - 1) &&
+                st.cache_misses >= (uint64_t)ROUNDS * SEQS,
+            "hits %llu, misses %llu: the cache did not cycle", (unsigned long long)st.cache_hits,
+            (unsigned long long)st.cache_misses);
+  CTS_OK(accel_stream_destroy(s));
+  CTS_OK(accel_free(ctx->dev, dev));
+  return CTS_PASS;
+}
