@@ -356,37 +356,28 @@ static void scan_dir(const char *dir, str_list_t *seen) {
 }
 
 /*
- * ACCEL_VISIBLE_DEVICES selects devices for every backend. The vendor runtimes read their own
- * variable (below) once, when they initialise, so it has to be in the environment before a
- * plugin's backend_init. It is applied here, once per process under load_once, after the plugins
- * are registered and before any of them is initialised (backend_init runs only after
- * accel_registry_ensure_loaded returns): the plugins never touch the environment, which
- * setenv would make unsafe while other threads read it. Only variables of registered backends
- * are set; a value the user set for the vendor variable wins; "" means unset, as for every
- * accel variable (accel_env), so ACCEL_VISIBLE_DEVICES= hides nothing.
+ * ACCEL_VISIBLE_DEVICES selects devices for every backend. A vendor runtime reads its own
+ * variable (the plugin names it: vtable visible_devices_env) once, when it initialises, so it
+ * has to be in the environment before the plugin's backend_init. It is applied here, once per
+ * process under load_once, after the plugins are registered and before any of them is
+ * initialised (backend_init runs only after accel_registry_ensure_loaded returns): plugins never
+ * touch the environment, which setenv would make unsafe while other threads read it. A value
+ * the user set for the vendor variable wins; "" means unset, as for every accel variable
+ * (accel_env), so ACCEL_VISIBLE_DEVICES= hides nothing.
  */
-static const struct {
-  const char *backend, *var;
-} visible_vars[] = {{"cuda", "CUDA_VISIBLE_DEVICES"},
-                    {"hip", "HIP_VISIBLE_DEVICES"},
-                    {"level_zero", "ZE_AFFINITY_MASK"}};
-
 static void apply_visible_devices(void) {
   const char *want = accel_env("ACCEL_VISIBLE_DEVICES");
   if (!want) return;
-  for (size_t i = 0; i < sizeof visible_vars / sizeof *visible_vars; ++i) {
-    if (!find_backend(visible_vars[i].backend)) continue;
-    const char *have = getenv(visible_vars[i].var);
+  for (int i = 0; i < nbackends; ++i) {
+    const char *var = backends[i].vt->visible_devices_env; /* zero in an older plugin's copy */
+    if (!var || !var[0]) continue;
+    const char *have = getenv(var);
     if (have)
       accel_log(ACCEL_LOG_INFO, "loader",
                 "ACCEL_VISIBLE_DEVICES=%s not applied to %s: %s=%s was set explicitly", want,
-                visible_vars[i].backend, visible_vars[i].var, have);
-    else if (setenv(visible_vars[i].var, want, 0) == 0)
-      accel_log(ACCEL_LOG_INFO, "loader", "set %s=%s from ACCEL_VISIBLE_DEVICES",
-                visible_vars[i].var, want);
-    else
-      accel_log(ACCEL_LOG_WARN, "loader", "could not set %s=%s: %s", visible_vars[i].var, want,
-                strerror(errno));
+                backends[i].name, var, have);
+    else if (setenv(var, want, 0) == 0)
+      accel_log(ACCEL_LOG_INFO, "loader", "set %s=%s from ACCEL_VISIBLE_DEVICES", var, want);
   }
 }
 

@@ -37,6 +37,7 @@ static const accel_backend_vtable_t gpu_vtable = {
     .graph_destroy = gpu_graph_destroy,
     .device_synchronize = gpu_device_synchronize,
     .mem_info = gpu_mem_info,
+    .visible_devices_env = GPU_VISIBLE_DEVICES_ENV,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -56,6 +56,7 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .graph_destroy = accel_ze_graph_destroy,
     .device_synchronize = NULL, /* the core synchronizes each stream */
     .mem_info = accel_ze_mem_info,
+    .visible_devices_env = "ZE_AFFINITY_MASK",
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

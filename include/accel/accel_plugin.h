@@ -206,6 +206,13 @@ typedef struct accel_backend_vtable {
   /* Free/total device memory now. NULL: the values from device_info. */
   accel_status_t (*mem_info)(accel_be_device_t *device, uint64_t *free_bytes,
                              uint64_t *total_bytes);
+
+  /* --- added later: read only when struct_size covers them -------------------------------- */
+  /* The environment variable the vendor runtime reads to select its devices (e.g.
+   * "CUDA_VISIBLE_DEVICES"), or NULL. The core sets it from ACCEL_VISIBLE_DEVICES once, after
+   * loading the plugins and before any backend_init, unless the user set it; a plugin never
+   * touches the environment itself (setenv is not thread-safe). */
+  const char *visible_devices_env;
 } accel_backend_vtable_t;
 
 typedef accel_status_t (*accel_plugin_query_fn)(uint32_t host_abi, const accel_host_api_t *host,

@@ -182,6 +182,9 @@ static const accel_backend_vtable_t k_fake_vtable = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(accel_backend_vtable_t),
     .name = FAKE_NAME,
+#ifdef FAKE_VISIBLE_ENV
+    .visible_devices_env = FAKE_VISIBLE_ENV,
+#endif
     .description = "accel loader-test backend (synchronous, host memory)",
     .backend_init = fake_backend_init,
     .backend_shutdown = fake_backend_shutdown,

@@ -352,7 +352,7 @@ static void scenario_many_junk(const char *dir, const char *plugin) {
   if (d) accel_device_close(d);
 }
 
-/* The vendor variables ACCEL_VISIBLE_DEVICES maps to (tests/meson.build names the backends). */
+/* The vendor variables ACCEL_VISIBLE_DEVICES maps to (each plugin names its own). */
 static const char *const k_vendor_vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                             "ZE_AFFINITY_MASK"};
 
