@@ -46,8 +46,8 @@ typedef struct kop_desc {
   int per_stream; /* the table carries this stream's scratch (norm partials) */
   int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1 */
   int nl, ns;
-  kop_list_desc_t lists[KOP_MAX_LISTS + 1]; /* + 1: room for the generator's terminator */
-  kop_scalar_desc_t scalars[KOP_MAX_SCALARS + 1];
+  kop_list_desc_t lists[KOP_MAX_LISTS]; /* a row with more does not compile */
+  kop_scalar_desc_t scalars[KOP_MAX_SCALARS];
 } kop_desc_t;
 
 /* Indexed by kernel id (core/kernel_validate.c). */

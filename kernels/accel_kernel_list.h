@@ -20,6 +20,7 @@
  *                       params_t.field; ACC_F32_DT: F32 only; ACC_SAME_DT(k): list k's dtype;
  *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
  *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
+ *             (k: an earlier list of the row; at most 4 lists and 3 scalars per row);
  * scalars   (ACC_SCALAR(...), ACC_SCRATCH(...), ...): device memory outside the chunk table:
  *             ACC_SCALAR("name", field, bytes, R | W, ACC_REQUIRED | ACC_OPTIONAL, blocks)
  *               a device pointer argument of the operation (validated by core: aligned, live,
