@@ -162,7 +162,7 @@ struct accel_stream {
   uint64_t lazy_clock;
   accel_stream_t *next_in_device;
   uint64_t trace_id;
-  void *kop_memo[ACCEL_KOP_MEMO_SLOTS]; /* kernel_ops.c: atomic, one reference each */
+  void *kop_memo[ACCEL_KOP_MEMO_SLOTS]; /* chunk_table.c: atomic, one reference each */
 };
 
 /* A stream holds a reference to its device; captures, fences and graphs' replay ordering hold

@@ -1,5 +1,5 @@
 /*
- * Core services used by the tensor operations (core/kernel_ops.c). Everything here is
+ * Core services used by the tensor operations (core/kernel_ops.c, kernel_validate.c, chunk_table.c). Everything here is
  * internal to libaccel.
  */
 #ifndef ACCEL_CORE_KERNEL_SUPPORT_H
@@ -9,6 +9,7 @@
 
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
+#include "accel_kernel_ids.h"
 
 /* Range i of a list of memory ranges (0: skip it). */
 typedef int (*accel_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
@@ -23,10 +24,11 @@ typedef struct accel_keepalive {
 void accel_keepalive_retain(accel_keepalive_t *k);
 void accel_keepalive_release(accel_keepalive_t *k);
 
-/* Chunk-table entries a stream remembers (kernel_ops.c): its last one per operation, so a
- * list repeated on the stream is found without the cache's lock. */
-#define ACCEL_KOP_MEMO_SLOTS 8
-/* The stream's ACCEL_KOP_MEMO_SLOTS slots (owned by kernel_ops.c, accessed atomically). */
+/* Chunk-table entries a stream remembers (chunk_table.c): its last one per operation, so a
+ * list repeated on the stream is found without the cache's lock. One per operation of the
+ * kernel table (accel_kernel_list.h). */
+#define ACCEL_KOP_MEMO_SLOTS ACCEL_KERNEL_TABLE_USERS
+/* The stream's ACCEL_KOP_MEMO_SLOTS slots (owned by chunk_table.c, accessed atomically). */
 void **accel_stream_kop_memo(accel_stream_t *stream);
 /* Drops what the stream remembers (stream teardown, before the device's kernel state). */
 void accel_kernel_stream_forget(accel_stream_t *stream);
@@ -72,7 +74,7 @@ accel_status_t accel_device_drain(accel_device_t *device);
  * without waiting here (core/retire.c). */
 void accel_device_retire(accel_device_t *device, void (*fn)(void *ctx), void *ctx);
 
-/* Per-device state owned by kernel_ops.c (the chunk-table cache). The core calls
+/* Per-device state owned by chunk_table.c (the chunk-table cache). The core calls
  * accel_kernel_state_destroy(device, state) when the device is torn down, after draining it. */
 void **accel_device_kernel_state(accel_device_t *device);
 void accel_kernel_state_destroy(accel_device_t *device, void *state);

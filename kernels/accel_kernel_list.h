@@ -1,13 +1,82 @@
 /*
- * The kernels every backend provides, as an X-macro: ACCEL_KERNEL(ENUM_SUFFIX, symbol_name).
- * The order defines kernel_id in accel_kernel_launch_t; append only. Each kernel takes one
- * by-value parameter struct from accel_kernel_abi.h.
+ * The kernel table: every kernel every backend provides, one row each, as an X-macro (host C
+ * only; the kernel targets never include it). The row order defines kernel_id in
+ * accel_kernel_launch_t: append only.
+ *
+ *   ACCEL_KERNEL(ID, symbol, params_t, op, lists, scalars)
+ *
+ * ID        ACCEL_KERNEL_<ID> (accel_kernel_ids.h); symbol: the kernel's name in every target;
+ * params_t  its by-value parameter struct (accel_kernel_abi.h);
+ * op        ACC_OP("public function", table): the operation whose chunk table this kernel's
+ *           launch walks (the validation unit: one cache key, one per-stream memo slot), with
+ *           table = ACC_TABLE_SHARED or ACC_TABLE_PER_STREAM (the table carries per-stream
+ *           scratch); ACC_NO_OP for a kernel launched only as a second step of another row's op;
+ * lists     (ACC_LIST(...), ...): the operation's tensor lists in chunk-slot order
+ *           (acc_chunk_t.ptr[k] is list k):
+ *             ACC_LIST("name", access, dtype, aliasing)
+ *             access    ACC_IO(R | W | RW), or ACC_IO_IF(field, FLAG, mode, mode_with_flag): the
+ *                       mode depends on a flag bit of params_t.field (the op's flags in core);
+ *             dtype     ACC_ANY_DT(field): F32, F16 or BF16, one per list, passed in
+ *                       params_t.field; ACC_F32_DT: F32 only; ACC_SAME_DT(k): list k's dtype;
+ *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
+ *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
+ *             (k: an earlier list of the row; at most 4 lists and 3 scalars per row);
+ * scalars   (ACC_SCALAR(...), ACC_SCRATCH(...), ...): device memory outside the chunk table:
+ *             ACC_SCALAR("name", field, bytes, R | W, ACC_REQUIRED | ACC_OPTIONAL, blocks)
+ *               a device pointer argument of the operation (validated by core: aligned, live,
+ *               no overlap); field: ACC_FIELD(member) of params_t holding its address (0: not
+ *               accessed; optional ones may be 0), or ACC_NO_FIELD when another launch of the
+ *               op uses it;
+ *             ACC_SCRATCH(member, bytes, R | W, blocks): internal memory (the op allocates it);
+ *             blocks: ACC_ALL_BLOCKS (any block), ACC_BLOCK0 (logical block 0 only) or
+ *               ACC_PER_BLOCK(stride) (block b touches [addr + b * stride, + bytes)).
+ *
+ * Generated from it: the ids and names (accel_kernel_ids.h), the number of table users (the
+ * per-stream memo slots, core/kernel_support.h), core's validation descriptors
+ * (core/kernel_validate.c), the CPU backend's access table (kernels/cpu/accel_cpu_kernels.c);
+ * tests/unit/test_kernel_docs.c checks that docs/KERNELS.md lists exactly these kernels, and
+ * tests/plugins/check_*.{py,sh} read the symbols from the first line of each row.
  */
-ACCEL_KERNEL(NORM_PARTIAL, accel_k_norm_partial)
-ACCEL_KERNEL(NORM_FINAL, accel_k_norm_final)
-ACCEL_KERNEL(CLIP, accel_k_clip)
-ACCEL_KERNEL(UPDATE_HP, accel_k_update_hp)
-ACCEL_KERNEL(UNSCALE, accel_k_unscale)
-ACCEL_KERNEL(ADAM, accel_k_adam)
-ACCEL_KERNEL(FILL, accel_k_fill)
-ACCEL_KERNEL(SCALE, accel_k_scale)
+ACCEL_KERNEL(NORM_PARTIAL, accel_k_norm_partial, acc_norm_partial_params_t,
+             ACC_OP("accel_multi_tensor_norm", ACC_TABLE_PER_STREAM),
+             (ACC_LIST("tensors", ACC_IO(R), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("out_dev", ACC_NO_FIELD, 4, W, ACC_REQUIRED, ACC_ALL_BLOCKS),
+              ACC_SCRATCH(partials, 4, W, ACC_PER_BLOCK(4))))
+/* one block over every partial: not chunk-wise (never fused) */
+ACCEL_KERNEL(NORM_FINAL, accel_k_norm_final, acc_norm_final_params_t, ACC_NO_OP, (), ())
+ACCEL_KERNEL(CLIP, accel_k_clip, acc_clip_params_t,
+             ACC_OP("accel_clip_by_global_norm", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("total_norm_dev", ACC_FIELD(total_norm), 4, R, ACC_REQUIRED,
+                         ACC_ALL_BLOCKS),
+              ACC_SCALAR("coef_out_dev", ACC_FIELD(coef_out), 4, W, ACC_OPTIONAL, ACC_BLOCK0)))
+ACCEL_KERNEL(UPDATE_HP, accel_k_update_hp, acc_update_hp_params_t,
+             ACC_OP("accel_update_hp_grads", ACC_TABLE_SHARED),
+             (ACC_LIST("lp_grads", ACC_IO_IF(flags, ACC_HP_ZERO_LP, R, RW), ACC_ANY_DT(lp_dtype),
+                       ACC_NO_ALIAS),
+              ACC_LIST("hp_grads", ACC_IO_IF(flags, ACC_HP_ASSIGN, RW, W), ACC_F32_DT,
+                       ACC_NO_ALIAS)),
+             ())
+ACCEL_KERNEL(UNSCALE, accel_k_unscale, acc_unscale_params_t,
+             ACC_OP("accel_unscale_and_check", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_REQUIRED,
+                         ACC_ALL_BLOCKS),
+              ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_REQUIRED,
+                         ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(ADAM, accel_k_adam, acc_adam_params_t, ACC_OP("accel_fused_adam", ACC_TABLE_SHARED),
+             (ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_LIST("grads", ACC_IO(R), ACC_ANY_DT(grad_dtype), ACC_NO_ALIAS),
+              ACC_LIST("exp_avg", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),
+             (ACC_SCALAR("args_dev", ACC_FIELD(args), sizeof(acc_adam_args_t), R, ACC_REQUIRED,
+                         ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_OP("accel_fill", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)), ())
+ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_OP("accel_scale", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("scale_dev", ACC_FIELD(scale), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))
+#ifdef ACCEL_TEST_EXTRA_KERNEL
+/* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
+#include "accel_test_extra_kernel.h"
+#endif

@@ -32,7 +32,7 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_FABSF(x) fabsf(x)
 
 #define ACC_KERNEL(name, T, P) \
-  extern "C" __global__ void __launch_bounds__(256) name(const T P)
+  extern "C" __global__ void __launch_bounds__(ACC_BLOCK) name(const T P)
 
 #define ACC_LANE_ID_ ((acc_u32)threadIdx.x)
 #define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = (acc_u32)blockIdx.x; b < (n); b += (acc_u32)gridDim.x)

@@ -31,7 +31,7 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_FABSF(x) fabs(x)
 
 #define ACC_KERNEL(name, T, P) \
-  __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void name(const T P)
+  __kernel __attribute__((reqd_work_group_size(ACC_BLOCK, 1, 1))) void name(const T P)
 
 #define ACC_LANE_ID_ ((acc_u32)get_local_id(0))
 #define ACC_FOR_BLOCKS(b, n) \

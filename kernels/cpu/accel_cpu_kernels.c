@@ -6,7 +6,7 @@
 #include "../accel_kernel_ids.h"
 
 static const accel_cpu_kernel_fn kernel_table[ACCEL_KERNEL_COUNT] = {
-#define ACCEL_KERNEL(id, name) [ACCEL_KERNEL_##id] = name,
+#define ACCEL_KERNEL(id, name, ...) [ACCEL_KERNEL_##id] = name,
 #include "../accel_kernel_list.h"
 #undef ACCEL_KERNEL
 };
@@ -25,81 +25,67 @@ static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes
   a->slot_mode[slot] = (uint8_t)mode;
 }
 
-static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size,
-                       uint32_t block, int write) {
-  a->scalars[a->num_scalars++] =
-      (accel_cpu_kernel_scalar_t){.addr = addr, .size = size, .block = block,
-                                  .write = (uint32_t)write};
+/* A scalar at address 0 is not accessed (an optional one left out, or one another launch of
+ * the operation uses: ACC_NO_FIELD). */
+static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size, unsigned mode,
+                       uint32_t block, uint32_t stride) {
+  if (addr == 0u) return;
+  a->scalars[a->num_scalars++] = (accel_cpu_kernel_scalar_t){
+      .addr = addr, .size = size, .stride = stride, .block = block,
+      .write = (mode & ACCEL_CPU_SLOT_WRITE) != 0u};
 }
 
-enum { R = ACCEL_CPU_SLOT_READ, W = ACCEL_CPU_SLOT_WRITE, RW = R | W };
+enum { R = ACCEL_CPU_SLOT_READ, W = ACCEL_CPU_SLOT_WRITE };
+_Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT_WRITE &&
+                   ACC_MODE_RW == (ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE),
+               "the table's access modes are the CPU slot modes");
+
+/* The access table, generated from the kernel table: a case per row that walks a chunk table
+ * (rows with an ACC_OP); the others (NORM_FINAL reads every partial: a reduction over all
+ * blocks) are not chunk-wise and never fused. List k is chunk slot k. A row's lists and
+ * scalars become comma expressions (the table separates them with commas). */
+#define ACC_IO(m) ACC_MODE_##m
+#define ACC_IO_IF(field, flag, m, m_flag) \
+  ((p.field & (flag)) != 0u ? ACC_MODE_##m_flag : ACC_MODE_##m)
+#define ACC_ANY_DT(field) acc_dt_bytes(p.field)
+#define ACC_F32_DT 4u
+#define ACC_SAME_DT(k) out->elem_bytes[k]
+#define ACC_NO_ALIAS
+#define ACC_ALIAS(k)
+#define ACC_LIST(name, mode, bytes, alias) set_slot(out, slot++, bytes, mode)
+#define ACC_FIELD(member) p.member
+#define ACC_NO_FIELD 0u
+#define ACC_ALL_BLOCKS ACCEL_CPU_ALL_BLOCKS, 0u
+#define ACC_BLOCK0 0u, 0u
+#define ACC_PER_BLOCK(stride) ACCEL_CPU_ALL_BLOCKS, (stride)
+#define ACC_SCALAR(name, addr, size, mode, need, blocks) \
+  add_scalar(out, addr, (uint32_t)(size), ACC_MODE_##mode, blocks)
+#define ACC_SCRATCH(member, size, mode, blocks) \
+  add_scalar(out, p.member, (uint32_t)(size), ACC_MODE_##mode, blocks)
+#define ACC_OP(fn, table) 1
+#define ACC_NO_OP 0
+#define ACC_ACCESS_CASE_0(id, T, lists, scalars)
+#define ACC_ACCESS_CASE_1(id, T, lists, scalars) \
+  case ACCEL_KERNEL_##id: {                      \
+    T p;                                         \
+    unsigned slot = 0;                           \
+    memcpy(&p, params, sizeof p);                \
+    set_chunks(out, p.chunks, p.num_chunks);     \
+    ACC_UNPAREN lists;                           \
+    ACC_UNPAREN scalars;                         \
+    (void)slot;                                  \
+    break;                                       \
+  }
 
 void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
                              accel_cpu_kernel_access_t *out) {
   memset(out, 0, sizeof *out);
   switch (kernel_id) {
-  case ACCEL_KERNEL_NORM_PARTIAL: {
-    acc_norm_partial_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.dtype), R);
-    out->scalars[out->num_scalars++] = (accel_cpu_kernel_scalar_t){
-        .addr = p.partials, .size = 4u, .stride = 4u, .block = ACCEL_CPU_ALL_BLOCKS, .write = 1u};
-    break;
-  }
-  case ACCEL_KERNEL_CLIP: {
-    acc_clip_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
-    add_scalar(out, p.total_norm, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
-    if (p.coef_out != 0u) add_scalar(out, p.coef_out, 4u, 0u, 1);
-    break;
-  }
-  case ACCEL_KERNEL_UPDATE_HP: {
-    acc_update_hp_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.lp_dtype), (p.flags & ACC_HP_ZERO_LP) != 0u ? RW : R);
-    set_slot(out, 1, 4u, (p.flags & ACC_HP_ASSIGN) != 0u ? W : RW);
-    break;
-  }
-  case ACCEL_KERNEL_UNSCALE: {
-    acc_unscale_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
-    add_scalar(out, p.inv_scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
-    add_scalar(out, p.found_inf, 4u, ACCEL_CPU_ALL_BLOCKS, 1);
-    break;
-  }
-  case ACCEL_KERNEL_ADAM: {
-    acc_adam_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, 4u, RW);
-    set_slot(out, 1, acc_dt_bytes(p.grad_dtype), R);
-    set_slot(out, 2, 4u, RW);
-    set_slot(out, 3, 4u, RW);
-    add_scalar(out, p.args, (uint32_t)sizeof(acc_adam_args_t), ACCEL_CPU_ALL_BLOCKS, 0);
-    break;
-  }
-  case ACCEL_KERNEL_FILL: {
-    acc_fill_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.dtype), W);
-    break;
-  }
-  case ACCEL_KERNEL_SCALE: {
-    acc_scale_params_t p;
-    memcpy(&p, params, sizeof p);
-    set_chunks(out, p.chunks, p.num_chunks);
-    set_slot(out, 0, acc_dt_bytes(p.dtype), RW);
-    add_scalar(out, p.scale, 4u, ACCEL_CPU_ALL_BLOCKS, 0);
-    break;
-  }
-  default: /* NORM_FINAL reads every partial: a reduction over all blocks, never fused */
+#define ACCEL_KERNEL(id, name, T, op, lists, scalars) \
+  ACC_CAT(ACC_ACCESS_CASE_, op)(id, T, lists, scalars)
+#include "../accel_kernel_list.h"
+#undef ACCEL_KERNEL
+  default:
     break;
   }
 }

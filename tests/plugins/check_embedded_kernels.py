@@ -23,7 +23,7 @@ import tempfile
 
 def kernel_names(list_h):
     with open(list_h) as f:
-        return re.findall(r"^ACCEL_KERNEL\(\s*\w+\s*,\s*(\w+)\s*\)", f.read(), re.M)
+        return re.findall(r"^ACCEL_KERNEL\(\s*\w+\s*,\s*(\w+)\s*[,)]", f.read(), re.M)
 
 
 def elf_symbols(path, readelf="readelf"):

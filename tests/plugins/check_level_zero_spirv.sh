@@ -14,7 +14,7 @@ for tool in spirv-val spirv-dis; do
 done
 spirv-val --target-env opencl1.2 "$spv" || { echo "FAIL: spirv-val rejected $spv"; exit 1; }
 entries=$(spirv-dis "$spv" | sed -n 's/.*OpEntryPoint Kernel %[^ ]* "\([^"]*\)".*/\1/p')
-names=$(sed -n 's/^ACCEL_KERNEL([A-Z0-9_]*, *\([a-z0-9_]*\)).*/\1/p' "$list")
+names=$(sed -n 's/^ACCEL_KERNEL([A-Z0-9_]*, *\([a-z0-9_]*\)[,)].*/\1/p' "$list")
 [ -n "$names" ] || { echo "FAIL: no kernel names parsed from $list"; exit 1; }
 status=0
 for name in $names; do

@@ -1,0 +1,145 @@
+/*
+ * The tensor operations' internals, shared by core/kernel_validate.c (the rules, generated from
+ * the kernel table), core/chunk_table.c (the chunk-table cache and the per-stream memo) and
+ * core/kernel_ops.c (the operations and their launches).
+ */
+#ifndef ACCEL_CORE_KERNEL_OPS_INTERNAL_H
+#define ACCEL_CORE_KERNEL_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel_kernels.h"
+#include "accel_kernel_abi_host.h"
+#include "accel_kernel_ids.h"
+#include "kernel_support.h"
+
+#define KOP_MAX_LISTS 4   /* acc_chunk_t.ptr */
+#define KOP_MAX_SCALARS 3 /* accel_cpu_kernel_access_t.scalars */
+
+/* dtype rule of a list: any float dtype, F32 only, or the dtype of list k (k >= 0). */
+#define KOP_DT_ANY (-1)
+#define KOP_DT_F32 (-2)
+/* aliasing rule of a list: must not overlap, or may be exactly list k's tensor (k >= 0). */
+#define KOP_NO_ALIAS (-1)
+
+/* One tensor list of an operation, from its row of the kernel table. */
+typedef struct kop_list_desc {
+  const char *name;
+  uint8_t mode;      /* ACC_MODE_*: access without the flag */
+  uint8_t mode_flag; /* access when the call's flags have `flag` */
+  uint32_t flag;
+  int8_t dtype;      /* KOP_DT_ANY, KOP_DT_F32 or a list index */
+  int8_t alias;      /* KOP_NO_ALIAS or a list index */
+} kop_list_desc_t;
+
+typedef struct kop_scalar_desc {
+  const char *name;
+  uint32_t size;
+  uint8_t mode;
+  uint8_t required;
+} kop_scalar_desc_t;
+
+/* What the kernel table says about the operation using a kernel's chunk tables. */
+typedef struct kop_desc {
+  const char *fn; /* NULL: the kernel is not a table user */
+  int per_stream; /* the table carries this stream's scratch (norm partials) */
+  int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1 */
+  int nl, ns;
+  kop_list_desc_t lists[KOP_MAX_LISTS]; /* a row with more does not compile */
+  kop_scalar_desc_t scalars[KOP_MAX_SCALARS];
+} kop_desc_t;
+
+/* Indexed by kernel id (core/kernel_validate.c). */
+extern const kop_desc_t accel_kop_descs[ACCEL_KERNEL_COUNT];
+
+typedef struct kop_entry kop_entry_t;
+
+/* One call: its operation's descriptor, and what the public function fills in: the stream, the
+ * lists, n, the scalars' pointers (in the table's order) and the flags (ACC_IO_IF bits). */
+typedef struct kop_req {
+  const kop_desc_t *desc;
+  accel_stream_t *stream;
+  uint32_t op; /* kernel id of the table user */
+  const accel_tensor_t *lists[KOP_MAX_LISTS];
+  size_t n;
+  const void *scalars[KOP_MAX_SCALARS]; /* NULL: absent (allowed only when not required) */
+  uint32_t flags;
+  /* filled by validation */
+  const char *fn;
+  accel_device_t *dev;
+  uint32_t written; /* bit l: list l is written by this call */
+  uint64_t hash;    /* kop_hash of the call: its chunk-table cache key */
+  uint64_t free_gen; /* the device's free generation when validation began */
+  uint64_t num_chunks;
+  kop_entry_t *entry; /* the chunk table, with a reference, when num_chunks > 0 */
+} kop_req_t;
+
+/* [begin, end) address ranges of one call, for the overlap sweep. */
+typedef struct kop_interval {
+  uintptr_t begin, end;
+  const char *name;
+  size_t index; /* tensor index, or SIZE_MAX for a scalar */
+  int written;
+} kop_interval_t;
+
+/* [begin, end) address spans covered by a list's tensors, merged and sorted. */
+typedef struct kop_span {
+  uintptr_t begin, end;
+} kop_span_t;
+
+/* A cached chunk table (core/chunk_table.c). */
+typedef struct kop_key_elem {
+  uintptr_t data;
+  size_t numel;
+  uint64_t dtype;
+} kop_key_elem_t;
+
+/* [begin, end) address spans covered by a list's tensors, merged and sorted. */
+
+struct kop_entry {
+  accel_keepalive_t keep; /* first: the keepalive is the entry */
+  accel_device_t *dev;
+  struct kop_entry *next; /* hash-bucket chain */
+  uint64_t hash;
+  uint64_t last_use;
+  uint32_t op;
+  uint32_t written;   /* bit l: list l is written (the overlap rules depend on it) */
+  const void *stream; /* NULL unless the table carries per-stream scratch */
+  kop_key_elem_t *key;
+  size_t key_len;
+  kop_span_t *spans;  /* what the validated tensors cover, for the scalar check of a hit */
+  size_t nspans;
+  /* atomic: a free generation at which the tensors were seen in live allocations (a hit at
+   * the same generation needs no new look; UINT64_MAX: none yet) */
+  uint64_t ranges_gen;
+  void *mem;          /* chunk table, then partials */
+  uint32_t num_chunks;
+  uint64_t chunks_addr;
+  uint64_t partials_addr;
+};
+
+/* kernel_validate.c: validates the stream, every list and every scalar of r, counts the chunks
+ * and, when there are any, gets the chunk table (r->entry, a reference kop_run hands to the
+ * stream's memo). */
+accel_status_t kop_validate(kop_req_t *r);
+
+/* chunk_table.c */
+uint64_t kop_hash(const kop_req_t *r);
+/* The entry for r (the stream's memo, else the cache) with a reference, or NULL. */
+kop_entry_t *kop_lookup(const kop_req_t *r);
+/* The cached table for the validated r (built on a miss, with the spans of its sorted
+ * intervals iv), with a reference for the caller. */
+accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t count,
+                         kop_entry_t **out);
+/* 1 when [b, end) meets a span of the entry. */
+int kop_touches_spans(const kop_entry_t *e, uintptr_t b, uintptr_t end);
+/* SIZE_MAX when the tensors of r (whose key matches e) lie in live allocations, else the index
+ * l * n + i of the first that does not. Looked up only when something was freed since e last
+ * saw them there (the free generation r->free_gen); the generation is then recorded. */
+size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r);
+/* Gives the call's reference to e to the stream's memo (dropping the one it replaces). */
+void kop_memo_put(const kop_req_t *r, kop_entry_t *e);
+void kop_entry_release(kop_entry_t *e);
+
+#endif
