@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_config.h"
 #include "backends/cpu/cpu_backend.h"
 #include "internal.h"
 

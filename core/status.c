@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "accel_config.h"
 #include "internal.h"
 
 static _Thread_local char last_error[1024];

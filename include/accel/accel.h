@@ -33,9 +33,9 @@ extern "C" {
 #define ACCEL_API __attribute__((visibility("default")))
 #endif
 
-#define ACCEL_VERSION_MAJOR 0
-#define ACCEL_VERSION_MINOR 1
-#define ACCEL_VERSION_PATCH 0
+/* ACCEL_VERSION_MAJOR, ACCEL_VERSION_MINOR, ACCEL_VERSION_PATCH: the version of these headers,
+ * generated from the build's project version. */
+#include "accel/accel_version.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Status and errors

@@ -62,7 +62,7 @@ echo "libs:   $libs"
 case "$cflags" in *"$stage"*) ;; *) fail "pkg-config --cflags does not point into the stage" ;; esac
 for f in "$libdir/libaccel.so" "$bindir/accel-info" \
          "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
-         "$stage$prefix/include/accel/accel_plugin.h"; do
+         "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h"; do
   [ -e "$f" ] || fail "not installed: $f"
 done
 export LD_LIBRARY_PATH="$libdir"

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Loads a GPU plugin with a fake host and checks what backend_init reports on this machine.
 
-usage: check_plugin_unavailable.py SOURCE_ROOT PLUGIN.so [--expect-substring TEXT ...]
+usage: check_plugin_unavailable.py SOURCE_ROOT PLUGIN.so [--include-dir DIR ...]
+                                   [--expect-substring TEXT ...]
 
 Compiles a small C harness (the host side of the plugin ABI: log, set_error, fault hooks),
 dlopens the plugin, checks accel_plugin_query and the vtable header, then calls backend_init.
 On a machine without the vendor runtime or device the result must be ACCEL_ERROR_UNAVAILABLE
 with a message containing every --expect-substring (e.g. each library path tried). If
 backend_init succeeds a device is present: the check reports SKIP (exit 77), since the
-UNAVAILABLE path cannot be exercised there.
+UNAVAILABLE path cannot be exercised there. The harness is compiled with SOURCE_ROOT/include and
+every --include-dir (the build's include/, where the generated accel/accel_version.h is).
 """
 import os
 import subprocess
@@ -63,10 +65,14 @@ int main(int argc, char **argv) {
 def main() -> int:
     root, plugin = sys.argv[1], sys.argv[2]
     expect = []
+    includes = [os.path.join(root, "include")]
     args = sys.argv[3:]
     while args:
         if args[0] == "--expect-substring" and len(args) > 1:
             expect.append(args[1])
+            args = args[2:]
+        elif args[0] == "--include-dir" and len(args) > 1:
+            includes.append(args[1])
             args = args[2:]
         else:
             print(f"bad argument {args[0]!r}", file=sys.stderr)
@@ -77,8 +83,9 @@ def main() -> int:
         with open(src, "w") as f:
             f.write(HARNESS)
         cc = os.environ.get("CC", "cc")
-        subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I",
-                        os.path.join(root, "include"), src, "-o", exe, "-ldl"], check=True)
+        include_args = [arg for d in includes for arg in ("-I", d)]
+        subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", *include_args, src,
+                        "-o", exe, "-ldl"], check=True)
         run = subprocess.run([exe, plugin], capture_output=True, text=True, timeout=120)
     sys.stderr.write(run.stderr)
     print(run.stdout, end="")
