@@ -1,46 +1,35 @@
-/* dlopen of the Level Zero loader and the ze_result_t names used in error messages. */
+/* dlopen of the Level Zero loader (backends/common/vendor_lib.h) and the ze_result_t names used
+ * in error messages. */
 #include "ze_loader.h"
+#include "vendor_lib.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const accel_ze_lib_names[] = {"libze_loader.so.1", "libze_loader.so"};
 
-static void accel_ze_append(char *buf, size_t size, const char *fmt, const char *a,
-                            const char *b) {
-  size_t used = strlen(buf);
-  if (used + 1 < size) snprintf(buf + used, size - used, fmt, a, b);
-}
-
 int accel_ze_api_load(accel_ze_api_t *api, char *why, size_t why_size) {
   memset(api, 0, sizeof(*api));
-  why[0] = '\0';
-  for (size_t i = 0; i < sizeof(accel_ze_lib_names) / sizeof(accel_ze_lib_names[0]); ++i) {
-    void *lib = dlopen(accel_ze_lib_names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char *err = dlerror();
-      accel_ze_append(why, why_size, "%s%s; ", "dlopen: ", err ? err : accel_ze_lib_names[i]);
-      continue;
-    }
-    api->lib = lib;
-    api->lib_name = accel_ze_lib_names[i];
-    break;
+  char tried[512];
+  api->lib = accel_vendor_open(accel_ze_lib_names,
+                               sizeof(accel_ze_lib_names) / sizeof(accel_ze_lib_names[0]),
+                               &api->lib_name, tried, sizeof(tried));
+  if (!api->lib) {
+    snprintf(why, why_size, "dlopen: %s", tried);
+    return 1;
   }
-  if (!api->lib) return 1;
-
-  int missing = 0;
-#define ACCEL_ZE_RESOLVE(name, required)                                        \
-  api->name = (__typeof__(api->name))dlsym(api->lib, #name);                    \
-  if (!api->name && (required)) {                                               \
-    accel_ze_append(why, why_size, "%s lacks required symbol %s; ", api->lib_name, #name); \
-    missing = 1;                                                                \
-  }
-  ACCEL_ZE_SYMBOLS(ACCEL_ZE_RESOLVE)
-#undef ACCEL_ZE_RESOLVE
-  /* The handle stays open even on failure: the core never dlcloses plugins either, and a
-   * loader that failed here is not retried. */
-  return missing;
+  const accel_vendor_symbol_t syms[] = {
+#define ACCEL_ZE_SYMBOL(name, required) {#name, #name, (void **)&api->name, required},
+      ACCEL_ZE_SYMBOLS(ACCEL_ZE_SYMBOL)
+#undef ACCEL_ZE_SYMBOL
+  };
+  char missing[512];
+  /* The handle stays open even on failure: a loader that failed here is not retried. */
+  if (accel_vendor_resolve(api->lib, NULL, NULL, syms, sizeof(syms) / sizeof(syms[0]), missing,
+                           sizeof(missing)) == 0)
+    return 0;
+  snprintf(why, why_size, "%s lacks required symbols: %s", api->lib_name, missing);
+  return 1;
 }
 
 const char *accel_ze_result_name(ze_result_t r) {
