@@ -5,6 +5,7 @@
 #include <string.h>
 
 int rel_failures;
+pthread_mutex_t rel_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 accel_device_t *rel_open(const char *selector) {
   accel_device_t *dev = NULL;

@@ -6,6 +6,7 @@
 #ifndef ACCEL_TESTS_REL_COMMON_H
 #define ACCEL_TESTS_REL_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -25,6 +26,18 @@ extern int rel_failures;
       fprintf(stderr, " [last error: %s]\n", accel_last_error());      \
       rel_failures++;                                                  \
     }                                                                  \
+  } while (0)
+
+/* REL_CHECK from several threads: serializes the failure counter. cond is evaluated once (it
+ * is often an API call, which must not run again to report its failure). */
+extern pthread_mutex_t rel_fail_lock;
+#define T_CHECK(cond, ...)                  \
+  do {                                      \
+    if (!(cond)) {                          \
+      pthread_mutex_lock(&rel_fail_lock);   \
+      REL_CHECK(0, __VA_ARGS__);            \
+      pthread_mutex_unlock(&rel_fail_lock); \
+    }                                       \
   } while (0)
 
 /* Opens selector; exits with REL_SKIP when its backend or device is absent, 1 on any other

@@ -21,18 +21,7 @@
 static accel_device_t *g_dev;
 static int g_iters = 20;
 static pthread_barrier_t g_start;
-static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* REL_CHECK from several threads: serialize the failure counter. cond is evaluated once (it
- * is often an API call, which must not run again to report its failure). */
-#define T_CHECK(cond, ...)                       \
-  do {                                           \
-    if (!(cond)) {                               \
-      pthread_mutex_lock(&g_fail_lock);          \
-      REL_CHECK(0, __VA_ARGS__);                 \
-      pthread_mutex_unlock(&g_fail_lock);        \
-    }                                            \
-  } while (0)
 
 #define T_OK(call) T_CHECK((call) == ACCEL_OK, "%s", #call)
 

@@ -49,17 +49,7 @@
 #define MiB ((size_t)1 << 20)
 
 static const char *g_sel, *g_case;
-static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* REL_CHECK from several threads: serialize the failure counter. cond is evaluated once. */
-#define T_CHECK(cond, ...)                \
-  do {                                    \
-    if (!(cond)) {                        \
-      pthread_mutex_lock(&g_fail_lock);   \
-      REL_CHECK(0, __VA_ARGS__);          \
-      pthread_mutex_unlock(&g_fail_lock); \
-    }                                     \
-  } while (0)
 
 /* The call's status must be want; true when it was. */
 static bool expect(accel_status_t got, accel_status_t want, const char *what) {
