@@ -20,6 +20,7 @@
 #include "accel/accel_kernels.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
+#include "hashtab.h"
 #include "kernel_support.h"
 
 _Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
@@ -357,12 +358,6 @@ static void kop_entry_free(kop_entry_t *e) {
  * since eviction frees entries directly and only when the cache holds the sole reference. */
 static void kop_entry_release(accel_keepalive_t *k) { kop_entry_free((kop_entry_t *)k); }
 
-static uint64_t hash_mix(uint64_t h, uint64_t v) {
-  h ^= v * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  return h * 0xBF58476D1CE4E5B9ull;
-}
-
 static uint32_t written_mask(const kop_req_t *r) {
   uint32_t m = 0;
   for (int l = 0; l < r->nl; ++l)
@@ -374,19 +369,19 @@ static const void *stream_key(const kop_req_t *r) {
   return r->per_stream ? (const void *)r->stream : NULL;
 }
 
-/* Hash of the call's cache key. Two independent multiply chains (addresses; sizes and dtypes)
- * and one final mix: a 2000-tensor list hashes in a few microseconds. */
+/* Hash of the call's cache key. Two independent fold chains (addresses; sizes and dtypes)
+ * and a final fold: a 2000-tensor list hashes in a few microseconds. */
 static uint64_t kop_hash(const kop_req_t *r) {
-  uint64_t a = 0x9E3779B97F4A7C15ull, b = 0xC2B2AE3D27D4EB4Full;
+  uint64_t a = 1, b = 2;
   for (int l = 0; l < r->nl; ++l)
     for (size_t i = 0; i < r->n; ++i) {
       const accel_tensor_t *t = &r->lists[l].t[i];
-      a = ((a << 23 | a >> 41) ^ (uint64_t)(uintptr_t)t->data) * 0xFF51AFD7ED558CCDull;
-      b = ((b << 23 | b >> 41) ^ (uint64_t)t->numel ^ (uint64_t)t->dtype << 58) *
-          0xC4CEB9FE1A85EC53ull;
+      a = accel_hash_fold(a, (uintptr_t)t->data);
+      b = accel_hash_fold(b, (uint64_t)t->numel ^ (uint64_t)t->dtype << 58);
     }
-  uint64_t h = hash_mix(hash_mix(a, b), (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
-  return hash_mix(h, (uint64_t)(uintptr_t)stream_key(r));
+  uint64_t h = accel_hash_fold(a, b);
+  h = accel_hash_fold(h, (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
+  return accel_hash_fold(h, (uintptr_t)stream_key(r));
 }
 
 static int key_matches(const kop_entry_t *e, const kop_req_t *r) {
