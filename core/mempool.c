@@ -75,7 +75,7 @@ struct accel_mempool {
   accel_mempool_arena_t *pools; /* graph pool arenas */
   segment_t **segs;             /* sorted by base */
   size_t nsegs, capsegs;
-  accel_hashtab_t live;          /* allocated blocks: address -> block_t * */
+  accel_hashtab_t live;         /* allocated blocks: address -> block_t * */
   block_t *spare_blocks;        /* recycled block structs */
   accel_memory_stats_t stats;
   uint64_t free_generation; /* atomic: accel_mempool_free_generation */
