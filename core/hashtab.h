@@ -78,13 +78,45 @@ bool accel_hashtab_grow(accel_hashtab_t *t, accel_hashtab_slot_t **old);
 
 /* Adds key (non-zero, not present) without growing; false when that would leave no empty
  * slot. */
-bool accel_hashtab_put(accel_hashtab_t *t, uintptr_t key, void *value);
+static inline bool accel_hashtab_put(accel_hashtab_t *t, uintptr_t key, void *value) {
+  if (t->count + 1 >= t->cap) return false;
+  size_t mask = t->cap - 1, j = (size_t)accel_hash_u64(key) & mask;
+  while (t->slots[j].key) j = (j + 1) & mask;
+  /* value first: a reader that sees the key sees its value */
+  __atomic_store_n(&t->slots[j].value, value, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->slots[j].key, key, __ATOMIC_RELAXED);
+  t->count++;
+  return true;
+}
+
+/* accel_hashtab_grow, freeing the old array (the out-of-line half of insert). */
+void accel_hashtab_grow_free(accel_hashtab_t *t);
 
 /* Grows as needed (freeing the old array), then puts. False: out of memory. */
-bool accel_hashtab_insert(accel_hashtab_t *t, uintptr_t key, void *value);
+static inline bool accel_hashtab_insert(accel_hashtab_t *t, uintptr_t key, void *value) {
+  if ((t->count + 1) * 2 > t->cap) accel_hashtab_grow_free(t);
+  return accel_hashtab_put(t, key, value);
+}
 
-/* Removes the key at index j (from accel_hashtab_find). */
-void accel_hashtab_erase_at(accel_hashtab_t *t, size_t j);
+/* Removes the key at index j (from accel_hashtab_find). Each later key of the run moves back
+ * into the hole unless its home lies cyclically in (hole, its slot]: probe chains stay
+ * unbroken without tombstones. */
+static inline void accel_hashtab_erase_at(accel_hashtab_t *t, size_t j) {
+  accel_hashtab_slot_t *s = t->slots;
+  size_t mask = t->cap - 1;
+  __atomic_store_n(&s[j].key, (uintptr_t)0, __ATOMIC_RELAXED);
+  t->count--;
+  for (size_t k = (j + 1) & mask; s[k].key; k = (k + 1) & mask) {
+    size_t home = (size_t)accel_hash_u64(s[k].key) & mask;
+    bool between = j <= k ? (home > j && home <= k) : (home > j || home <= k);
+    if (!between) {
+      __atomic_store_n(&s[j].value, s[k].value, __ATOMIC_RELAXED);
+      __atomic_store_n(&s[j].key, s[k].key, __ATOMIC_RELAXED);
+      __atomic_store_n(&s[k].key, (uintptr_t)0, __ATOMIC_RELAXED);
+      j = k;
+    }
+  }
+}
 
 /* Removes key; false when it was not present. */
 bool accel_hashtab_erase(accel_hashtab_t *t, uintptr_t key);
