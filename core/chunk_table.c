@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashtab.h"
 #include "kernel_ops_internal.h"
 
 /* Entries kept per device before unused ones are evicted. Per-tensor loops over a large model
@@ -101,12 +102,6 @@ static void kop_entry_last_release(accel_keepalive_t *k) { kop_entry_free((kop_e
 
 void kop_entry_release(kop_entry_t *e) { accel_keepalive_release(&e->keep); }
 
-static uint64_t hash_mix(uint64_t h, uint64_t v) {
-  h ^= v * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  return h * 0xBF58476D1CE4E5B9ull;
-}
-
 /* The lists this call writes (validation sets r->written from the table and the flags). */
 static uint32_t written_mask(const kop_req_t *r) { return r->written; }
 
@@ -114,8 +109,9 @@ static const void *stream_key(const kop_req_t *r) {
   return r->desc->per_stream ? (const void *)r->stream : NULL;
 }
 
-/* Hash of the call's cache key. Two independent multiply chains (addresses; sizes and dtypes)
- * and one final mix: a 2000-tensor list hashes in a few microseconds. */
+/* Hash of the call's cache key. Two independent multiply chains (addresses; sizes and dtypes),
+ * one multiply per tensor each since this runs on every call over every tensor (a 2000-tensor
+ * list hashes in a few microseconds), then folded with the core mixer. */
 uint64_t kop_hash(const kop_req_t *r) {
   uint64_t a = 0x9E3779B97F4A7C15ull, b = 0xC2B2AE3D27D4EB4Full;
   for (int l = 0; l < r->desc->nl; ++l)
@@ -125,8 +121,9 @@ uint64_t kop_hash(const kop_req_t *r) {
       b = ((b << 23 | b >> 41) ^ (uint64_t)t->numel ^ (uint64_t)t->dtype << 58) *
           0xC4CEB9FE1A85EC53ull;
     }
-  uint64_t h = hash_mix(hash_mix(a, b), (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
-  return hash_mix(h, (uint64_t)(uintptr_t)stream_key(r));
+  uint64_t h = accel_hash_fold(accel_hash_fold(a, b),
+                               (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
+  return accel_hash_fold(h, (uintptr_t)stream_key(r));
 }
 
 static int key_matches(const kop_entry_t *e, const kop_req_t *r) {

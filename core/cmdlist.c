@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "hashtab.h"
 
 #define ARENA_CHUNK 8192u
 
@@ -113,40 +114,50 @@ accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *s
   return ACCEL_OK;
 }
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
+/* Folds n bytes in 8-byte words; a short tail is zero-padded and tagged with its length. */
+static uint64_t fold_bytes(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  uint64_t w;
+  for (; n >= 8; b += 8, n -= 8) {
+    memcpy(&w, b, 8);
+    h = accel_hash_fold(h, w);
+  }
+  if (n) {
+    w = 0;
+    memcpy(&w, b, n);
+    h = accel_hash_fold(h, w ^ (uint64_t)n << 56);
+  }
   return h;
 }
 
 uint64_t accel_cmdlist_hash(const accel_cmdlist_t *l) {
-  uint64_t h = 0xcbf29ce484222325ull ^ l->count;
+  uint64_t h = accel_hash_u64(l->count);
   for (size_t i = 0; i < l->count; ++i) {
     const accel_cmd_t *c = &l->cmds[i];
-    h = mix(h, c->type);
+    h = accel_hash_fold(h, c->type);
     switch (c->type) {
       case ACCEL_CMD_KERNEL:
-        h = mix(h, c->u.kernel.kernel_id);
-        h = mix(h, c->u.kernel.num_blocks);
-        h = mix_bytes(h, c->u.kernel.params, c->u.kernel.params_size);
+        h = accel_hash_fold(h, c->u.kernel.kernel_id);
+        h = accel_hash_fold(h, c->u.kernel.num_blocks);
+        h = fold_bytes(h, c->u.kernel.params, c->u.kernel.params_size);
         break;
       case ACCEL_CMD_MEMCPY:
-        h = mix(mix(mix(h, (uintptr_t)c->u.memcpy.dst), (uintptr_t)c->u.memcpy.src),
-                c->u.memcpy.size);
+        h = accel_hash_fold(h, (uintptr_t)c->u.memcpy.dst);
+        h = accel_hash_fold(h, (uintptr_t)c->u.memcpy.src);
+        h = accel_hash_fold(h, c->u.memcpy.size);
         break;
       case ACCEL_CMD_MEMSET:
-        h = mix(mix(mix(h, (uintptr_t)c->u.memset.dst), c->u.memset.size), c->u.memset.value);
+        h = accel_hash_fold(h, (uintptr_t)c->u.memset.dst);
+        h = accel_hash_fold(h, c->u.memset.size);
+        h = accel_hash_fold(h, c->u.memset.value);
         break;
       case ACCEL_CMD_HOST_FUNC:
-        h = mix(mix(h, (uintptr_t)c->u.host_func.fn), (uintptr_t)c->u.host_func.user);
+        h = accel_hash_fold(h, (uintptr_t)c->u.host_func.fn);
+        h = accel_hash_fold(h, (uintptr_t)c->u.host_func.user);
         break;
       default:
-        h = mix(mix(h, c->stream_slot), c->u.event.event_slot);
+        h = accel_hash_fold(h, c->stream_slot);
+        h = accel_hash_fold(h, c->u.event.event_slot);
         break;
     }
   }

@@ -29,9 +29,9 @@ static void device_teardown(accel_device_t *dev) {
   accel_mempool_destroy(dev->mem);
   /* host blocks the user never freed go back with the device */
   for (size_t i = 0; i < dev->host_allocs.cap; ++i)
-    if (dev->host_allocs.slots[i])
-      dev->backend->vt->host_free(dev->impl, (void *)dev->host_allocs.slots[i]);
-  accel_ptrset_free(&dev->host_allocs);
+    if (dev->host_allocs.slots[i].key)
+      dev->backend->vt->host_free(dev->impl, (void *)dev->host_allocs.slots[i].key);
+  accel_hashtab_free(&dev->host_allocs);
   dev->backend->vt->device_close(dev->impl);
   accel_handle_unregister(&dev->hdr);
   pthread_mutex_destroy(&dev->lock);
@@ -54,6 +54,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   dev->backend = b;
   dev->index = index;
   pthread_mutex_init(&dev->lock, NULL);
+  dev->host_allocs.min_cap = 64;
   pthread_mutex_init(&dev->retire_lock, NULL);
   accel_status_t st = b->vt->device_info(b->state, index, &dev->info);
   if (st == ACCEL_OK) st = b->vt->device_open(b->state, index, &dev->impl);

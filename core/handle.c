@@ -8,90 +8,49 @@
  * on a mutex and bump a sequence counter around each change (a seqlock); a reader retries when
  * the counter moved. A table replaced by a larger one is retired, not freed, so a reader still
  * probing it never touches freed memory (tables only grow; the retired ones are freed at exit).
+ * The table is the core hash table (hashtab.h), which is written for this use.
  */
 #include <stdlib.h>
 
 #include "internal.h"
 
-typedef struct slot {
-  const void *h; /* NULL = empty */
-  accel_handle_kind_t kind;
-} slot_t;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_uint seq;             /* odd while a writer is changing the table */
-static slot_t *_Atomic slots_pub;   /* the table readers probe */
+static atomic_uint seq; /* odd while a writer is changing the table */
+/* The table readers probe. cap_pub is stored after slots_pub and loaded before it: a reader
+ * that sees a new capacity sees the new array, and one that sees the old capacity probes
+ * within it whichever array it gets (tables only grow). */
+static accel_hashtab_slot_t *_Atomic slots_pub;
 static _Atomic size_t cap_pub;
-static slot_t *slots;               /* writer's view (== slots_pub outside grow) */
-static size_t cap, count;
-static slot_t *retired[64];
+/* The writer's view: handle address -> kind (== the published table outside a change). */
+static accel_hashtab_t table = {.min_cap = 256};
+static accel_hashtab_slot_t *retired[64];
 static int nretired;
 
 static void free_retired(void) {
   for (int i = 0; i < nretired; ++i) free(retired[i]);
-  free(slots);
+  accel_hashtab_free(&table);
 }
 
-static size_t home(const void *h, size_t c) {
-  uint64_t x = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ull;
-  return (size_t)(x >> 24) & (c - 1);
-}
-
-static void grow(void) {
-  size_t ncap = cap ? cap * 2 : 256;
-  slot_t *n = calloc(ncap, sizeof *n);
-  if (!n) return; /* keep the old table; insertion below copes with a full table */
-  for (size_t i = 0; i < cap; ++i) {
-    if (!slots[i].h) continue;
-    size_t j = home(slots[i].h, ncap);
-    while (n[j].h) j = (j + 1) & (ncap - 1);
-    n[j] = slots[i];
-  }
-  if (slots) {
-    if (nretired == 0) atexit(free_retired);
-    if (nretired < 64) retired[nretired++] = slots;
-  }
-  slots = n;
-  cap = ncap;
-  atomic_store(&slots_pub, n);
-  atomic_store(&cap_pub, ncap);
-}
-
-/* Inserts h (lock held, seq odd). */
+/* Inserts h (lock held, seq odd). Out of host memory, the table fills past 1/2 load and h
+ * is left out only when no slot is free: it then reads as invalid. */
 static void insert_locked(accel_handle_t *h) {
-  if ((count + 1) * 2 > cap) grow();
-  if (count < cap) {
-    size_t j = home(h, cap);
-    while (slots[j].h) j = (j + 1) & (cap - 1);
-    __atomic_store_n(&slots[j].kind, h->kind, __ATOMIC_RELAXED);
-    __atomic_store_n(&slots[j].h, h, __ATOMIC_RELAXED);
-    count++;
+  accel_hashtab_slot_t *old;
+  if (accel_hashtab_grow(&table, &old)) {
+    if (old) {
+      if (nretired == 0) atexit(free_retired);
+      if (nretired < 64) retired[nretired++] = old; /* readers may still probe it */
+    }
+    atomic_store_explicit(&slots_pub, table.slots, memory_order_release);
+    atomic_store_explicit(&cap_pub, table.cap, memory_order_release);
   }
+  accel_hashtab_put(&table, (uintptr_t)h, (void *)(uintptr_t)h->kind);
 }
 
 /* Slot of h, or SIZE_MAX (lock held). */
-static size_t find_locked(const void *h) {
-  if (!cap) return SIZE_MAX;
-  size_t j = home(h, cap);
-  while (slots[j].h && slots[j].h != h) j = (j + 1) & (cap - 1);
-  return slots[j].h == h ? j : SIZE_MAX;
-}
+static size_t find_locked(const void *h) { return accel_hashtab_find(&table, (uintptr_t)h); }
 
-/* Removes slot j; backward-shift deletion keeps probe chains intact (lock held, seq odd). */
-static void erase_locked(size_t j) {
-  __atomic_store_n(&slots[j].h, NULL, __ATOMIC_RELAXED);
-  count--;
-  for (size_t k = (j + 1) & (cap - 1); slots[k].h; k = (k + 1) & (cap - 1)) {
-    size_t hk = home(slots[k].h, cap);
-    bool between = j <= k ? (hk > j && hk <= k) : (hk > j || hk <= k);
-    if (!between) {
-      __atomic_store_n(&slots[j].kind, slots[k].kind, __ATOMIC_RELAXED);
-      __atomic_store_n(&slots[j].h, slots[k].h, __ATOMIC_RELAXED);
-      __atomic_store_n(&slots[k].h, NULL, __ATOMIC_RELAXED);
-      j = k;
-    }
-  }
-}
+/* Removes slot j (lock held, seq odd). */
+static void erase_locked(size_t j) { accel_hashtab_erase_at(&table, j); }
 
 void accel_handle_register(accel_handle_t *h, accel_handle_kind_t kind,
                            const accel_backend_vtable_t *vt) {
@@ -136,7 +95,7 @@ static const char *const what[] = {
 accel_status_t accel_handle_drop_user(const void *h, accel_handle_kind_t kind, const char *fn) {
   pthread_mutex_lock(&lock);
   size_t j = h ? find_locked(h) : SIZE_MAX;
-  if (j == SIZE_MAX || slots[j].kind != kind) {
+  if (j == SIZE_MAX || (uintptr_t)table.slots[j].value != (uintptr_t)kind) {
     pthread_mutex_unlock(&lock);
     return accel_set_error(ACCEL_ERROR_INVALID_HANDLE,
                            "%s: invalid or %s %p (released more often than it was obtained?)",
@@ -157,21 +116,11 @@ bool accel_handle_is_live(const void *h, accel_handle_kind_t kind) {
   for (;;) {
     unsigned before = atomic_load_explicit(&seq, memory_order_acquire);
     if (before & 1u) continue; /* a writer is mid-change */
-    slot_t *t = atomic_load_explicit(&slots_pub, memory_order_acquire);
     size_t c = atomic_load_explicit(&cap_pub, memory_order_acquire);
-    bool live = false;
-    if (t && c) {
-      size_t j = home(h, c);
-      for (size_t probes = 0; probes < c; ++probes) {
-        const void *k = __atomic_load_n(&t[j].h, __ATOMIC_RELAXED);
-        if (!k) break;
-        if (k == h) {
-          live = __atomic_load_n(&t[j].kind, __ATOMIC_RELAXED) == kind;
-          break;
-        }
-        j = (j + 1) & (c - 1);
-      }
-    }
+    const accel_hashtab_slot_t *t = atomic_load_explicit(&slots_pub, memory_order_acquire);
+    void *k = NULL;
+    bool live = t && accel_hashtab_probe(t, c, (uintptr_t)h, &k) != SIZE_MAX &&
+                (uintptr_t)k == (uintptr_t)kind;
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&seq, memory_order_relaxed) == before) return live;
   }

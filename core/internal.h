@@ -18,7 +18,7 @@
 #include "log.h"
 #include "core_util.h"
 #include "mempool.h"
-#include "ptrset.h"
+#include "hashtab.h"
 
 #define ACCEL_INTERNAL __attribute__((visibility("hidden")))
 
@@ -98,7 +98,7 @@ struct accel_device {
   accel_stream_t *upload_stream;  /* internal, created on first accel_device_upload */
   accel_mempool_t *mem;           /* caching allocator (default pool + graph pools) */
   void *kernel_state;
-  accel_ptrset_t host_allocs;     /* live accel_host_alloc blocks (guarded by lock) */
+  accel_hashtab_t host_allocs;    /* live accel_host_alloc blocks, as keys (guarded by lock) */
   bool lazy_default;
   uint64_t trace_id;
   pthread_mutex_t retire_lock;    /* retired list (never held while waiting or calling out) */

@@ -113,7 +113,7 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
   void *p = NULL;
   if ((st = dev->backend->vt->host_alloc(dev->impl, size, &p)) != ACCEL_OK) return st;
   pthread_mutex_lock(&dev->lock);
-  bool ok = accel_ptrset_insert(&dev->host_allocs, p);
+  bool ok = accel_hashtab_insert(&dev->host_allocs, (uintptr_t)p, NULL);
   pthread_mutex_unlock(&dev->lock);
   if (!ok) {
     dev->backend->vt->host_free(dev->impl, p);
@@ -128,7 +128,7 @@ accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
   pthread_mutex_lock(&dev->lock);
-  bool known = accel_ptrset_remove(&dev->host_allocs, ptr);
+  bool known = accel_hashtab_erase(&dev->host_allocs, (uintptr_t)ptr);
   pthread_mutex_unlock(&dev->lock);
   if (!known)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,

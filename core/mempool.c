@@ -3,7 +3,7 @@
  *  - segment: one backend allocation; its blocks form an address-ordered doubly linked list.
  *  - free blocks sit in size bins (TLSF-like: exact classes below 8 KiB, then 4 classes per
  *    power of two) per stream key, with a bitmap of non-empty bins for O(1) search.
- *  - live blocks are found by address through an open-addressing hash table.
+ *  - live blocks are found by address through the core hash table (hashtab.h).
  * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
  * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
  */
@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "core_util.h"
+#include "hashtab.h"
 
 #define NBINS 128
 #define SMALL_REQUEST (1u << 20)
@@ -66,11 +67,6 @@ struct accel_mempool_arena {
   accel_mempool_arena_t *next;
 };
 
-typedef struct live_slot {
-  uintptr_t addr; /* 0 = empty */
-  block_t *block;
-} live_slot_t;
-
 struct accel_mempool {
   pthread_mutex_t lock;
   const accel_backend_vtable_t *vt;
@@ -79,8 +75,7 @@ struct accel_mempool {
   accel_mempool_arena_t *pools; /* graph pool arenas */
   segment_t **segs;             /* sorted by base */
   size_t nsegs, capsegs;
-  live_slot_t *live;
-  size_t live_cap, live_count;
+  accel_hashtab_t live;         /* allocated blocks: address -> block_t * */
   block_t *spare_blocks;        /* recycled block structs */
   accel_memory_stats_t stats;
   uint64_t free_generation; /* atomic: accel_mempool_free_generation */
@@ -149,65 +144,9 @@ static block_t *bin_find(bins_t *b, size_t size) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* live-block hash (linear probing, backward-shift deletion) */
+/* live blocks by address */
 
-static size_t hash_addr(uintptr_t a, size_t cap) {
-  uint64_t x = (uint64_t)a >> 9;
-  x *= 0x9E3779B97F4A7C15ull;
-  return (size_t)(x >> 20) & (cap - 1);
-}
-
-static bool live_grow(accel_mempool_t *m) {
-  size_t cap = m->live_cap ? m->live_cap * 2 : 1024;
-  live_slot_t *n = calloc(cap, sizeof *n);
-  if (!n) return false;
-  for (size_t i = 0; i < m->live_cap; ++i) {
-    if (!m->live[i].addr) continue;
-    size_t j = hash_addr(m->live[i].addr, cap);
-    while (n[j].addr) j = (j + 1) & (cap - 1);
-    n[j] = m->live[i];
-  }
-  free(m->live);
-  m->live = n;
-  m->live_cap = cap;
-  return true;
-}
-
-static bool live_insert(accel_mempool_t *m, block_t *blk) {
-  if ((m->live_count + 1) * 2 > m->live_cap && !live_grow(m)) return false;
-  size_t j = hash_addr(blk->addr, m->live_cap);
-  while (m->live[j].addr) j = (j + 1) & (m->live_cap - 1);
-  m->live[j].addr = blk->addr;
-  m->live[j].block = blk;
-  m->live_count++;
-  return true;
-}
-
-static size_t live_find(const accel_mempool_t *m, uintptr_t addr) {
-  if (!m->live_cap) return SIZE_MAX;
-  size_t j = hash_addr(addr, m->live_cap);
-  while (m->live[j].addr) {
-    if (m->live[j].addr == addr) return j;
-    j = (j + 1) & (m->live_cap - 1);
-  }
-  return SIZE_MAX;
-}
-
-static void live_erase(accel_mempool_t *m, size_t j) {
-  size_t mask = m->live_cap - 1;
-  m->live[j].addr = 0;
-  m->live_count--;
-  for (size_t k = (j + 1) & mask; m->live[k].addr; k = (k + 1) & mask) {
-    size_t home = hash_addr(m->live[k].addr, m->live_cap);
-    /* move k back into the hole at j if its home is not in (j, k] (cyclically) */
-    bool between = j <= k ? (home > j && home <= k) : (home > j || home <= k);
-    if (!between) {
-      m->live[j] = m->live[k];
-      m->live[k].addr = 0;
-      j = k;
-    }
-  }
-}
+static block_t *live_block(const accel_mempool_t *m, size_t j) { return m->live.slots[j].value; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* blocks and segments */
@@ -364,6 +303,7 @@ accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_d
   pthread_mutex_init(&m->lock, NULL);
   m->vt = vt;
   m->impl = impl;
+  m->live.min_cap = 1024;
   arena_init(&m->default_arena, m, false);
   *out = m;
   return ACCEL_OK;
@@ -385,7 +325,7 @@ void accel_mempool_destroy(accel_mempool_t *m) {
     free(b);
   }
   free(m->segs);
-  free(m->live);
+  accel_hashtab_free(&m->live);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
@@ -515,7 +455,7 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
     blk = take_block(m, b, blk, rounded);
     blk->allocated = true;
     blk->requested = size;
-    if (!live_insert(m, blk)) {
+    if (!accel_hashtab_insert(&m->live, blk->addr, blk)) {
       bin_insert(b, blk);
       blk->allocated = false;
       st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
@@ -584,7 +524,7 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
                                   accel_mempool_arena_t **zombie) {
   if (zombie) *zombie = NULL;
   pthread_mutex_lock(&m->lock);
-  size_t j = live_find(m, (uintptr_t)ptr);
+  size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
   if (j == SIZE_MAX) {
     bool inside = seg_containing(m, (uintptr_t)ptr) != NULL;
     pthread_mutex_unlock(&m->lock);
@@ -594,8 +534,8 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
                                   : "%p was not allocated by this device's allocator",
                            ptr);
   }
-  block_t *blk = m->live[j].block;
-  live_erase(m, j);
+  block_t *blk = live_block(m, j);
+  accel_hashtab_erase_at(&m->live, j);
   if (blk->pins) {
     /* no longer the user's: ranges in it are invalid from now on (cached validations too) */
     __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
@@ -680,8 +620,8 @@ static bool block_has(const block_t *b, uintptr_t p, size_t size) {
 
 /* The allocated block that holds [p, p + size), or NULL (lock held). */
 static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_t size) {
-  size_t j = live_find(m, p);
-  if (j != SIZE_MAX) return block_has(m->live[j].block, p, size) ? m->live[j].block : NULL;
+  size_t j = accel_hashtab_find(&m->live, p);
+  if (j != SIZE_MAX) return block_has(live_block(m, j), p, size) ? live_block(m, j) : NULL;
   segment_t *s = seg_containing(m, p);
   if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
   for (block_t *b = s ? s->first : NULL; b; b = b->next) {
@@ -744,8 +684,8 @@ bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size) 
 
 accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr) {
   pthread_mutex_lock(&m->lock);
-  size_t j = live_find(m, (uintptr_t)ptr);
-  accel_mempool_arena_t *a = j == SIZE_MAX ? NULL : m->live[j].block->seg->arena;
+  size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
+  accel_mempool_arena_t *a = j == SIZE_MAX ? NULL : live_block(m, j)->seg->arena;
   pthread_mutex_unlock(&m->lock);
   return a;
 }
