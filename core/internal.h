@@ -128,6 +128,11 @@ uint64_t accel_retire_covered_epoch(void);
 /* Runs the retired releases whose fence completed (wait: waits for every fence first, holding
  * no lock). Cheap when nothing is retired. */
 void accel_device_reap(accel_device_t *dev, bool wait);
+/* accel_device_reap(dev, false) when anything is retired: the check inline (allocation path). */
+static inline void accel_device_reap_if_any(accel_device_t *dev) {
+  if (atomic_load_explicit(&dev->nretired, memory_order_relaxed))
+    accel_device_reap(dev, false);
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Streams, capture, lazy queue                                                                */

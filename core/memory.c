@@ -26,22 +26,31 @@ static void empty_cache_drained(accel_device_t *dev) {
 /* The out-of-memory protocol shared by accel_malloc and accel_malloc_async: the first failure
  * drains the device, empties the cache and retries once; a second failure is reported. s is
  * the stream the allocation is ordered on (NULL: the default stream, not stream-ordered). */
-static accel_status_t alloc_with_retry(accel_device_t *dev, accel_stream_t *s, size_t size,
-                                       void **ptr) {
+static accel_status_t alloc_once(accel_device_t *dev, accel_stream_t *s, size_t size,
+                                 void **ptr) {
   accel_stream_t *key = s ? s : dev->default_stream;
-  accel_device_reap(dev, false); /* retired graph pools whose replays finished */
-  for (int attempt = 0;; ++attempt) {
-    if (s) pthread_mutex_lock(&s->lock);
-    accel_mempool_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
-                                                   : accel_mempool_default_arena(dev->mem);
-    accel_status_t st = accel_mempool_alloc(dev->mem, arena, key, size, ptr);
-    if (s) pthread_mutex_unlock(&s->lock);
-    if (st != ACCEL_ERROR_OUT_OF_MEMORY || attempt == 1) {
-      if (attempt == 1) accel_mempool_count_retry(dev->mem, st != ACCEL_OK);
-      return st;
-    }
-    empty_cache_drained(dev);
-  }
+  if (s) pthread_mutex_lock(&s->lock);
+  accel_mempool_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
+                                                 : accel_mempool_default_arena(dev->mem);
+  accel_status_t st = accel_mempool_alloc(dev->mem, arena, key, size, ptr);
+  if (s) pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+static __attribute__((noinline)) accel_status_t alloc_retry(accel_device_t *dev,
+                                                            accel_stream_t *s, size_t size,
+                                                            void **ptr) {
+  empty_cache_drained(dev);
+  accel_status_t st = alloc_once(dev, s, size, ptr);
+  accel_mempool_count_retry(dev->mem, st != ACCEL_OK);
+  return st;
+}
+
+static inline accel_status_t alloc_with_retry(accel_device_t *dev, accel_stream_t *s,
+                                              size_t size, void **ptr) {
+  accel_device_reap_if_any(dev); /* retired graph pools whose replays finished */
+  accel_status_t st = alloc_once(dev, s, size, ptr);
+  return st == ACCEL_ERROR_OUT_OF_MEMORY ? alloc_retry(dev, s, size, ptr) : st;
 }
 
 accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
@@ -64,7 +73,7 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
   accel_mempool_arena_t *zombie = NULL;
   st = accel_mempool_free(dev->mem, ptr, NULL, &zombie);
   if (st != ACCEL_OK) return accel_set_error(st, "accel_free: %s", accel_last_error());
-  accel_pool_arena_retire(dev, zombie);
+  if (zombie) accel_pool_arena_retire(dev, zombie);
   return ACCEL_OK;
 }
 
@@ -94,7 +103,7 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   if (s->capture) st = accel_capture_check_free_locked(s, ptr);
   if (st == ACCEL_OK) st = accel_mempool_free(dev->mem, ptr, s, &zombie);
   pthread_mutex_unlock(&s->lock);
-  accel_pool_arena_retire(dev, zombie);
+  if (zombie) accel_pool_arena_retire(dev, zombie);
   if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
       st != ACCEL_ERROR_CAPTURE_INVALIDATED)
     return accel_set_error(st, "accel_free_async: %s", accel_last_error());
