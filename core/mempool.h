@@ -46,8 +46,9 @@ void accel_mempool_arena_collect(accel_mempool_arena_t *a);
  * OUT_OF_MEMORY the caller does the same, retries once and reports the attempt with
  * accel_mempool_count_retry. */
 
-/* Allocates size bytes (> 0) for work ordered on stream_key. When search_key is not NULL a
- * free block binned under it may be used too (graph pools: blocks freed by earlier captures). */
+/* Allocates size bytes (> 0) from arena for work ordered on stream_key: a free block binned
+ * under stream_key, else an idle one (key NULL: freed by an earlier capture sharing a graph
+ * pool, or left by a destroyed stream), else a new segment. */
 accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *arena,
                                    const void *stream_key, size_t size, void **ptr);
 /* Frees a live block. stream_key: the stream the free is ordered on (NULL: the block's own).

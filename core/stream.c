@@ -1,6 +1,6 @@
 /*
  * Streams and the one submission path every operation takes:
- *   capturing stream -> recorded into the capture (graph.c)
+ *   capturing stream -> recorded into the capture (capture.c)
  *   lazy stream      -> appended to the stream's queue, submitted at a flush (lazy.c)
  *   otherwise        -> dispatched to the backend right away
  */
