@@ -176,7 +176,7 @@ static accel_status_t open_probe(accel_device_t **out) {
 }
 
 accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
-  ACCEL_REQUIRE_ARG(out, "accel_device_open", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   accel_registry_ensure_loaded();
   accel_trace_scope_t t = accel_trace_begin(0, "device_open");
   const char *sel = selector ? selector : accel_env("ACCEL_BACKEND");
@@ -187,16 +187,16 @@ accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
 
 accel_status_t accel_device_close(accel_device_t *dev) {
   /* one close per open: a close too many finds no user reference left */
-  accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, "accel_device_close");
+  accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, __func__);
   if (st != ACCEL_OK) return st;
   accel_device_release(dev);
   return ACCEL_OK;
 }
 
 accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *info) {
-  accel_status_t st = accel_device_check(dev, "accel_device_get_info");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(info, "accel_device_get_info", "info is NULL");
+  ACCEL_REQUIRE_ARG(info, __func__, "info is NULL");
   *info = dev->info;
   if (dev->backend->vt->mem_info) {
     uint64_t free_b = 0, total_b = 0;
@@ -235,9 +235,9 @@ accel_status_t accel_device_drain(accel_device_t *dev) {
 }
 
 accel_status_t accel_device_synchronize(accel_device_t *dev) {
-  accel_status_t st = accel_device_check(dev, "accel_device_synchronize");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe("accel_device_synchronize", NULL);
+  st = accel_capture_check_unsafe(__func__, NULL);
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, "device_synchronize");
   st = accel_device_drain(dev);

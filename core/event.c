@@ -10,9 +10,9 @@ static accel_status_t event_check(accel_event_t *e, const char *fn) {
 }
 
 accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_event_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_event_create");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_event_create", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (flags & ~(unsigned)ACCEL_EVENT_DISABLE_TIMING)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_event_create: bad flags 0x%x",
                            flags);
@@ -45,21 +45,21 @@ void accel_event_release(accel_event_t *e) {
 }
 
 accel_status_t accel_event_destroy(accel_event_t *e) {
-  accel_status_t st = accel_handle_drop_user(e, ACCEL_HANDLE_EVENT, "accel_event_destroy");
+  accel_status_t st = accel_handle_drop_user(e, ACCEL_HANDLE_EVENT, __func__);
   if (st != ACCEL_OK) return st;
   accel_event_release(e); /* a capture that recorded it keeps it until the capture ends */
   return ACCEL_OK;
 }
 
 accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
-  accel_status_t st = event_check(e, "accel_event_record");
+  accel_status_t st = event_check(e, __func__);
   if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, "accel_event_record", &dev)) != ACCEL_OK) return st;
+  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != e->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_event_record: event and stream belong to different devices");
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_event_record");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
     st = accel_capture_event_record_locked(s, e);
@@ -82,17 +82,17 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
-  accel_status_t st = event_check(e, "accel_stream_wait_event");
+  accel_status_t st = event_check(e, __func__);
   if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, "accel_stream_wait_event", &dev)) != ACCEL_OK) return st;
+  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != e->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_stream_wait_event: event and stream belong to different "
                            "devices");
   uint32_t slot = 0;
   accel_capture_t *ec = accel_event_capture_get(e, &slot);
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_wait_event");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (ec || s->capture) {
     st = accel_capture_event_wait_locked(s, ec, slot);
@@ -130,29 +130,29 @@ static bool event_recorded(accel_event_t *e) {
 }
 
 accel_status_t accel_event_query(accel_event_t *e) {
-  accel_status_t st = event_check(e, "accel_event_query");
+  accel_status_t st = event_check(e, __func__);
   if (st != ACCEL_OK) return st;
-  if ((st = check_event_capture(e, "accel_event_query")) != ACCEL_OK) return st;
+  if ((st = check_event_capture(e, __func__)) != ACCEL_OK) return st;
   if (!event_recorded(e)) return ACCEL_OK;
   return e->dev->backend->vt->event_query(e->impl);
 }
 
 accel_status_t accel_event_synchronize(accel_event_t *e) {
-  accel_status_t st = event_check(e, "accel_event_synchronize");
+  accel_status_t st = event_check(e, __func__);
   if (st != ACCEL_OK) return st;
-  if ((st = check_event_capture(e, "accel_event_synchronize")) != ACCEL_OK) return st;
+  if ((st = check_event_capture(e, __func__)) != ACCEL_OK) return st;
   if (!event_recorded(e)) return ACCEL_OK;
-  accel_trace_scope_t t = accel_trace_begin(e->dev->trace_id, "accel_event_synchronize");
+  accel_trace_scope_t t = accel_trace_begin(e->dev->trace_id, __func__);
   st = e->dev->backend->vt->event_synchronize(e->impl);
   accel_trace_end(&t);
   return st;
 }
 
 accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, float *ms) {
-  accel_status_t st = event_check(start, "accel_event_elapsed_ms");
-  if (st == ACCEL_OK) st = event_check(end, "accel_event_elapsed_ms");
+  accel_status_t st = event_check(start, __func__);
+  if (st == ACCEL_OK) st = event_check(end, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(ms, "accel_event_elapsed_ms", "ms is NULL");
+  ACCEL_REQUIRE_ARG(ms, __func__, "ms is NULL");
   if (start->dev != end->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_event_elapsed_ms: events belong to different devices");

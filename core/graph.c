@@ -26,9 +26,9 @@ static accel_status_t pool_check(accel_pool_t *p, const char *fn) {
 /* graphs */
 
 accel_status_t accel_graph_create(accel_device_t *dev, accel_graph_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_graph_create");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_create", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   accel_graph_t *g = calloc(1, sizeof *g);
   if (!g) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
   g->dev = dev;
@@ -112,11 +112,11 @@ static void release_remains(accel_device_t *dev, graph_remains_t *r) {
 
 accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
                                          accel_capture_mode_t mode) {
-  accel_status_t st = graph_check(g, "accel_graph_capture_begin");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, "accel_graph_capture_begin", &dev)) != ACCEL_OK) return st;
-  if (pool && (st = pool_check(pool, "accel_graph_capture_begin")) != ACCEL_OK) return st;
+  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
+  if (pool && (st = pool_check(pool, __func__)) != ACCEL_OK) return st;
   if (dev != g->dev || (pool && pool->dev != dev))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_graph_capture_begin: graph, stream and pool must belong to one "
@@ -162,9 +162,9 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
 }
 
 accel_status_t accel_graph_capture_end(accel_graph_t *g) {
-  accel_status_t st = graph_check(g, "accel_graph_capture_end");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
-  accel_trace_scope_t t = accel_trace_begin(g->trace_id, "accel_graph_capture_end");
+  accel_trace_scope_t t = accel_trace_begin(g->trace_id, __func__);
   pthread_mutex_lock(&g->lock);
   if (g->state != ACCEL_GRAPH_CAPTURING) {
     pthread_mutex_unlock(&g->lock);
@@ -254,14 +254,14 @@ static void note_replay(accel_graph_t *g, accel_stream_t *s) {
 }
 
 accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
-  accel_status_t st = graph_check(g, "accel_graph_replay");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, "accel_graph_replay", &dev)) != ACCEL_OK) return st;
+  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != g->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_graph_replay: the stream belongs to another device");
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_graph_replay");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&g->lock);
   if (g->state != ACCEL_GRAPH_READY) {
     pthread_mutex_unlock(&g->lock);
@@ -305,7 +305,7 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
 }
 
 accel_status_t accel_graph_reset(accel_graph_t *g) {
-  accel_status_t st = graph_check(g, "accel_graph_reset");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
   graph_remains_t *r = NULL;
   pthread_mutex_lock(&g->lock);
@@ -321,7 +321,7 @@ accel_status_t accel_graph_reset(accel_graph_t *g) {
 }
 
 accel_status_t accel_graph_destroy(accel_graph_t *g) {
-  accel_status_t st = graph_check(g, "accel_graph_destroy");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&g->lock);
   if (g->state == ACCEL_GRAPH_CAPTURING) {
@@ -330,7 +330,7 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
                                               "the capture first");
   }
   /* of two concurrent destroys, one drops the user's reference; the other gets INVALID_HANDLE */
-  if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, "accel_graph_destroy")) != ACCEL_OK) {
+  if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, __func__)) != ACCEL_OK) {
     pthread_mutex_unlock(&g->lock);
     return st;
   }
@@ -348,9 +348,9 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
 }
 
 accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {
-  accel_status_t st = graph_check(g, "accel_graph_node_count");
+  accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(count, "accel_graph_node_count", "count is NULL");
+  ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
   pthread_mutex_lock(&g->lock);
   *count = g->state == ACCEL_GRAPH_READY ? g->flat.count : 0;
   pthread_mutex_unlock(&g->lock);

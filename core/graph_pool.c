@@ -52,23 +52,23 @@ accel_status_t accel_pool_create_internal(accel_device_t *dev, bool user, accel_
 }
 
 accel_status_t accel_graph_pool_create(accel_device_t *dev, accel_pool_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_graph_pool_create");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_pool_create", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   return accel_pool_create_internal(dev, true, out);
 }
 
 accel_status_t accel_pool_release(accel_pool_t *p) {
-  accel_status_t st = accel_handle_drop_user(p, ACCEL_HANDLE_POOL, "accel_pool_release");
+  accel_status_t st = accel_handle_drop_user(p, ACCEL_HANDLE_POOL, __func__);
   if (st != ACCEL_OK) return st;
   accel_pool_release_ref(p);
   return ACCEL_OK;
 }
 
 accel_status_t accel_graph_pool(accel_graph_t *g, accel_pool_t **out) {
-  accel_status_t st = accel_handle_check(g, ACCEL_HANDLE_GRAPH, "accel_graph_pool");
+  accel_status_t st = accel_handle_check(g, ACCEL_HANDLE_GRAPH, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_graph_pool", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   pthread_mutex_lock(&g->lock);
   accel_pool_t *p = g->pool;
   if (p) {

@@ -477,7 +477,7 @@ int accel_backend_count(void) {
 
 accel_status_t accel_backend_get(int index, accel_backend_t **out) {
   accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(out, "accel_backend_get", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (index < 0 || index >= nbackends)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_backend_get: index %d out of range [0, %d)", index, nbackends);
@@ -499,8 +499,8 @@ static void known_names(char *buf, size_t len) {
 
 accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
   accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(name, "accel_backend_find", "name is NULL");
-  ACCEL_REQUIRE_ARG(out, "accel_backend_find", "out is NULL");
+  ACCEL_REQUIRE_ARG(name, __func__, "name is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   accel_backend_t *b = find_backend(name);
   if (b) {
     *out = b;
@@ -546,7 +546,7 @@ accel_status_t accel_backend_status(const accel_backend_t *cb, const char **reas
 
 accel_status_t accel_device_count(const accel_backend_t *cb, int *count) {
   accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(count, "accel_device_count", "count is NULL");
+  ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
   if (!cb || !backend_is_valid(cb))
     return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "accel_device_count: invalid backend");
   accel_backend_t *b = (accel_backend_t *)cb;
@@ -562,7 +562,7 @@ int accel_plugin_report_count(void) {
 
 accel_status_t accel_plugin_report_get(int index, accel_plugin_report_t *out) {
   accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(out, "accel_plugin_report_get", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (index < 0 || index >= nreports)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_plugin_report_get: index %d out of range [0, %d)", index,

@@ -54,11 +54,11 @@ static inline accel_status_t alloc_with_retry(accel_device_t *dev, accel_stream_
 }
 
 accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
-  accel_status_t st = accel_device_check(dev, "accel_malloc");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(ptr, "accel_malloc", "ptr is NULL");
-  if ((st = check_size("accel_malloc", size)) != ACCEL_OK) return st;
-  if ((st = accel_capture_check_unsafe("accel_malloc", NULL)) != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, __func__, "ptr is NULL");
+  if ((st = check_size(__func__, size)) != ACCEL_OK) return st;
+  if ((st = accel_capture_check_unsafe(__func__, NULL)) != ACCEL_OK) return st;
   if (size == 0) {
     *ptr = NULL;
     return ACCEL_OK;
@@ -67,7 +67,7 @@ accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
 }
 
 accel_status_t accel_free(accel_device_t *dev, void *ptr) {
-  accel_status_t st = accel_device_check(dev, "accel_free");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
   accel_mempool_arena_t *zombie = NULL;
@@ -79,15 +79,15 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
 
 accel_status_t accel_malloc_async(accel_stream_t *s, size_t size, void **ptr) {
   accel_device_t *dev = NULL;
-  accel_status_t st = accel_stream_check(s, "accel_malloc_async", &dev);
+  accel_status_t st = accel_stream_check(s, __func__, &dev);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(ptr, "accel_malloc_async", "ptr is NULL");
-  if ((st = check_size("accel_malloc_async", size)) != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, __func__, "ptr is NULL");
+  if ((st = check_size(__func__, size)) != ACCEL_OK) return st;
   if (size == 0) {
     *ptr = NULL;
     return ACCEL_OK;
   }
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_malloc_async");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   st = alloc_with_retry(dev, s, size, ptr);
   accel_trace_end_args(&t, "\"bytes\":%zu", size);
   return st;
@@ -95,7 +95,7 @@ accel_status_t accel_malloc_async(accel_stream_t *s, size_t size, void **ptr) {
 
 accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   accel_device_t *dev = NULL;
-  accel_status_t st = accel_stream_check(s, "accel_free_async", &dev);
+  accel_status_t st = accel_stream_check(s, __func__, &dev);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
   accel_mempool_arena_t *zombie = NULL;
@@ -111,10 +111,10 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
 }
 
 accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
-  accel_status_t st = accel_device_check(dev, "accel_host_alloc");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(ptr, "accel_host_alloc", "ptr is NULL");
-  if ((st = check_size("accel_host_alloc", size)) != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(ptr, __func__, "ptr is NULL");
+  if ((st = check_size(__func__, size)) != ACCEL_OK) return st;
   if (size == 0) {
     *ptr = NULL;
     return ACCEL_OK;
@@ -133,7 +133,7 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
 }
 
 accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
-  accel_status_t st = accel_device_check(dev, "accel_host_free");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
   pthread_mutex_lock(&dev->lock);
@@ -149,30 +149,30 @@ accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
 }
 
 accel_status_t accel_memcpy(accel_device_t *dev, void *dst, const void *src, size_t size) {
-  accel_status_t st = accel_device_check(dev, "accel_memcpy");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  if ((st = accel_capture_check_unsafe("accel_memcpy", NULL)) != ACCEL_OK) return st;
+  if ((st = accel_capture_check_unsafe(__func__, NULL)) != ACCEL_OK) return st;
   if ((st = accel_memcpy_async(dev->default_stream, dst, src, size)) != ACCEL_OK) return st;
   return accel_stream_sync_internal(dev->default_stream);
 }
 
 accel_status_t accel_memory_stats(accel_device_t *dev, accel_memory_stats_t *out) {
-  accel_status_t st = accel_device_check(dev, "accel_memory_stats");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_memory_stats", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   accel_mempool_stats(dev->mem, out);
   return ACCEL_OK;
 }
 
 accel_status_t accel_reset_peak_memory_stats(accel_device_t *dev) {
-  accel_status_t st = accel_device_check(dev, "accel_reset_peak_memory_stats");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   accel_mempool_reset_peaks(dev->mem);
   return ACCEL_OK;
 }
 
 accel_status_t accel_empty_cache(accel_device_t *dev) {
-  accel_status_t st = accel_device_check(dev, "accel_empty_cache");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   empty_cache_drained(dev);
   return ACCEL_OK;

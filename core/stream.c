@@ -187,11 +187,11 @@ accel_status_t accel_enqueue_kernel(accel_stream_t *s, const accel_kernel_launch
 }
 
 accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, void *user) {
-  ACCEL_REQUIRE_ARG(fn, "accel_launch_host_func", "fn is NULL");
+  ACCEL_REQUIRE_ARG(fn, __func__, "fn is NULL");
   accel_cmd_t c = {.type = ACCEL_CMD_HOST_FUNC};
   c.u.host_func.fn = fn;
   c.u.host_func.user = user;
-  return submit(s, "accel_launch_host_func", &c, NULL, 0, NULL, NULL, 0);
+  return submit(s, __func__, &c, NULL, 0, NULL, NULL, 0);
 }
 
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src) {
@@ -214,32 +214,32 @@ static accel_status_t check_device_range(accel_device_t *dev, const char *fn, co
 
 accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src, size_t size) {
   accel_device_t *dev = NULL;
-  accel_status_t st = accel_stream_check(s, "accel_memcpy_async", &dev);
+  accel_status_t st = accel_stream_check(s, __func__, &dev);
   if (st != ACCEL_OK) return st;
   if (size == 0) return ACCEL_OK;
-  ACCEL_REQUIRE_ARG(dst && src, "accel_memcpy_async", "dst or src is NULL");
+  ACCEL_REQUIRE_ARG(dst && src, __func__, "dst or src is NULL");
   if ((uintptr_t)dst > UINTPTR_MAX - size || (uintptr_t)src > UINTPTR_MAX - size)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_memcpy_async: size overflows");
   if ((const char *)dst < (const char *)src + size && (const char *)src < (const char *)dst + size)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_memcpy_async: source and destination overlap");
-  if ((st = check_device_range(dev, "accel_memcpy_async", "dst", dst, size)) != ACCEL_OK ||
-      (st = check_device_range(dev, "accel_memcpy_async", "src", src, size)) != ACCEL_OK)
+  if ((st = check_device_range(dev, __func__, "dst", dst, size)) != ACCEL_OK ||
+      (st = check_device_range(dev, __func__, "src", src, size)) != ACCEL_OK)
     return st;
   accel_cmd_t c = {.type = ACCEL_CMD_MEMCPY};
   c.u.memcpy.dst = dst;
   c.u.memcpy.src = src;
   c.u.memcpy.size = size;
   c.u.memcpy.kind = accel_copy_kind(dev, dst, src);
-  return submit(s, "accel_memcpy_async", &c, NULL, size, NULL, NULL, 0);
+  return submit(s, __func__, &c, NULL, size, NULL, NULL, 0);
 }
 
 accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_t size) {
   accel_device_t *dev = NULL;
-  accel_status_t st = accel_stream_check(s, "accel_memset_async", &dev);
+  accel_status_t st = accel_stream_check(s, __func__, &dev);
   if (st != ACCEL_OK) return st;
   if (size == 0) return ACCEL_OK;
-  ACCEL_REQUIRE_ARG(dst, "accel_memset_async", "dst is NULL");
+  ACCEL_REQUIRE_ARG(dst, __func__, "dst is NULL");
   if (!accel_mempool_range_valid(dev->mem, dst, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_memset_async: [%p, +%zu) is not inside one live device "
@@ -249,7 +249,7 @@ accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_
   c.u.memset.dst = dst;
   c.u.memset.size = size;
   c.u.memset.value = (uint8_t)value;
-  return submit(s, "accel_memset_async", &c, NULL, size, NULL, NULL, 0);
+  return submit(s, __func__, &c, NULL, size, NULL, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -271,7 +271,7 @@ accel_status_t accel_stream_create_ex(accel_device_t *dev, unsigned flags, accel
 }
 
 accel_status_t accel_stream_destroy(accel_stream_t *s) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_destroy", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
   if (s->is_default)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -282,7 +282,7 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
   if (capturing)
     return accel_set_error(ACCEL_ERROR_STATE,
                            "accel_stream_destroy: the stream is capturing; end the capture first");
-  if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, "accel_stream_destroy")) != ACCEL_OK)
+  if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, __func__)) != ACCEL_OK)
     return st;
   /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
    * replay ordering) may then drop the last reference from any thread without waiting. */
@@ -292,9 +292,9 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_default(accel_device_t *dev, accel_stream_t **out) {
-  accel_status_t st = accel_device_check(dev, "accel_stream_default");
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_stream_default", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   *out = dev->default_stream;
   return ACCEL_OK;
 }
@@ -308,20 +308,20 @@ accel_status_t accel_stream_sync_internal(accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_synchronize(accel_stream_t *s) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_synchronize", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe("accel_stream_synchronize", s);
+  st = accel_capture_check_unsafe(__func__, s);
   if (st != ACCEL_OK) return st;
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_synchronize");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   st = accel_stream_sync_internal(s);
   accel_trace_end(&t);
   return st;
 }
 
 accel_status_t accel_stream_query(accel_stream_t *s) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_query", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe("accel_stream_query", s);
+  st = accel_capture_check_unsafe(__func__, s);
   if (st != ACCEL_OK) return st;
   /* the backend's query is serialized with submissions (accel_plugin.h) */
   pthread_mutex_lock(&s->lock);
@@ -332,9 +332,9 @@ accel_status_t accel_stream_query(accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_flush(accel_stream_t *s) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_flush", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  accel_trace_scope_t t = accel_trace_begin(s->trace_id, "accel_stream_flush");
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   size_t queued = s->lazy_queue.count;
   st = s->capture ? ACCEL_OK : accel_lazy_flush_locked(s);
@@ -344,9 +344,9 @@ accel_status_t accel_stream_flush(accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_is_capturing", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(capturing, "accel_stream_is_capturing", "capturing is NULL");
+  ACCEL_REQUIRE_ARG(capturing, __func__, "capturing is NULL");
   pthread_mutex_lock(&s->lock);
   *capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->lock);
@@ -354,17 +354,17 @@ accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
 }
 
 accel_status_t accel_stream_is_lazy(accel_stream_t *s, int *lazy) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_is_lazy", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(lazy, "accel_stream_is_lazy", "lazy is NULL");
+  ACCEL_REQUIRE_ARG(lazy, __func__, "lazy is NULL");
   *lazy = s->lazy;
   return ACCEL_OK;
 }
 
 accel_status_t accel_stream_lazy_stats(accel_stream_t *s, accel_lazy_stats_t *out) {
-  accel_status_t st = accel_stream_check(s, "accel_stream_lazy_stats", NULL);
+  accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, "accel_stream_lazy_stats", "out is NULL");
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   pthread_mutex_lock(&s->lock);
   *out = s->lazy_stats;
   pthread_mutex_unlock(&s->lock);
