@@ -178,7 +178,8 @@ static kop_key_elem_t *kop_make_key(const kop_req_t *r, size_t *len) {
   for (int l = 0; l < r->desc->nl; ++l)
     for (size_t i = 0; i < r->n; ++i) {
       const accel_tensor_t *t = &r->lists[l][i];
-      key[(size_t)l * r->n + i] = (kop_key_elem_t){(uintptr_t)t->data, t->numel, (uint64_t)t->dtype};
+      key[(size_t)l * r->n + i] =
+          (kop_key_elem_t){(uintptr_t)t->data, t->numel, (uint64_t)t->dtype};
     }
   return key;
 }
