@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fault.h"
 #include "internal.h"
 
 const char *accel_env(const char *name) {
@@ -26,8 +27,8 @@ uint64_t accel_now_ns(void) {
 
 /*
  * Fault injection for tests: ACCEL_FAULT_INJECT="alloc:N,kernel_build:N,launch:N" makes the
- * N-th call (1-based) at that site fail once. Off (zero cost beyond one atomic load) when
- * unset.
+ * N-th call (1-based) at that site fail once (fault.h says where the sites are). Off (zero cost
+ * beyond one atomic load) when unset.
  */
 static const char *const site_names[] = {"alloc", "kernel_build", "launch"};
 #define NSITES (sizeof site_names / sizeof site_names[0])
@@ -47,6 +48,12 @@ static void fault_parse(void) {
     for (size_t i = 0; i < NSITES; ++i)
       if (strcmp(tok, site_names[i]) == 0) fault_at[i] = strtol(colon + 1, NULL, 10);
   }
+}
+
+bool accel_fault_armed(accel_fault_site_t site) {
+  if ((size_t)site >= NSITES) return false;
+  pthread_once(&fault_once, fault_parse);
+  return fault_at[site] > 0 && atomic_load(&fault_calls[site]) < fault_at[site];
 }
 
 int accel_fault_should_fail(accel_fault_site_t site) {

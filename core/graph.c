@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "fault.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -291,9 +292,10 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
     }
   } else {
     st = accel_lazy_flush_locked(s);
-    if (st == ACCEL_OK)
-      st = g->native ? dev->backend->vt->graph_launch(g->native, s->impl)
-                     : accel_stream_run_batch(s, g->flat.cmds, g->flat.count);
+    if (st == ACCEL_OK && !g->native) st = accel_stream_run_batch(s, g->flat.cmds, g->flat.count);
+    if (st == ACCEL_OK && g->native)
+      st = accel_fault_launches(g->flat.cmds, g->flat.count, "graph_launch");
+    if (st == ACCEL_OK && g->native) st = dev->backend->vt->graph_launch(g->native, s->impl);
     if (st == ACCEL_OK) note_replay(g, s);
   }
   pthread_mutex_unlock(&s->lock);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fault.h"
 #include "internal.h"
 
 static accel_status_t host_set_error(accel_status_t status, const char *fmt, ...)

@@ -278,6 +278,5 @@ const char *accel_env(const char *name);  /* getenv, "" treated as unset */
 bool accel_env_flag(const char *name, bool dflt);
 uint64_t accel_now_ns(void);
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src);
-int accel_fault_should_fail(accel_fault_site_t site);
 
 #endif

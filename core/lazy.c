@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "fault.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -25,7 +26,10 @@ static accel_status_t replay_cached(accel_stream_t *s, accel_lazy_cache_entry_t 
       e->native = NULL;
     }
   }
-  if (e->native) return vt->graph_launch(e->native, s->impl);
+  if (e->native) {
+    accel_status_t st = accel_fault_launches(e->cmds.cmds, e->cmds.count, "graph_launch");
+    return st == ACCEL_OK ? vt->graph_launch(e->native, s->impl) : st;
+  }
   return accel_stream_run_batch(s, e->cmds.cmds, e->cmds.count);
 }
 

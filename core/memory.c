@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "fault.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -120,7 +121,7 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
     return ACCEL_OK;
   }
   void *p = NULL;
-  if ((st = dev->backend->vt->host_alloc(dev->impl, size, &p)) != ACCEL_OK) return st;
+  if ((st = accel_fault_host_alloc(dev->backend->vt, dev->impl, size, &p)) != ACCEL_OK) return st;
   pthread_mutex_lock(&dev->lock);
   bool ok = accel_hashtab_insert(&dev->host_allocs, (uintptr_t)p, NULL);
   pthread_mutex_unlock(&dev->lock);
@@ -203,7 +204,7 @@ size_t accel_device_ranges_valid(accel_device_t *dev, size_t n, accel_range_fn r
 }
 
 accel_status_t accel_device_internal_alloc(accel_device_t *dev, size_t size, void **ptr) {
-  return dev->backend->vt->mem_alloc(dev->impl, size, ptr);
+  return accel_fault_mem_alloc(dev->backend->vt, dev->impl, size, ptr);
 }
 
 void accel_device_internal_free(accel_device_t *dev, void *ptr) {

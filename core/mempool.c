@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "core_util.h"
+#include "fault.h"
 #include "hashtab.h"
 
 #define NBINS 128
@@ -243,7 +244,7 @@ static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, cons
   void *p = NULL;
   /* No retry here: releasing cached segments is only safe once queued work is drained, which
    * the caller does without holding stream locks (see accel_mempool_count_retry). */
-  accel_status_t st = m->vt->mem_alloc(m->impl, seg_size, &p);
+  accel_status_t st = accel_fault_mem_alloc(m->vt, m->impl, seg_size, &p);
   if (st != ACCEL_OK) {
     if (st == ACCEL_ERROR_OUT_OF_MEMORY)
       return accel_set_error(st, "out of device memory allocating %zu bytes (segment %zu, "

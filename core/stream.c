@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "fault.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -104,8 +105,10 @@ accel_status_t accel_stream_check(accel_stream_t *s, const char *fn, accel_devic
 static accel_status_t dispatch(accel_stream_t *s, const accel_cmd_t *c) {
   const accel_backend_vtable_t *vt = s->dev->backend->vt;
   switch (c->type) {
-    case ACCEL_CMD_KERNEL:
-      return vt->launch_kernel(s->impl, &c->u.kernel);
+    case ACCEL_CMD_KERNEL: {
+      accel_status_t st = accel_fault_launches(c, 1, "launch_kernel");
+      return st == ACCEL_OK ? vt->launch_kernel(s->impl, &c->u.kernel) : st;
+    }
     case ACCEL_CMD_MEMCPY:
       return vt->memcpy_async(s->impl, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size,
                               (accel_copy_kind_t)c->u.memcpy.kind);
@@ -122,7 +125,10 @@ static accel_status_t dispatch(accel_stream_t *s, const accel_cmd_t *c) {
 accel_status_t accel_stream_run_batch(accel_stream_t *s, const accel_cmd_t *cmds, size_t n) {
   if (n == 0) return ACCEL_OK;
   const accel_backend_vtable_t *vt = s->dev->backend->vt;
-  if (vt->submit_batch) return vt->submit_batch(s->impl, cmds, n);
+  if (vt->submit_batch) {
+    accel_status_t st = accel_fault_launches(cmds, n, "submit_batch");
+    return st == ACCEL_OK ? vt->submit_batch(s->impl, cmds, n) : st;
+  }
   for (size_t i = 0; i < n; ++i) {
     accel_status_t st = dispatch(s, &cmds[i]);
     if (st != ACCEL_OK) return st;

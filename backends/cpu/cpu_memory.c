@@ -27,9 +27,6 @@ const char *cpu_strerror(int err, char *buf, size_t size) {
 static accel_status_t alloc_aligned(cpu_device_t *dev, const char *what, size_t size,
                                     void **ptr) {
   const accel_host_api_t *host = dev->host;
-  if (host->fault_should_fail(ACCEL_FAULT_ALLOC))
-    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
-                           "cpu: %s(%zu bytes): injected failure (ACCEL_FAULT_ALLOC)", what, size);
   size_t align = CPU_MIN_ALIGN;
   if (size >= CPU_HUGE_PAGE) {
     align = CPU_HUGE_PAGE;

@@ -50,10 +50,6 @@ static void set_kernel_op(cpu_op_t *op, accel_cpu_kernel_fn fn,
 accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
   cpu_stream_t *s = stream;
   const accel_host_api_t *host = s->device->host;
-  if (host->fault_should_fail(ACCEL_FAULT_LAUNCH))
-    return host->set_error(ACCEL_ERROR_BACKEND,
-                           "cpu: launch_kernel(%s): injected failure (ACCEL_FAULT_LAUNCH)",
-                           launch->kernel_name != NULL ? launch->kernel_name : "unnamed");
   accel_cpu_kernel_fn fn = resolve_kernel(host, "launch_kernel", launch);
   if (fn == NULL) return ACCEL_ERROR_UNSUPPORTED;
   cpu_entry_t *e = NULL;

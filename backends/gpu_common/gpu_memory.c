@@ -3,9 +3,6 @@
 
 accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   gpu_device_t *d = device;
-  if (gpu_fault(ACCEL_FAULT_ALLOC))
-    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s failed: fault injected (%zu bytes)",
-                               gpu_api_names.MemAlloc, size);
   gpuDevicePtr_t p = 0;
   accel_status_t st = gpu_make_current(d);
   if (st == ACCEL_OK) st = GPU_TRY(d->backend, MemAlloc, &p, size);
@@ -20,9 +17,6 @@ void gpu_mem_free(accel_be_device_t *device, void *ptr) {
 
 accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   gpu_device_t *d = device;
-  if (gpu_fault(ACCEL_FAULT_ALLOC))
-    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s failed: fault injected (%zu bytes)",
-                               gpu_api_names.HostAlloc, size);
   accel_status_t st = gpu_make_current(d);
   /* Portable: pinned for every device, not only the current one. */
   return st != ACCEL_OK ? st : GPU_TRY(d->backend, HostAlloc, ptr, size, GPU_HOST_ALLOC_PORTABLE);

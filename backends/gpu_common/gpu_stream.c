@@ -59,9 +59,6 @@ static accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
   if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: unknown kernel id %u (%s)",
                                GPU_BACKEND_NAME, launch->kernel_id, launch->kernel_name);
-  if (gpu_fault(ACCEL_FAULT_LAUNCH))
-    return gpu_host->set_error(ACCEL_ERROR_BACKEND, "%s failed: fault injected (%s)",
-                               gpu_api_names.LaunchKernel, launch->kernel_name);
   unsigned grid = launch->num_blocks < d->max_grid ? launch->num_blocks : d->max_grid;
   /* The kernel's one argument is the by-value parameter struct; the driver copies
    * params_size bytes from here before the call returns (also when capturing). */

@@ -19,9 +19,6 @@ static size_t accel_ze_accounted(accel_ze_device_t *dev, void *ptr) {
 
 accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   accel_ze_device_t *dev = device;
-  if (accel_ze_host->fault_should_fail(ACCEL_FAULT_ALLOC))
-    return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
-                                    "zeMemAllocDevice failed: injected fault (%zu bytes)", size);
   ze_device_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
   void *p = NULL;
   ACCEL_ZE_TRY(dev->api, zeMemAllocDevice, dev->ctx, &desc, size, ACCEL_ZE_ALIGN, dev->dev, &p);
@@ -45,9 +42,6 @@ void accel_ze_mem_free(accel_be_device_t *device, void *ptr) {
 
 accel_status_t accel_ze_host_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   accel_ze_device_t *dev = device;
-  if (accel_ze_host->fault_should_fail(ACCEL_FAULT_ALLOC))
-    return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
-                                    "zeMemAllocHost failed: injected fault (%zu bytes)", size);
   ze_host_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
   void *p = NULL;
   ACCEL_ZE_TRY(dev->api, zeMemAllocHost, dev->ctx, &desc, size, ACCEL_ZE_ALIGN, &p);

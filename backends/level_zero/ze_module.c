@@ -105,10 +105,6 @@ static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
     return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                     "level_zero: kernel id %u (%s) not in this plugin's module",
                                     launch->kernel_id, launch->kernel_name);
-  if (accel_ze_host->fault_should_fail(ACCEL_FAULT_LAUNCH))
-    return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
-                                    "zeCommandListAppendLaunchKernel(%s) failed: injected fault",
-                                    launch->kernel_name);
   const accel_ze_api_t *api = dev->api;
   ze_kernel_handle_t k = dev->kernels[launch->kernel_id];
   /* Argument values are captured at append time, so the kernel object can be reused. */

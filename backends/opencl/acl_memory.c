@@ -115,9 +115,6 @@ static int svm_free(acl_device_t *dev, void *ptr) {
 
 accel_status_t acl_mem_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   acl_device_t *dev = device;
-  if (acl_host->fault_should_fail(ACCEL_FAULT_ALLOC))
-    return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
-                               "clSVMAlloc(%zu bytes): injected fault (ACCEL_FAULT_ALLOC)", size);
   accel_status_t st = svm_alloc(dev, dev->svm_flags, size, 0, ptr);
   if (st == ACCEL_OK) __atomic_fetch_add(&dev->phys->allocated, size, __ATOMIC_RELAXED);
   return st;

@@ -193,10 +193,6 @@ accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
   uint32_t id = launch->kernel_id;
   if (id >= ACCEL_KERNEL_COUNT)
     return acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown kernel id %u", id);
-  if (acl_host->fault_should_fail(ACCEL_FAULT_LAUNCH))
-    return acl_host->set_error(ACCEL_ERROR_BACKEND,
-                               "clEnqueueNDRangeKernel(%s): injected fault (ACCEL_FAULT_LAUNCH)",
-                               accel_kernel_names[id]);
   if (!set->k[id]) {
     accel_status_t st = kernel_create(dev, id, &set->k[id]);
     if (st != ACCEL_OK) return st;

@@ -49,7 +49,9 @@ typedef enum accel_log_level {
   ACCEL_LOG_DEBUG = 3
 } accel_log_level_t;
 
-/* Fault-injection sites (tests only; off unless ACCEL_FAULT_INJECT is set). */
+/* Fault-injection sites (tests only; off unless ACCEL_FAULT_INJECT is set). The core injects
+ * ALLOC and LAUNCH faults itself around the vtable; a plugin asks fault_should_fail only for
+ * KERNEL_BUILD, the step the core cannot see. */
 typedef enum accel_fault_site {
   ACCEL_FAULT_ALLOC = 0,        /* raw device allocation */
   ACCEL_FAULT_KERNEL_BUILD = 1, /* building / loading kernel code */

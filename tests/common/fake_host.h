@@ -20,7 +20,6 @@ static _Thread_local char fake_host_error[1024] FAKE_HOST_MAYBE_UNUSED;
 static int fake_host_verbose FAKE_HOST_MAYBE_UNUSED;
 /* Nonzero: every call at that fault-injection site fails. */
 static atomic_int fake_host_fail_alloc FAKE_HOST_MAYBE_UNUSED;
-static atomic_int fake_host_fail_launch FAKE_HOST_MAYBE_UNUSED;
 
 static void fake_host_log(accel_log_level_t level, const char *domain, const char *fmt, ...) {
   if (!fake_host_verbose && level > ACCEL_LOG_WARN) return;
@@ -41,9 +40,7 @@ static accel_status_t fake_host_set_error(accel_status_t status, const char *fmt
 }
 
 static int fake_host_fault(accel_fault_site_t site) {
-  if (site == ACCEL_FAULT_ALLOC) return atomic_load(&fake_host_fail_alloc);
-  if (site == ACCEL_FAULT_LAUNCH) return atomic_load(&fake_host_fail_launch);
-  return 0;
+  return site == ACCEL_FAULT_ALLOC ? atomic_load(&fake_host_fail_alloc) : 0;
 }
 
 static const char *fake_host_cache_dir(void) { return NULL; }

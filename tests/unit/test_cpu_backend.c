@@ -178,13 +178,12 @@ static int test_memory(void) {
     vt->mem_free(dev, p);
     vt->host_free(dev, h);
   }
+  /* allocation faults are injected by the core around mem_alloc/host_alloc (core/fault.c), so
+   * the backend allocates even with the host's alloc site failing every call */
   atomic_store(&fake_host_fail_alloc, 1);
-  void *p = (void *)0x1;
-  accel_status_t st = vt->mem_alloc(dev, 64, &p);
-  CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY && p == (void *)0x1, "injected alloc fault: %d", st);
-  CHECK(strstr(fake_host_error, "ACCEL_FAULT_ALLOC") != NULL, "message: %s", fake_host_error);
-  st = vt->host_alloc(dev, 64, &p);
-  CHECK(st == ACCEL_ERROR_OUT_OF_MEMORY, "injected host alloc fault: %d", st);
+  void *p = NULL;
+  CHECK_OK(vt->mem_alloc(dev, 64, &p));
+  vt->mem_free(dev, p);
   atomic_store(&fake_host_fail_alloc, 0);
   vt->device_close(dev);
   return TEST_PASS;
@@ -483,12 +482,6 @@ static int test_launch_errors(void) {
                              sizeof(params), 0};
   CHECK(vt->launch_kernel(s, &l) == ACCEL_ERROR_UNSUPPORTED, "unknown kernel id");
   CHECK(strstr(fake_host_error, "no_such_kernel") != NULL, "message: %s", fake_host_error);
-  atomic_store(&fake_host_fail_launch, 1);
-  l.kernel_id = ACCEL_KERNEL_FILL;
-  l.kernel_name = "accel_k_fill";
-  CHECK(vt->launch_kernel(s, &l) == ACCEL_ERROR_BACKEND, "injected launch fault");
-  CHECK(strstr(fake_host_error, "ACCEL_FAULT_LAUNCH") != NULL, "message: %s", fake_host_error);
-  atomic_store(&fake_host_fail_launch, 0);
   CHECK_OK(vt->stream_query(s)); /* nothing was queued */
   vt->stream_destroy(s);
   vt->device_close(dev);
