@@ -37,7 +37,7 @@ struct accel_capture {
   /* slot -> stream (a reference each; slot 0 is the origin); written under active_lock */
   accel_stream_t *streams[MAX_CAPTURE_STREAMS];
   uint32_t nstreams;
-  accel_mempool_pins_t pins;    /* allocations the recorded work uses */
+  accel_allocator_pins_t pins;  /* allocations the recorded work uses */
   accel_event_t **events;       /* events recorded in the capture, a reference each */
   size_t nevents, capevents;
   uint32_t next_event_slot;
@@ -101,7 +101,7 @@ void accel_capture_retain(accel_capture_t *c) { atomic_fetch_add(&c->refs, 1); }
 
 void accel_capture_release(accel_capture_t *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
-  accel_mempool_unpin(c->dev->mem, &c->pins);
+  accel_allocator_unpin(c->dev->mem, &c->pins);
   accel_cmdlist_free(&c->cmds);
   free(c->events);
   pthread_mutex_destroy(&c->lock);
@@ -159,7 +159,7 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
   return ACCEL_OK;
 }
 
-accel_mempool_arena_t *accel_capture_arena(accel_capture_t *c) { return c->pool->arena; }
+accel_allocator_arena_t *accel_capture_arena(accel_capture_t *c) { return c->pool->arena; }
 
 accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                            accel_keepalive_t *keep) {
@@ -167,31 +167,31 @@ accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t 
   if (is_invalid(c)) return invalidated_error(c);
   accel_cmd_t rec = *cmd;
   rec.stream_slot = s->capture_slot;
-  accel_mempool_t *mem = s->dev->mem;
+  accel_allocator_t *mem = s->dev->mem;
   pthread_mutex_lock(&c->lock);
   accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, keep);
   if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMCPY) {
-    st = accel_mempool_pin(mem, cmd->u.memcpy.dst, cmd->u.memcpy.size, &c->pins);
+    st = accel_allocator_pin(mem, cmd->u.memcpy.dst, cmd->u.memcpy.size, &c->pins);
     if (st == ACCEL_OK)
-      st = accel_mempool_pin(mem, cmd->u.memcpy.src, cmd->u.memcpy.size, &c->pins);
+      st = accel_allocator_pin(mem, cmd->u.memcpy.src, cmd->u.memcpy.size, &c->pins);
   } else if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMSET) {
-    st = accel_mempool_pin(mem, cmd->u.memset.dst, cmd->u.memset.size, &c->pins);
+    st = accel_allocator_pin(mem, cmd->u.memset.dst, cmd->u.memset.size, &c->pins);
   }
   pthread_mutex_unlock(&c->lock);
   return st;
 }
 
 accel_status_t accel_capture_pin_locked(accel_stream_t *s, accel_range_fn ranges, void *ctx,
-                                        size_t n, const accel_mempool_pins_t *more) {
+                                        size_t n, const accel_allocator_pins_t *more) {
   accel_capture_t *c = s->capture;
   accel_status_t st = ACCEL_OK;
   pthread_mutex_lock(&c->lock);
   for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
     const void *ptr;
     size_t size;
-    if (ranges(ctx, i, &ptr, &size)) st = accel_mempool_pin(s->dev->mem, ptr, size, &c->pins);
+    if (ranges(ctx, i, &ptr, &size)) st = accel_allocator_pin(s->dev->mem, ptr, size, &c->pins);
   }
-  if (st == ACCEL_OK && more) st = accel_mempool_pin_again(s->dev->mem, more, &c->pins);
+  if (st == ACCEL_OK && more) st = accel_allocator_pin_again(s->dev->mem, more, &c->pins);
   pthread_mutex_unlock(&c->lock);
   return st;
 }
@@ -207,7 +207,7 @@ accel_status_t accel_capture_keep_locked(accel_stream_t *s, accel_keepalive_t *k
 accel_status_t accel_capture_check_free_locked(accel_stream_t *s, void *ptr) {
   accel_capture_t *c = s->capture;
   if (is_invalid(c)) return invalidated_error(c);
-  if (accel_mempool_block_arena(s->dev->mem, ptr) != c->pool->arena) {
+  if (accel_allocator_block_arena(s->dev->mem, ptr) != c->pool->arena) {
     accel_capture_invalidate(c, "accel_free_async of memory not allocated from the capture's "
                                 "pool");
     return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
@@ -340,7 +340,7 @@ static uint32_t find_unjoined(const accel_capture_t *c) {
 }
 
 accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
-                                 accel_mempool_pins_t *pins, bool *valid) {
+                                 accel_allocator_pins_t *pins, bool *valid) {
   pthread_mutex_lock(&active_lock);
   for (accel_capture_t **pp = &active; *pp; pp = &(*pp)->next) {
     if (*pp == c) {
@@ -351,14 +351,14 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   atomic_fetch_sub(&accel_active_captures, 1);
   c->ended = true; /* no stream joins from now on */
   pthread_mutex_unlock(&active_lock);
-  accel_mempool_t *mem = c->dev->mem;
+  accel_allocator_t *mem = c->dev->mem;
   for (uint32_t i = 0; i < c->nstreams; ++i) {
     accel_stream_t *s = c->streams[i];
     if (i) pthread_mutex_lock(&s->lock); /* the origin's lock is held by the caller */
     s->capture = NULL;
     if (i) pthread_mutex_unlock(&s->lock);
     /* blocks freed during the capture become reusable by later captures sharing the pool */
-    accel_mempool_retag(mem, c->pool->arena, s, NULL);
+    accel_allocator_retag(mem, c->pool->arena, s, NULL);
   }
   /* every stream has left: nothing records any more */
   pthread_mutex_lock(&active_lock);

@@ -12,12 +12,12 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
  * reference to the capture and every reference the capture held, except the origin stream's:
  * the caller releases that one (the stream it began the capture on) after unlocking it. */
 accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
-                                 accel_mempool_pins_t *pins, bool *valid);
+                                 accel_allocator_pins_t *pins, bool *valid);
 /* Pins the allocations that ranges(ctx, i < n) touch (and the blocks of more, may be NULL) for
- * the capture on s (caller holds s->lock): a graph's memory is not freed under it (mempool.h). */
+ * the capture on s (caller holds s->lock): a graph's memory is not freed under it (allocator.h). */
 accel_status_t accel_capture_pin_locked(accel_stream_t *s, accel_range_fn ranges, void *ctx,
-                                        size_t n, const accel_mempool_pins_t *more);
-accel_mempool_arena_t *accel_capture_arena(accel_capture_t *c);
+                                        size_t n, const accel_allocator_pins_t *more);
+accel_allocator_arena_t *accel_capture_arena(accel_capture_t *c);
 void accel_capture_retain(accel_capture_t *c);
 void accel_capture_release(accel_capture_t *c);
 /* The live capture e was last recorded in, with a reference for the caller (and its event slot),

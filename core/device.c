@@ -26,7 +26,7 @@ static void device_teardown(accel_device_t *dev) {
   if (dev->upload_stream) accel_stream_destroy_internal(dev->upload_stream);
   if (dev->default_stream) accel_stream_destroy_internal(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
-  accel_mempool_destroy(dev->mem);
+  accel_allocator_destroy(dev->mem);
   /* host blocks the user never freed go back with the device */
   for (size_t i = 0; i < dev->host_allocs.cap; ++i)
     if (dev->host_allocs.slots[i].key)
@@ -69,7 +69,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   const char *lazy_env = accel_env("ACCEL_LAZY");
   dev->lazy_default = lazy_env ? accel_env_flag("ACCEL_LAZY", false) : dev->info.lazy_default;
   if (accel_env_flag("ACCEL_DISABLE_GRAPHS", false)) dev->info.native_graphs = 0;
-  st = accel_mempool_create(b->vt, dev->impl, &dev->mem);
+  st = accel_allocator_create(b->vt, dev->impl, &dev->mem);
   if (st == ACCEL_OK) {
     accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
     dev->trace_id = accel_trace_new_track("device", b->name, index);
@@ -77,7 +77,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
                                       &dev->default_stream);
     if (st != ACCEL_OK) {
       accel_handle_unregister(&dev->hdr);
-      accel_mempool_destroy(dev->mem);
+      accel_allocator_destroy(dev->mem);
     }
   }
   if (st != ACCEL_OK) {

@@ -51,7 +51,7 @@ typedef struct graph_remains {
   accel_be_event_t *replay_done;
   accel_cmdlist_t flat; /* holds the keepalives (chunk tables, replayed graphs' pools) */
   accel_pool_t *pool;
-  accel_mempool_pins_t pins;
+  accel_allocator_pins_t pins;
 } graph_remains_t;
 
 static void remains_free(void *ctx) {
@@ -60,7 +60,7 @@ static void remains_free(void *ctx) {
   if (r->native) vt->graph_destroy(r->native);
   if (r->replay_done) vt->event_destroy(r->replay_done);
   accel_cmdlist_free(&r->flat);
-  accel_mempool_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
+  accel_allocator_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
   accel_device_t *dev = r->dev;
   free(r);
@@ -93,7 +93,7 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
     if (g->native) g->dev->backend->vt->graph_destroy(g->native);
     if (g->replay_done) g->dev->backend->vt->event_destroy(g->replay_done);
     accel_cmdlist_clear(&g->flat);
-    accel_mempool_unpin(g->dev->mem, &g->pins);
+    accel_allocator_unpin(g->dev->mem, &g->pins);
     if (g->pool) accel_pool_release_ref(g->pool);
   }
   memset(&g->pins, 0, sizeof g->pins);
@@ -184,7 +184,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   bool valid = false;
   accel_cmdlist_t cmds;
   accel_cmdlist_init(&cmds);
-  accel_mempool_pins_t pins = {0};
+  accel_allocator_pins_t pins = {0};
   st = accel_capture_end(c, &cmds, &pins, &valid);
   pthread_mutex_unlock(&origin->lock);
   accel_stream_release(origin); /* the capture's reference */

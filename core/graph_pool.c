@@ -10,16 +10,16 @@
 #include "internal.h"
 
 static void collect_arena(void *ctx) {
-  accel_mempool_arena_t *a = ctx;
-  accel_mempool_arena_collect(a);
+  accel_allocator_arena_t *a = ctx;
+  accel_allocator_arena_collect(a);
 }
 
 /* Collects an arena that just became unreferenced and empty once no work can use it: at once
  * when this runs inside a retired release whose completed fence came after the arena's last
  * free (the graph that held the last reference was the last user), else after a new fence. */
-void accel_pool_arena_retire(accel_device_t *dev, accel_mempool_arena_t *zombie) {
+void accel_pool_arena_retire(accel_device_t *dev, accel_allocator_arena_t *zombie) {
   if (!zombie) return;
-  if (accel_mempool_arena_last_free(zombie) <= accel_retire_covered_epoch())
+  if (accel_allocator_arena_last_free(zombie) <= accel_retire_covered_epoch())
     collect_arena(zombie);
   else
     accel_device_retire(dev, collect_arena, zombie);
@@ -30,7 +30,7 @@ void accel_pool_retain(accel_pool_t *p) { atomic_fetch_add(&p->hdr.refcount, 1);
 void accel_pool_release_ref(accel_pool_t *p) {
   if (atomic_fetch_sub(&p->hdr.refcount, 1) != 1) return;
   accel_device_t *dev = p->dev;
-  accel_pool_arena_retire(dev, accel_mempool_arena_release(p->arena));
+  accel_pool_arena_retire(dev, accel_allocator_arena_release(p->arena));
   free(p);
   accel_device_release(dev);
 }
@@ -38,7 +38,7 @@ void accel_pool_release_ref(accel_pool_t *p) {
 accel_status_t accel_pool_create_internal(accel_device_t *dev, bool user, accel_pool_t **out) {
   accel_pool_t *p = calloc(1, sizeof *p);
   if (!p) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  accel_status_t st = accel_mempool_arena_create(dev->mem, &p->arena);
+  accel_status_t st = accel_allocator_arena_create(dev->mem, &p->arena);
   if (st != ACCEL_OK) {
     free(p);
     return st;

@@ -17,7 +17,7 @@
 #include "kernel_support.h"
 #include "log.h"
 #include "core_util.h"
-#include "mempool.h"
+#include "allocator.h"
 #include "hashtab.h"
 
 #define ACCEL_INTERNAL __attribute__((visibility("hidden")))
@@ -96,7 +96,7 @@ struct accel_device {
   accel_stream_t *streams;        /* all live streams (linked through next_in_device) */
   accel_stream_t *default_stream;
   accel_stream_t *upload_stream;  /* internal, created on first accel_device_upload */
-  accel_mempool_t *mem;           /* caching allocator (default pool + graph pools) */
+  accel_allocator_t *mem;         /* caching allocator (default pool + graph pools) */
   void *kernel_state;
   accel_hashtab_t host_allocs;    /* live accel_host_alloc blocks, as keys (guarded by lock) */
   bool lazy_default;
@@ -222,7 +222,7 @@ typedef enum accel_graph_state {
 struct accel_pool {
   accel_handle_t hdr;
   accel_device_t *dev;
-  accel_mempool_arena_t *arena;   /* the pool's segments inside dev->mem */
+  accel_allocator_arena_t *arena; /* the pool's segments inside dev->mem */
 };
 
 struct accel_graph {
@@ -242,7 +242,7 @@ struct accel_graph {
    * replay on another stream than the last one waits for it through this event */
   accel_stream_t *last_replay_stream; /* reference held */
   accel_be_event_t *replay_done;
-  accel_mempool_pins_t pins;      /* allocations the recorded work uses (freeing them defers) */
+  accel_allocator_pins_t pins;    /* allocations the recorded work uses (freeing them defers) */
 };
 
 /* Pool references (graph_pool.c): captures and graphs hold them. A pool made for a capture
@@ -253,7 +253,7 @@ void accel_pool_release_ref(accel_pool_t *p);
 /* A keepalive holding a pool reference (NULL when out of host memory). */
 accel_keepalive_t *accel_pool_keepalive(accel_pool_t *p);
 /* Retires the collection of zombie (an unreferenced, empty graph-pool arena; NULL: nothing). */
-void accel_pool_arena_retire(accel_device_t *dev, accel_mempool_arena_t *zombie);
+void accel_pool_arena_retire(accel_device_t *dev, accel_allocator_arena_t *zombie);
 
 /* Called by every potentially unsafe call (synchronize, query, blocking copy, accel_malloc):
  * if a capture covers the calling thread (per its mode) the capture is invalidated and

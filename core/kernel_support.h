@@ -1,6 +1,6 @@
 /*
- * Core services used by the tensor operations (core/kernel_ops.c, kernel_validate.c, chunk_table.c). Everything here is
- * internal to libaccel.
+ * Core services used by the tensor operations (core/kernel_ops.c, kernel_validate.c,
+ * chunk_table.c). Everything here is internal to libaccel.
  */
 #ifndef ACCEL_CORE_KERNEL_SUPPORT_H
 #define ACCEL_CORE_KERNEL_SUPPORT_H
@@ -42,7 +42,7 @@ accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,
  * be inside or one past a live allocation). */
 int accel_device_range_is_valid(accel_device_t *device, const void *ptr, size_t size);
 /* Changes whenever a live device allocation is freed: ranges found valid stay valid while it
- * is unchanged (lock-free; see accel_mempool_free_generation). */
+ * is unchanged (lock-free; see accel_allocator_free_generation). */
 uint64_t accel_device_free_generation(accel_device_t *device);
 /* accel_device_range_is_valid for ranges 0..n-1 under one lock of the allocator: range(ctx, i,
  * &ptr, &size) gives range i (returning 0 to skip it). The index of the first invalid range, or

@@ -18,10 +18,10 @@ static accel_status_t check_size(const char *fn, size_t size) {
  * free one while we drain), and retired releases whose fences the drain completed. Waits for
  * the device holding no lock. */
 static void empty_cache_drained(accel_device_t *dev) {
-  uint64_t epoch = accel_mempool_free_generation(dev->mem);
+  uint64_t epoch = accel_allocator_free_generation(dev->mem);
   accel_device_drain(dev);
   accel_device_reap(dev, true);
-  accel_mempool_empty_cache(dev->mem, epoch);
+  accel_allocator_empty_cache(dev->mem, epoch);
 }
 
 /* The out-of-memory protocol shared by accel_malloc and accel_malloc_async: the first failure
@@ -31,9 +31,9 @@ static accel_status_t alloc_once(accel_device_t *dev, accel_stream_t *s, size_t 
                                  void **ptr) {
   accel_stream_t *key = s ? s : dev->default_stream;
   if (s) pthread_mutex_lock(&s->lock);
-  accel_mempool_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
-                                                 : accel_mempool_default_arena(dev->mem);
-  accel_status_t st = accel_mempool_alloc(dev->mem, arena, key, size, ptr);
+  accel_allocator_arena_t *arena = s && s->capture ? accel_capture_arena(s->capture)
+                                                 : accel_allocator_default_arena(dev->mem);
+  accel_status_t st = accel_allocator_alloc(dev->mem, arena, key, size, ptr);
   if (s) pthread_mutex_unlock(&s->lock);
   return st;
 }
@@ -43,7 +43,7 @@ static __attribute__((noinline)) accel_status_t alloc_retry(accel_device_t *dev,
                                                             void **ptr) {
   empty_cache_drained(dev);
   accel_status_t st = alloc_once(dev, s, size, ptr);
-  accel_mempool_count_retry(dev->mem, st != ACCEL_OK);
+  accel_allocator_count_retry(dev->mem, st != ACCEL_OK);
   return st;
 }
 
@@ -71,8 +71,8 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
-  accel_mempool_arena_t *zombie = NULL;
-  st = accel_mempool_free(dev->mem, ptr, NULL, &zombie);
+  accel_allocator_arena_t *zombie = NULL;
+  st = accel_allocator_free(dev->mem, ptr, NULL, &zombie);
   if (st != ACCEL_OK) return accel_set_error(st, "accel_free: %s", accel_last_error());
   if (zombie) accel_pool_arena_retire(dev, zombie);
   return ACCEL_OK;
@@ -99,10 +99,10 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   accel_status_t st = accel_stream_check(s, __func__, &dev);
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
-  accel_mempool_arena_t *zombie = NULL;
+  accel_allocator_arena_t *zombie = NULL;
   pthread_mutex_lock(&s->lock);
   if (s->capture) st = accel_capture_check_free_locked(s, ptr);
-  if (st == ACCEL_OK) st = accel_mempool_free(dev->mem, ptr, s, &zombie);
+  if (st == ACCEL_OK) st = accel_allocator_free(dev->mem, ptr, s, &zombie);
   pthread_mutex_unlock(&s->lock);
   if (zombie) accel_pool_arena_retire(dev, zombie);
   if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
@@ -161,14 +161,14 @@ accel_status_t accel_memory_stats(accel_device_t *dev, accel_memory_stats_t *out
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  accel_mempool_stats(dev->mem, out);
+  accel_allocator_stats(dev->mem, out);
   return ACCEL_OK;
 }
 
 accel_status_t accel_reset_peak_memory_stats(accel_device_t *dev) {
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  accel_mempool_reset_peaks(dev->mem);
+  accel_allocator_reset_peaks(dev->mem);
   return ACCEL_OK;
 }
 
@@ -191,16 +191,16 @@ void accel_keepalive_release(accel_keepalive_t *k) {
 }
 
 int accel_device_range_is_valid(accel_device_t *dev, const void *ptr, size_t size) {
-  return accel_mempool_range_valid(dev->mem, ptr, size);
+  return accel_allocator_range_valid(dev->mem, ptr, size);
 }
 
 uint64_t accel_device_free_generation(accel_device_t *dev) {
-  return accel_mempool_free_generation(dev->mem);
+  return accel_allocator_free_generation(dev->mem);
 }
 
 size_t accel_device_ranges_valid(accel_device_t *dev, size_t n, accel_range_fn range,
                                  void *ctx) {
-  return accel_mempool_ranges_valid(dev->mem, n, range, ctx);
+  return accel_allocator_ranges_valid(dev->mem, n, range, ctx);
 }
 
 accel_status_t accel_device_internal_alloc(accel_device_t *dev, size_t size, void **ptr) {

@@ -50,7 +50,7 @@ void accel_device_streams_release(accel_stream_t **streams, size_t n) {
 
 /* Records one event on every busy stream after its submitted (and lazily queued) work. */
 static accel_retired_t *fence_new(accel_device_t *dev) {
-  const uint64_t epoch = accel_mempool_free_generation(dev->mem);
+  const uint64_t epoch = accel_allocator_free_generation(dev->mem);
   accel_stream_t **streams = NULL;
   size_t n = 0;
   if (accel_device_streams(dev, &streams, &n) != ACCEL_OK) return NULL;
@@ -116,7 +116,7 @@ void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *
     if (vt->event_record(ev, s->impl) == ACCEL_OK) {
       r->fn = fn;
       r->ctx = ctx;
-      r->epoch = accel_mempool_free_generation(dev->mem);
+      r->epoch = accel_allocator_free_generation(dev->mem);
       enqueue(dev, r);
       return;
     }
@@ -133,7 +133,7 @@ void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) 
   if (!r) {
     accel_log(ACCEL_LOG_WARN, "accel", "no fence for a deferred release (%s); draining the "
                                         "device instead", accel_last_error());
-    const uint64_t epoch = accel_mempool_free_generation(dev->mem);
+    const uint64_t epoch = accel_allocator_free_generation(dev->mem);
     accel_device_drain(dev);
     const uint64_t outer = covered_epoch;
     covered_epoch = epoch;

@@ -49,8 +49,8 @@ void **accel_stream_kop_memo(accel_stream_t *s) { return s->kop_memo; }
 static void stream_teardown(accel_stream_t *s) {
   accel_device_t *dev = s->dev;
   accel_stream_sync_internal(s);
-  /* its free blocks are idle now: any stream may reuse them (mempool.h) */
-  accel_mempool_retag(dev->mem, NULL, s, NULL);
+  /* its free blocks are idle now: any stream may reuse them (allocator.h) */
+  accel_allocator_retag(dev->mem, NULL, s, NULL);
   accel_handle_unregister(&s->hdr); /* internal streams are still registered */
   accel_kernel_stream_forget(s);
   dev->backend->vt->stream_destroy(s->impl);
@@ -201,8 +201,8 @@ accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, voi
 }
 
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src) {
-  bool d = accel_mempool_contains(dev->mem, dst);
-  bool sr = accel_mempool_contains(dev->mem, src);
+  bool d = accel_allocator_contains(dev->mem, dst);
+  bool sr = accel_allocator_contains(dev->mem, src);
   return d ? (sr ? ACCEL_COPY_DEVICE_TO_DEVICE : ACCEL_COPY_HOST_TO_DEVICE)
            : (sr ? ACCEL_COPY_DEVICE_TO_HOST : ACCEL_COPY_HOST_TO_HOST);
 }
@@ -211,7 +211,8 @@ accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *sr
  * into an allocation) must lie inside one live allocation; host ranges cannot be checked. */
 static accel_status_t check_device_range(accel_device_t *dev, const char *fn, const char *what,
                                          const void *p, size_t size) {
-  if (accel_mempool_intersects(dev->mem, p, size) && !accel_mempool_range_valid(dev->mem, p, size))
+  if (accel_allocator_intersects(dev->mem, p, size) &&
+      !accel_allocator_range_valid(dev->mem, p, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s range [%p, +%zu) is not inside one live allocation", fn, what,
                            p, size);
@@ -246,7 +247,7 @@ accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_
   if (st != ACCEL_OK) return st;
   if (size == 0) return ACCEL_OK;
   ACCEL_REQUIRE_ARG(dst, __func__, "dst is NULL");
-  if (!accel_mempool_range_valid(dev->mem, dst, size))
+  if (!accel_allocator_range_valid(dev->mem, dst, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "accel_memset_async: [%p, +%zu) is not inside one live device "
                            "allocation",

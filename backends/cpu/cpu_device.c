@@ -85,7 +85,7 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
   }
   unsigned threads = cpu_sysinfo_thread_count(host);
   const char *call = "";
-  rc = cpu_pool_create(threads, &dev->pool, &call);
+  rc = cpu_workers_create(threads, &dev->pool, &call);
   if (rc != 0) {
     cpu_notifier_destroy(&dev->record_done);
     free(dev);
@@ -93,9 +93,9 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
                            "cpu: device_open: %s for a pool of %u threads failed: %s", call,
                            threads, cpu_strerror(rc, err, sizeof(err)));
   }
-  atomic_store(&b->open_pool_size, cpu_pool_size(dev->pool));
+  atomic_store(&b->open_pool_size, cpu_workers_size(dev->pool));
   host->log(ACCEL_LOG_INFO, "cpu", "device opened with a pool of %u threads",
-            cpu_pool_size(dev->pool));
+            cpu_workers_size(dev->pool));
   *out = dev;
   return ACCEL_OK;
 }
@@ -103,7 +103,7 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
 void cpu_device_close(accel_be_device_t *device) {
   cpu_device_t *dev = device;
   atomic_store(&dev->backend->open_pool_size, 0u);
-  cpu_pool_destroy(dev->pool);
+  cpu_workers_destroy(dev->pool);
   cpu_notifier_destroy(&dev->record_done);
   free(dev);
 }

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "accel/accel_plugin.h"
-#include "cpu_pool.h"
+#include "cpu_workers.h"
 #include "cpu_sync.h"
 
 typedef struct cpu_backend {
@@ -19,7 +19,7 @@ typedef struct cpu_backend {
 typedef struct cpu_device {
   cpu_backend_t *backend;
   const accel_host_api_t *host;
-  cpu_pool_t *pool;
+  cpu_workers_t *pool;
   /* Broadcast whenever an event record completes; stream workers and event_synchronize
    * callers waiting for a record sleep here. */
   cpu_notifier_t record_done;

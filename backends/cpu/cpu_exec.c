@@ -19,7 +19,7 @@ static void kernel_range(void *ctx, uint64_t begin, uint64_t end) {
 void cpu_exec_kernel_split(cpu_device_t *device, accel_cpu_kernel_fn fn, const void *params,
                            uint32_t num_blocks, unsigned parts) {
   kernel_job_t job = {fn, params};
-  cpu_pool_run(device->pool, kernel_range, &job, num_blocks, parts);
+  cpu_workers_run(device->pool, kernel_range, &job, num_blocks, parts);
 }
 
 static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
@@ -27,7 +27,7 @@ static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
   if (blocks > 1u) {
     uint64_t work =
         accel_cpu_kernel_block_bytes(op->u.kernel.kernel_id, op->u.kernel.params) * blocks;
-    unsigned parts = cpu_split_parts(cpu_pool_size(device->pool), work, CPU_KERNEL_SPLIT_BYTES,
+    unsigned parts = cpu_split_parts(cpu_workers_size(device->pool), work, CPU_KERNEL_SPLIT_BYTES,
                                      CPU_KERNEL_PART_BYTES);
     if (parts > 1u) {
       cpu_exec_kernel_split(device, op->u.kernel.fn, op->u.kernel.params, blocks, parts);
@@ -53,8 +53,8 @@ static void fused_range(void *ctx, uint64_t begin, uint64_t end) {
 
 static void exec_fused(cpu_device_t *device, const cpu_op_t *op) {
   if (op->u.fused.parts > 1u)
-    cpu_pool_run(device->pool, fused_range, (void *)op, op->u.fused.num_blocks,
-                 op->u.fused.parts);
+    cpu_workers_run(device->pool, fused_range, (void *)op, op->u.fused.num_blocks,
+                    op->u.fused.parts);
   else
     fused_range((void *)op, 0, op->u.fused.num_blocks);
 }
@@ -87,7 +87,7 @@ static void fill_range(void *ctx, uint64_t begin, uint64_t end) {
 
 /* Number of pool parts for size bytes (1: run inline). */
 static unsigned byte_parts(cpu_device_t *device, size_t size) {
-  return cpu_split_parts(cpu_pool_size(device->pool), size, CPU_COPY_SPLIT_BYTES,
+  return cpu_split_parts(cpu_workers_size(device->pool), size, CPU_COPY_SPLIT_BYTES,
                          CPU_COPY_PART_BYTES);
 }
 
@@ -106,7 +106,7 @@ static void exec_memcpy(cpu_device_t *device, const cpu_op_t *op) {
     cpu_copy(dst, src, size, size);
     return;
   }
-  cpu_pool_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+  cpu_workers_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
 }
 
 static void exec_memset(cpu_device_t *device, const cpu_op_t *op) {
@@ -116,7 +116,7 @@ static void exec_memset(cpu_device_t *device, const cpu_op_t *op) {
     memset(op->u.fill.dst, op->u.fill.value, size);
     return;
   }
-  cpu_pool_run(device->pool, fill_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+  cpu_workers_run(device->pool, fill_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
 }
 
 void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op) {

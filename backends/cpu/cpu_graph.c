@@ -34,7 +34,7 @@ accel_status_t cpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
                            "cpu: graph_instantiate: malloc of %zu steps failed", count);
   }
-  g->count = cpu_fuse_plan(g->ops, count, cpu_pool_size(dev->pool), g->steps);
+  g->count = cpu_fuse_plan(g->ops, count, cpu_workers_size(dev->pool), g->steps);
   atomic_init(&g->refs, 1u);
   *out = g;
   return ACCEL_OK;

@@ -74,7 +74,9 @@ accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_l
 /* Parameter blocks inside a batch's storage start on this alignment. */
 #define BATCH_PARAMS_ALIGN 16u
 
-static size_t align_up(size_t v) { return (v + BATCH_PARAMS_ALIGN - 1u) & ~(size_t)(BATCH_PARAMS_ALIGN - 1u); }
+static size_t align_up(size_t v) {
+  return (v + BATCH_PARAMS_ALIGN - 1u) & ~(size_t)(BATCH_PARAMS_ALIGN - 1u);
+}
 
 accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
                              const accel_cmd_t *cmds, size_t n, int skip_events,

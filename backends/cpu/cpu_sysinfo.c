@@ -9,7 +9,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "cpu_pool.h"
+#include "cpu_workers.h"
 
 unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host) {
   const char *env = getenv("ACCEL_CPU_THREADS");

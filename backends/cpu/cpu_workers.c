@@ -1,11 +1,11 @@
-#include "cpu_pool.h"
+#include "cpu_workers.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
-struct cpu_pool {
-  unsigned size;       /* threads, counting the caller of cpu_pool_run */
+struct cpu_workers {
+  unsigned size;       /* threads, counting the caller of cpu_workers_run */
   unsigned nhelpers;   /* helper threads actually started */
   pthread_t *helpers;
   /* Held by the caller that owns the pool for the duration of one job (taken with trylock). */
@@ -31,7 +31,7 @@ static void range_of(uint64_t total, unsigned parts, unsigned i, uint64_t *b, ui
 
 /* Takes and runs parts of the published job until none is left. Called with pool->mutex held;
  * returns with it held. */
-static void run_parts_locked(cpu_pool_t *pool) {
+static void run_parts_locked(cpu_workers_t *pool) {
   while (pool->next_part < pool->parts) {
     unsigned i = pool->next_part++;
     cpu_range_fn fn = pool->fn;
@@ -46,7 +46,7 @@ static void run_parts_locked(cpu_pool_t *pool) {
 }
 
 static void *helper_main(void *arg) {
-  cpu_pool_t *pool = arg;
+  cpu_workers_t *pool = arg;
   pthread_mutex_lock(&pool->mutex);
   for (;;) {
     run_parts_locked(pool);
@@ -57,7 +57,7 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
-static void stop_helpers(cpu_pool_t *pool) {
+static void stop_helpers(cpu_workers_t *pool) {
   pthread_mutex_lock(&pool->mutex);
   pool->shutdown = 1;
   pthread_cond_broadcast(&pool->work_cv);
@@ -65,7 +65,7 @@ static void stop_helpers(cpu_pool_t *pool) {
   for (unsigned i = 0; i < pool->nhelpers; ++i) pthread_join(pool->helpers[i], NULL);
 }
 
-static void free_pool(cpu_pool_t *pool) {
+static void free_pool(cpu_workers_t *pool) {
   pthread_cond_destroy(&pool->done_cv);
   pthread_cond_destroy(&pool->work_cv);
   pthread_mutex_destroy(&pool->mutex);
@@ -74,8 +74,8 @@ static void free_pool(cpu_pool_t *pool) {
   free(pool);
 }
 
-int cpu_pool_create(unsigned size, cpu_pool_t **out, const char **failed_call) {
-  cpu_pool_t *pool = calloc(1, sizeof(*pool));
+int cpu_workers_create(unsigned size, cpu_workers_t **out, const char **failed_call) {
+  cpu_workers_t *pool = calloc(1, sizeof(*pool));
   if (pool == NULL) {
     *failed_call = "calloc";
     return ENOMEM;
@@ -109,15 +109,15 @@ int cpu_pool_create(unsigned size, cpu_pool_t **out, const char **failed_call) {
   return 0;
 }
 
-void cpu_pool_destroy(cpu_pool_t *pool) {
+void cpu_workers_destroy(cpu_workers_t *pool) {
   stop_helpers(pool);
   free_pool(pool);
 }
 
-unsigned cpu_pool_size(const cpu_pool_t *pool) { return pool->size; }
+unsigned cpu_workers_size(const cpu_workers_t *pool) { return pool->size; }
 
-void cpu_pool_run(cpu_pool_t *pool, cpu_range_fn fn, void *ctx, uint64_t total,
-                  unsigned parts) {
+void cpu_workers_run(cpu_workers_t *pool, cpu_range_fn fn, void *ctx, uint64_t total,
+                     unsigned parts) {
   if (total == 0) return;
   if (parts > pool->size) parts = pool->size;
   if (parts > total) parts = (unsigned)total;

@@ -11,15 +11,15 @@
  * new job runs entirely on its calling thread instead of queueing behind the other one: every
  * user of the pool guarantees that results do not depend on the split.
  */
-#ifndef ACCEL_CPU_POOL_H
-#define ACCEL_CPU_POOL_H
+#ifndef ACCEL_CPU_WORKERS_H
+#define ACCEL_CPU_WORKERS_H
 
 #include <stdint.h>
 
 /* Upper bound on the pool size (ACCEL_CPU_THREADS is clamped to it). */
 #define CPU_POOL_MAX_THREADS 1024u
 
-typedef struct cpu_pool cpu_pool_t;
+typedef struct cpu_workers cpu_workers_t;
 
 /* Runs the half-open range [begin, end) of a job. */
 typedef void (*cpu_range_fn)(void *ctx, uint64_t begin, uint64_t end);
@@ -27,17 +27,17 @@ typedef void (*cpu_range_fn)(void *ctx, uint64_t begin, uint64_t end);
 /* Creates a pool of `size` threads in all (size - 1 helpers; size is clamped
  * to [1, CPU_POOL_MAX_THREADS]). Returns 0, or the
  * errno value of the failing call, whose name is stored in *failed_call. */
-int cpu_pool_create(unsigned size, cpu_pool_t **out, const char **failed_call);
+int cpu_workers_create(unsigned size, cpu_workers_t **out, const char **failed_call);
 
 /* Joins the helpers. No job may be running. */
-void cpu_pool_destroy(cpu_pool_t *pool);
+void cpu_workers_destroy(cpu_workers_t *pool);
 
-/* Threads in the pool, counting the caller of cpu_pool_run. */
-unsigned cpu_pool_size(const cpu_pool_t *pool);
+/* Threads in the pool, counting the caller of cpu_workers_run. */
+unsigned cpu_workers_size(const cpu_workers_t *pool);
 
 /* Runs fn over [0, total) split into `parts` ranges (clamped to [1, min(size, total)]) and
  * returns when every range ran. total = 0 runs nothing. */
-void cpu_pool_run(cpu_pool_t *pool, cpu_range_fn fn, void *ctx, uint64_t total,
-                  unsigned parts);
+void cpu_workers_run(cpu_workers_t *pool, cpu_range_fn fn, void *ctx, uint64_t total,
+                     unsigned parts);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Caching allocator (see mempool.h). Layout:
+ * Caching allocator (see allocator.h). Layout:
  *  - segment: one backend allocation; its blocks form an address-ordered doubly linked list.
  *  - free blocks sit in size bins (TLSF-like: exact classes below 8 KiB, then 4 classes per
  *    power of two) per stream key, with a bitmap of non-empty bins for O(1) search.
@@ -7,7 +7,7 @@
  * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
  * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
  */
-#include "mempool.h"
+#include "allocator.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@ typedef struct block block_t;
 
 struct block {
   uintptr_t addr;
-  size_t size;            /* rounded to ACCEL_MEMPOOL_ALIGN, or larger when not split */
+  size_t size;            /* rounded to ACCEL_ALLOCATOR_ALIGN, or larger when not split */
   size_t requested;       /* allocated: the bytes asked for, the extent ranges are checked on */
   segment_t *seg;
   block_t *prev, *next;   /* address order within the segment */
@@ -45,7 +45,7 @@ struct block {
 struct segment {
   uintptr_t base;
   size_t size;
-  accel_mempool_arena_t *arena;
+  accel_allocator_arena_t *arena;
   block_t *first;
 };
 
@@ -55,8 +55,8 @@ typedef struct bins {
   block_t *head[NBINS];
 } bins_t;
 
-struct accel_mempool_arena {
-  accel_mempool_t *m;
+struct accel_allocator_arena {
+  accel_allocator_t *m;
   bool graph_pool;
   bool zombie;    /* unreferenced and empty: its collection is retired (accel_pool_arena_retire) */
   int refs;
@@ -65,28 +65,28 @@ struct accel_mempool_arena {
   size_t segments;
   bins_t *bins;
   size_t nbins, capbins;
-  accel_mempool_arena_t *next;
+  accel_allocator_arena_t *next;
 };
 
-struct accel_mempool {
+struct accel_allocator {
   pthread_mutex_t lock;
   const accel_backend_vtable_t *vt;
   accel_be_device_t *impl;
-  accel_mempool_arena_t default_arena;
-  accel_mempool_arena_t *pools; /* graph pool arenas */
+  accel_allocator_arena_t default_arena;
+  accel_allocator_arena_t *pools; /* graph pool arenas */
   segment_t **segs;             /* sorted by base */
   size_t nsegs, capsegs;
   accel_hashtab_t live;         /* allocated blocks: address -> block_t * */
   block_t *spare_blocks;        /* recycled block structs */
   accel_memory_stats_t stats;
-  uint64_t free_generation; /* atomic: accel_mempool_free_generation */
+  uint64_t free_generation; /* atomic: accel_allocator_free_generation */
 };
 
 /* ---------------------------------------------------------------------------------------- */
 /* bins */
 
 static unsigned bin_of(size_t size) {
-  size_t u = size / ACCEL_MEMPOOL_ALIGN;
+  size_t u = size / ACCEL_ALLOCATOR_ALIGN;
   if (u < 16) return (unsigned)u;
   unsigned e = 63u - (unsigned)__builtin_clzll((unsigned long long)u);
   unsigned sub = (unsigned)(u >> (e - 2)) & 3u;
@@ -94,7 +94,7 @@ static unsigned bin_of(size_t size) {
   return b < NBINS ? b : NBINS - 1;
 }
 
-static bins_t *bins_for(accel_mempool_arena_t *a, const void *key, bool create) {
+static bins_t *bins_for(accel_allocator_arena_t *a, const void *key, bool create) {
   for (size_t i = 0; i < a->nbins; ++i)
     if (a->bins[i].key == key) return &a->bins[i];
   if (!create) return NULL;
@@ -147,12 +147,12 @@ static block_t *bin_find(bins_t *b, size_t size) {
 /* ---------------------------------------------------------------------------------------- */
 /* live blocks by address */
 
-static block_t *live_block(const accel_mempool_t *m, size_t j) { return m->live.slots[j].value; }
+static block_t *live_block(const accel_allocator_t *m, size_t j) { return m->live.slots[j].value; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* blocks and segments */
 
-static block_t *block_new(accel_mempool_t *m) {
+static block_t *block_new(accel_allocator_t *m) {
   block_t *b = m->spare_blocks;
   if (b) m->spare_blocks = b->next;
   else b = malloc(sizeof *b);
@@ -160,12 +160,12 @@ static block_t *block_new(accel_mempool_t *m) {
   return b;
 }
 
-static void block_recycle(accel_mempool_t *m, block_t *b) {
+static void block_recycle(accel_allocator_t *m, block_t *b) {
   b->next = m->spare_blocks;
   m->spare_blocks = b;
 }
 
-static size_t seg_index(const accel_mempool_t *m, uintptr_t addr) {
+static size_t seg_index(const accel_allocator_t *m, uintptr_t addr) {
   /* index of the last segment with base <= addr, or SIZE_MAX */
   size_t lo = 0, hi = m->nsegs;
   while (lo < hi) {
@@ -176,14 +176,14 @@ static size_t seg_index(const accel_mempool_t *m, uintptr_t addr) {
   return lo ? lo - 1 : SIZE_MAX;
 }
 
-static segment_t *seg_containing(const accel_mempool_t *m, uintptr_t addr) {
+static segment_t *seg_containing(const accel_allocator_t *m, uintptr_t addr) {
   size_t i = seg_index(m, addr);
   if (i == SIZE_MAX) return NULL;
   segment_t *s = m->segs[i];
   return addr < s->base + s->size ? s : NULL;
 }
 
-static void stats_reserved(accel_mempool_t *m, accel_mempool_arena_t *a, int64_t delta) {
+static void stats_reserved(accel_allocator_t *m, accel_allocator_arena_t *a, int64_t delta) {
   m->stats.reserved_bytes = (uint64_t)((int64_t)m->stats.reserved_bytes + delta);
   if (a->graph_pool)
     m->stats.graph_pool_reserved_bytes =
@@ -193,7 +193,7 @@ static void stats_reserved(accel_mempool_t *m, accel_mempool_arena_t *a, int64_t
   m->stats.segment_count = m->nsegs;
 }
 
-static void seg_release(accel_mempool_t *m, segment_t *s) {
+static void seg_release(accel_allocator_t *m, segment_t *s) {
   size_t i = seg_index(m, s->base);
   memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
   m->nsegs--;
@@ -223,7 +223,8 @@ static bool seg_idle_since(const segment_t *s, uint64_t epoch) {
   return true;
 }
 
-static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a, uint64_t epoch) {
+static void release_free_segments(accel_allocator_t *m, accel_allocator_arena_t *a,
+                                  uint64_t epoch) {
   for (size_t i = m->nsegs; i-- > 0;) {
     segment_t *s = m->segs[i];
     if (s->arena != a || !seg_is_free(s) || !seg_idle_since(s, epoch)) continue;
@@ -235,7 +236,7 @@ static void release_free_segments(accel_mempool_t *m, accel_mempool_arena_t *a, 
   }
 }
 
-static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, const void *key,
+static accel_status_t seg_new(accel_allocator_t *m, accel_allocator_arena_t *a, const void *key,
                               size_t size, block_t **out) {
   size_t seg_size = size <= SMALL_REQUEST
                         ? SEGMENT_GRANULE
@@ -243,7 +244,7 @@ static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, cons
   if (seg_size < size) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "size overflow");
   void *p = NULL;
   /* No retry here: releasing cached segments is only safe once queued work is drained, which
-   * the caller does without holding stream locks (see accel_mempool_count_retry). */
+   * the caller does without holding stream locks (see accel_allocator_count_retry). */
   accel_status_t st = accel_fault_mem_alloc(m->vt, m->impl, seg_size, &p);
   if (st != ACCEL_OK) {
     if (st == ACCEL_ERROR_OUT_OF_MEMORY)
@@ -290,16 +291,16 @@ static accel_status_t seg_new(accel_mempool_t *m, accel_mempool_arena_t *a, cons
 /* ---------------------------------------------------------------------------------------- */
 /* public */
 
-static void arena_init(accel_mempool_arena_t *a, accel_mempool_t *m, bool graph_pool) {
+static void arena_init(accel_allocator_arena_t *a, accel_allocator_t *m, bool graph_pool) {
   memset(a, 0, sizeof *a);
   a->m = m;
   a->graph_pool = graph_pool;
   a->refs = 1;
 }
 
-accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
-                                    accel_mempool_t **out) {
-  accel_mempool_t *m = calloc(1, sizeof *m);
+accel_status_t accel_allocator_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
+                                      accel_allocator_t **out) {
+  accel_allocator_t *m = calloc(1, sizeof *m);
   if (!m) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
   pthread_mutex_init(&m->lock, NULL);
   m->vt = vt;
@@ -310,12 +311,12 @@ accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_d
   return ACCEL_OK;
 }
 
-static void arena_free_state(accel_mempool_arena_t *a) { free(a->bins); }
+static void arena_free_state(accel_allocator_arena_t *a) { free(a->bins); }
 
-void accel_mempool_destroy(accel_mempool_t *m) {
+void accel_allocator_destroy(accel_allocator_t *m) {
   if (!m) return;
   while (m->nsegs) seg_release(m, m->segs[m->nsegs - 1]);
-  for (accel_mempool_arena_t *a = m->pools, *n; a; a = n) {
+  for (accel_allocator_arena_t *a = m->pools, *n; a; a = n) {
     n = a->next;
     arena_free_state(a);
     free(a);
@@ -331,12 +332,12 @@ void accel_mempool_destroy(accel_mempool_t *m) {
   free(m);
 }
 
-accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m) {
+accel_allocator_arena_t *accel_allocator_default_arena(accel_allocator_t *m) {
   return &m->default_arena;
 }
 
-accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out) {
-  accel_mempool_arena_t *a = malloc(sizeof *a);
+accel_status_t accel_allocator_arena_create(accel_allocator_t *m, accel_allocator_arena_t **out) {
+  accel_allocator_arena_t *a = malloc(sizeof *a);
   if (!a) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
   arena_init(a, m, true);
   pthread_mutex_lock(&m->lock);
@@ -347,7 +348,7 @@ accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_aren
   return ACCEL_OK;
 }
 
-void accel_mempool_arena_retain(accel_mempool_arena_t *a) {
+void accel_allocator_arena_retain(accel_allocator_arena_t *a) {
   pthread_mutex_lock(&a->m->lock);
   a->refs++;
   pthread_mutex_unlock(&a->m->lock);
@@ -355,33 +356,33 @@ void accel_mempool_arena_retain(accel_mempool_arena_t *a) {
 
 /* A graph pool nothing refers to and with no live block: nobody can allocate from it or free
  * into it again, so it is marked once and its collection retired by the caller. */
-static accel_mempool_arena_t *mark_zombie(accel_mempool_arena_t *a) {
+static accel_allocator_arena_t *mark_zombie(accel_allocator_arena_t *a) {
   if (!a->graph_pool || a->refs != 0 || a->live_blocks != 0 || a->zombie) return NULL;
   a->zombie = true;
   return a;
 }
 
-accel_mempool_arena_t *accel_mempool_arena_release(accel_mempool_arena_t *a) {
-  accel_mempool_t *m = a->m;
+accel_allocator_arena_t *accel_allocator_arena_release(accel_allocator_arena_t *a) {
+  accel_allocator_t *m = a->m;
   pthread_mutex_lock(&m->lock);
   a->refs--;
-  accel_mempool_arena_t *z = mark_zombie(a);
+  accel_allocator_arena_t *z = mark_zombie(a);
   pthread_mutex_unlock(&m->lock);
   return z;
 }
 
-uint64_t accel_mempool_arena_last_free(accel_mempool_arena_t *a) {
+uint64_t accel_allocator_arena_last_free(accel_allocator_arena_t *a) {
   pthread_mutex_lock(&a->m->lock);
   uint64_t v = a->last_free;
   pthread_mutex_unlock(&a->m->lock);
   return v;
 }
 
-void accel_mempool_arena_collect(accel_mempool_arena_t *a) {
-  accel_mempool_t *m = a->m;
+void accel_allocator_arena_collect(accel_allocator_arena_t *a) {
+  accel_allocator_t *m = a->m;
   pthread_mutex_lock(&m->lock);
   release_free_segments(m, a, UINT64_MAX);
-  for (accel_mempool_arena_t **pp = &m->pools; *pp; pp = &(*pp)->next) {
+  for (accel_allocator_arena_t **pp = &m->pools; *pp; pp = &(*pp)->next) {
     if (*pp == a) {
       *pp = a->next;
       break;
@@ -392,18 +393,18 @@ void accel_mempool_arena_collect(accel_mempool_arena_t *a) {
   free(a);
 }
 
-void accel_mempool_count_retry(accel_mempool_t *m, bool failed) {
+void accel_allocator_count_retry(accel_allocator_t *m, bool failed) {
   pthread_mutex_lock(&m->lock);
   m->stats.alloc_retries++;
   if (failed) m->stats.ooms++;
   pthread_mutex_unlock(&m->lock);
 }
 
-static block_t *take_block(accel_mempool_t *m, bins_t *b, block_t *blk,
+static block_t *take_block(accel_allocator_t *m, bins_t *b, block_t *blk,
                            size_t size) {
   bin_remove(b, blk);
   size_t rest = blk->size - size;
-  if (rest >= ACCEL_MEMPOOL_ALIGN) {
+  if (rest >= ACCEL_ALLOCATOR_ALIGN) {
     block_t *tail = block_new(m);
     if (tail) { /* without a spare struct the block is simply not split */
       tail->addr = blk->addr + size;
@@ -421,12 +422,13 @@ static block_t *take_block(accel_mempool_t *m, bins_t *b, block_t *blk,
   return blk;
 }
 
-accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
-                                   const void *stream_key, size_t size, void **ptr) {
-  if (size > SIZE_MAX - ACCEL_MEMPOOL_ALIGN)
+accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena_t *a,
+                                     const void *stream_key, size_t size, void **ptr) {
+  if (size > SIZE_MAX - ACCEL_ALLOCATOR_ALIGN)
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "allocation of %zu bytes is too large",
                            size);
-  size_t rounded = (size + ACCEL_MEMPOOL_ALIGN - 1) / ACCEL_MEMPOOL_ALIGN * ACCEL_MEMPOOL_ALIGN;
+  size_t rounded =
+      (size + ACCEL_ALLOCATOR_ALIGN - 1) / ACCEL_ALLOCATOR_ALIGN * ACCEL_ALLOCATOR_ALIGN;
   pthread_mutex_lock(&m->lock);
   accel_status_t st = ACCEL_OK;
   bins_t *b = bins_for(a, stream_key, true);
@@ -476,7 +478,7 @@ accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *a,
 }
 
 /* Merges blk with a free neighbour of the same key (lock held). */
-static inline __attribute__((always_inline)) block_t *coalesce(accel_mempool_t *m, bins_t *b,
+static inline __attribute__((always_inline)) block_t *coalesce(accel_allocator_t *m, bins_t *b,
                                                                 block_t *blk) {
   block_t *n = blk->next;
   if (n && !n->allocated && n->key == blk->key) {
@@ -500,12 +502,12 @@ static inline __attribute__((always_inline)) block_t *coalesce(accel_mempool_t *
   return blk;
 }
 
-/* Returns an allocated block to its bins (lock held); *zombie as in accel_mempool_free. Inline:
- * it is most of accel_mempool_free, on the allocation fast path. */
-static inline __attribute__((always_inline)) void free_block(accel_mempool_t *m, block_t *blk,
+/* Returns an allocated block to its bins (lock held); *zombie as in accel_allocator_free. Inline:
+ * it is most of accel_allocator_free, on the allocation fast path. */
+static inline __attribute__((always_inline)) void free_block(accel_allocator_t *m, block_t *blk,
                                                              const void *stream_key,
-                                                             accel_mempool_arena_t **zombie) {
-  accel_mempool_arena_t *a = blk->seg->arena;
+                                                             accel_allocator_arena_t **zombie) {
+  accel_allocator_arena_t *a = blk->seg->arena;
   m->stats.allocated_bytes -= blk->size;
   m->stats.free_count++;
   m->stats.active_blocks--;
@@ -520,12 +522,12 @@ static inline __attribute__((always_inline)) void free_block(accel_mempool_t *m,
     blk = coalesce(m, b, blk);
     bin_insert(b, blk);
   } /* else: out of host memory for a bin; the block stays unreachable until teardown */
-  accel_mempool_arena_t *z = mark_zombie(a);
+  accel_allocator_arena_t *z = mark_zombie(a);
   if (zombie) *zombie = z;
 }
 
-accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
-                                  accel_mempool_arena_t **zombie) {
+accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void *stream_key,
+                                    accel_allocator_arena_t **zombie) {
   if (zombie) *zombie = NULL;
   pthread_mutex_lock(&m->lock);
   size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
@@ -552,8 +554,8 @@ accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *str
   return ACCEL_OK;
 }
 
-accel_status_t accel_mempool_pin(accel_mempool_t *m, const void *ptr, size_t size,
-                                 accel_mempool_pins_t *pins) {
+accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
+                                   accel_allocator_pins_t *pins) {
   if (size == 0) return ACCEL_OK;
   const uintptr_t lo = (uintptr_t)ptr;
   const uintptr_t hi = size > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + size;
@@ -585,8 +587,8 @@ accel_status_t accel_mempool_pin(accel_mempool_t *m, const void *ptr, size_t siz
   return st;
 }
 
-accel_status_t accel_mempool_pin_again(accel_mempool_t *m, const accel_mempool_pins_t *from,
-                                       accel_mempool_pins_t *to) {
+accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
+                                         accel_allocator_pins_t *to) {
   if (!from->n) return ACCEL_OK;
   if (to->n + from->n > to->cap) {
     size_t cap = to->n + from->n;
@@ -604,7 +606,7 @@ accel_status_t accel_mempool_pin_again(accel_mempool_t *m, const accel_mempool_p
   return ACCEL_OK;
 }
 
-void accel_mempool_unpin(accel_mempool_t *m, accel_mempool_pins_t *pins) {
+void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < pins->n; ++i) {
     block_t *b = pins->blocks[i];
@@ -623,7 +625,7 @@ static bool block_has(const block_t *b, uintptr_t p, size_t size) {
 }
 
 /* The allocated block that holds [p, p + size), or NULL (lock held). */
-static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_t size) {
+static const block_t *block_holding(const accel_allocator_t *m, uintptr_t p, size_t size) {
   size_t j = accel_hashtab_find(&m->live, p);
   if (j != SIZE_MAX) return block_has(live_block(m, j), p, size) ? live_block(m, j) : NULL;
   segment_t *s = seg_containing(m, p);
@@ -637,19 +639,19 @@ static const block_t *block_holding(const accel_mempool_t *m, uintptr_t p, size_
   return NULL;
 }
 
-uint64_t accel_mempool_free_generation(accel_mempool_t *m) {
+uint64_t accel_allocator_free_generation(accel_allocator_t *m) {
   return __atomic_load_n(&m->free_generation, __ATOMIC_ACQUIRE);
 }
 
-bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size) {
+bool accel_allocator_range_valid(accel_allocator_t *m, const void *ptr, size_t size) {
   pthread_mutex_lock(&m->lock);
   bool ok = block_holding(m, (uintptr_t)ptr, size) != NULL;
   pthread_mutex_unlock(&m->lock);
   return ok;
 }
 
-size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_range_fn range,
-                                  void *ctx) {
+size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_allocator_range_fn range,
+                                    void *ctx) {
   size_t bad = SIZE_MAX;
   const block_t *last = NULL; /* lists are usually carved from one allocation */
   pthread_mutex_lock(&m->lock);
@@ -666,14 +668,14 @@ size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_ra
   return bad;
 }
 
-bool accel_mempool_contains(accel_mempool_t *m, const void *ptr) {
+bool accel_allocator_contains(accel_allocator_t *m, const void *ptr) {
   pthread_mutex_lock(&m->lock);
   bool in = seg_containing(m, (uintptr_t)ptr) != NULL;
   pthread_mutex_unlock(&m->lock);
   return in;
 }
 
-bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size) {
+bool accel_allocator_intersects(accel_allocator_t *m, const void *ptr, size_t size) {
   if (size == 0) return false;
   uintptr_t lo = (uintptr_t)ptr;
   uintptr_t last = lo + (size - 1 < UINTPTR_MAX - lo ? size - 1 : UINTPTR_MAX - lo);
@@ -686,15 +688,15 @@ bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size) 
   return hit;
 }
 
-accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr) {
+accel_allocator_arena_t *accel_allocator_block_arena(accel_allocator_t *m, const void *ptr) {
   pthread_mutex_lock(&m->lock);
   size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
-  accel_mempool_arena_t *a = j == SIZE_MAX ? NULL : live_block(m, j)->seg->arena;
+  accel_allocator_arena_t *a = j == SIZE_MAX ? NULL : live_block(m, j)->seg->arena;
   pthread_mutex_unlock(&m->lock);
   return a;
 }
 
-static void retag_arena(accel_mempool_t *m, accel_mempool_arena_t *a, const void *from,
+static void retag_arena(accel_allocator_t *m, accel_allocator_arena_t *a, const void *from,
                         const void *to) {
   /* 1. unbin every free block of `from` and drop its bin set */
   block_t *moved = NULL;
@@ -744,34 +746,34 @@ static void retag_arena(accel_mempool_t *m, accel_mempool_arena_t *a, const void
   }
 }
 
-void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const void *from_key,
-                         const void *to_key) {
+void accel_allocator_retag(accel_allocator_t *m, accel_allocator_arena_t *arena,
+                           const void *from_key, const void *to_key) {
   if (from_key == to_key) return;
   pthread_mutex_lock(&m->lock);
   if (arena) {
     retag_arena(m, arena, from_key, to_key);
   } else {
     retag_arena(m, &m->default_arena, from_key, to_key);
-    for (accel_mempool_arena_t *a = m->pools; a; a = a->next) retag_arena(m, a, from_key, to_key);
+    for (accel_allocator_arena_t *a = m->pools; a; a = a->next) retag_arena(m, a, from_key, to_key);
   }
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out) {
+void accel_allocator_stats(accel_allocator_t *m, accel_memory_stats_t *out) {
   pthread_mutex_lock(&m->lock);
   *out = m->stats;
   out->segment_count = m->nsegs;
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_mempool_reset_peaks(accel_mempool_t *m) {
+void accel_allocator_reset_peaks(accel_allocator_t *m) {
   pthread_mutex_lock(&m->lock);
   m->stats.peak_allocated_bytes = m->stats.allocated_bytes;
   m->stats.peak_reserved_bytes = m->stats.reserved_bytes;
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_mempool_empty_cache(accel_mempool_t *m, uint64_t epoch) {
+void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
   release_free_segments(m, &m->default_arena, epoch);
   pthread_mutex_unlock(&m->lock);

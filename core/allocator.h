@@ -5,8 +5,8 @@
  * caching allocator). Graph pools are separate arenas inside the same allocator; a pool's
  * segments live until the pool is released and its last block is freed.
  */
-#ifndef ACCEL_CORE_MEMPOOL_H
-#define ACCEL_CORE_MEMPOOL_H
+#ifndef ACCEL_CORE_ALLOCATOR_H
+#define ACCEL_CORE_ALLOCATOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,98 +14,98 @@
 #include "accel/accel.h"
 #include "accel/accel_plugin.h"
 
-typedef struct accel_mempool accel_mempool_t;
-typedef struct accel_mempool_arena accel_mempool_arena_t;
+typedef struct accel_allocator accel_allocator_t;
+typedef struct accel_allocator_arena accel_allocator_arena_t;
 
 /* Block sizes are multiples of this; it is also the minimum alignment handed out. */
-#define ACCEL_MEMPOOL_ALIGN 512u
+#define ACCEL_ALLOCATOR_ALIGN 512u
 
-accel_status_t accel_mempool_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
-                                    accel_mempool_t **out);
+accel_status_t accel_allocator_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
+                                      accel_allocator_t **out);
 /* Returns every segment to the backend (the device is being torn down). */
-void accel_mempool_destroy(accel_mempool_t *m);
+void accel_allocator_destroy(accel_allocator_t *m);
 
-accel_mempool_arena_t *accel_mempool_default_arena(accel_mempool_t *m);
+accel_allocator_arena_t *accel_allocator_default_arena(accel_allocator_t *m);
 /* A graph pool arena with one reference. */
-accel_status_t accel_mempool_arena_create(accel_mempool_t *m, accel_mempool_arena_t **out);
-void accel_mempool_arena_retain(accel_mempool_arena_t *a);
+accel_status_t accel_allocator_arena_create(accel_allocator_t *m, accel_allocator_arena_t **out);
+void accel_allocator_arena_retain(accel_allocator_arena_t *a);
 /* Drops a reference. Returns the arena when it is now unreferenced and holds no live block (a
  * zombie: it becomes one exactly once), else NULL. The caller then frees it with
- * accel_mempool_arena_collect once no queued work can use its memory. */
-accel_mempool_arena_t *accel_mempool_arena_release(accel_mempool_arena_t *a);
+ * accel_allocator_arena_collect once no queued work can use its memory. */
+accel_allocator_arena_t *accel_allocator_arena_release(accel_allocator_arena_t *a);
 /* The free generation of the arena's latest free (0: none). */
-uint64_t accel_mempool_arena_last_free(accel_mempool_arena_t *a);
+uint64_t accel_allocator_arena_last_free(accel_allocator_arena_t *a);
 /* Returns a zombie arena's segments to the backend and frees it. */
-void accel_mempool_arena_collect(accel_mempool_arena_t *a);
+void accel_allocator_arena_collect(accel_allocator_arena_t *a);
 
 /* The allocator never returns memory to the backend on its own: a segment may only go back once
  * no queued work can still use it, which only the device can ensure. Frees are stamped with the
- * free generation; the device reads it (accel_mempool_free_generation), drains its streams
+ * free generation; the device reads it (accel_allocator_free_generation), drains its streams
  * holding no lock, and then returns only segments whose blocks were all freed by then
- * (accel_mempool_empty_cache), so a block freed by another thread during the drain stays. On
+ * (accel_allocator_empty_cache), so a block freed by another thread during the drain stays. On
  * OUT_OF_MEMORY the caller does the same, retries once and reports the attempt with
- * accel_mempool_count_retry. */
+ * accel_allocator_count_retry. */
 
 /* Allocates size bytes (> 0) from arena for work ordered on stream_key: a free block binned
  * under stream_key, else an idle one (key NULL: freed by an earlier capture sharing a graph
  * pool, or left by a destroyed stream), else a new segment. */
-accel_status_t accel_mempool_alloc(accel_mempool_t *m, accel_mempool_arena_t *arena,
-                                   const void *stream_key, size_t size, void **ptr);
+accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena_t *arena,
+                                     const void *stream_key, size_t size, void **ptr);
 /* Frees a live block. stream_key: the stream the free is ordered on (NULL: the block's own).
  * zombie (optional) receives the block's graph-pool arena when this free left it unreferenced
- * and empty (see accel_mempool_arena_release). INVALID_ARGUMENT for a pointer that is not the
+ * and empty (see accel_allocator_arena_release). INVALID_ARGUMENT for a pointer that is not the
  * start of a live block. Free blocks with the NULL key are idle: any stream may take them. */
-accel_status_t accel_mempool_free(accel_mempool_t *m, void *ptr, const void *stream_key,
-                                  accel_mempool_arena_t **zombie);
+accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void *stream_key,
+                                    accel_allocator_arena_t **zombie);
 
 /* Blocks a graph's recorded work uses (opaque). While a block is pinned, freeing it defers the
  * real free to the last unpin: the user's pointer is invalid at once, the memory stays. */
-typedef struct accel_mempool_pins {
+typedef struct accel_allocator_pins {
   void **blocks;
   size_t n, cap;
-} accel_mempool_pins_t;
+} accel_allocator_pins_t;
 /* Pins every live block of the default arena that [ptr, ptr+size) touches (other memory is
  * ignored: graph-pool blocks live as long as their pool, which the graph holds). */
-accel_status_t accel_mempool_pin(accel_mempool_t *m, const void *ptr, size_t size,
-                                 accel_mempool_pins_t *pins);
+accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
+                                   accel_allocator_pins_t *pins);
 /* Pins the blocks of from once more, into to (a graph replayed inside another's capture). */
-accel_status_t accel_mempool_pin_again(accel_mempool_t *m, const accel_mempool_pins_t *from,
-                                       accel_mempool_pins_t *to);
+accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
+                                         accel_allocator_pins_t *to);
 /* Drops the pins (completing deferred frees) and empties the list. */
-void accel_mempool_unpin(accel_mempool_t *m, accel_mempool_pins_t *pins);
+void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins);
 
 /* Counts the frees of live blocks: a range found inside live blocks stays inside them for as
  * long as this value is unchanged (allocations never invalidate a range). Lock-free. */
-uint64_t accel_mempool_free_generation(accel_mempool_t *m);
+uint64_t accel_allocator_free_generation(accel_allocator_t *m);
 /* 1 when [ptr, ptr+size) lies inside one live block. */
-bool accel_mempool_range_valid(accel_mempool_t *m, const void *ptr, size_t size);
-/* Range i of a list checked by accel_mempool_ranges_valid; returns 0 when range i is to be
+bool accel_allocator_range_valid(accel_allocator_t *m, const void *ptr, size_t size);
+/* Range i of a list checked by accel_allocator_ranges_valid; returns 0 when range i is to be
  * skipped (an empty tensor accesses nothing). */
-typedef int (*accel_mempool_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
-/* accel_mempool_range_valid for ranges 0..n-1 under one lock: the index of the first range that
+typedef int (*accel_allocator_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
+/* accel_allocator_range_valid for ranges 0..n-1 under one lock: the index of the first range that
  * is not inside one live allocation, or SIZE_MAX when every one is. */
-size_t accel_mempool_ranges_valid(accel_mempool_t *m, size_t n, accel_mempool_range_fn range,
-                                  void *ctx);
+size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_allocator_range_fn range,
+                                    void *ctx);
 /* 1 when ptr lies inside any segment (device memory of this device). */
-bool accel_mempool_contains(accel_mempool_t *m, const void *ptr);
+bool accel_allocator_contains(accel_allocator_t *m, const void *ptr);
 /* 1 when [ptr, ptr+size) shares a byte with any segment (size 0: never; the range is clamped at
  * the end of the address space). */
-bool accel_mempool_intersects(accel_mempool_t *m, const void *ptr, size_t size);
+bool accel_allocator_intersects(accel_allocator_t *m, const void *ptr, size_t size);
 /* Arena of the live block starting at ptr, or NULL. */
-accel_mempool_arena_t *accel_mempool_block_arena(accel_mempool_t *m, const void *ptr);
+accel_allocator_arena_t *accel_allocator_block_arena(accel_allocator_t *m, const void *ptr);
 
 /* Re-bins free blocks of arena (NULL: every arena) from one stream key to another (capture
  * end: make blocks freed during a capture available to later captures; stream destroy: make a
  * dead stream's blocks idle, to_key NULL). Live blocks owned by from_key are re-owned too. */
-void accel_mempool_retag(accel_mempool_t *m, accel_mempool_arena_t *arena, const void *from_key,
-                         const void *to_key);
+void accel_allocator_retag(accel_allocator_t *m, accel_allocator_arena_t *arena,
+                           const void *from_key, const void *to_key);
 
-void accel_mempool_stats(accel_mempool_t *m, accel_memory_stats_t *out);
-void accel_mempool_reset_peaks(accel_mempool_t *m);
+void accel_allocator_stats(accel_allocator_t *m, accel_memory_stats_t *out);
+void accel_allocator_reset_peaks(accel_allocator_t *m);
 /* Returns the default arena's free segments whose blocks were all freed at or before free
  * generation epoch to the backend; the caller drained the device after reading epoch. */
-void accel_mempool_empty_cache(accel_mempool_t *m, uint64_t epoch);
+void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch);
 /* Counts an out-of-memory retry (stats alloc_retries) and whether it failed again (ooms). */
-void accel_mempool_count_retry(accel_mempool_t *m, bool failed);
+void accel_allocator_count_retry(accel_allocator_t *m, bool failed);
 
 #endif
