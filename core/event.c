@@ -14,7 +14,7 @@ accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_eve
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (flags & ~(unsigned)ACCEL_EVENT_DISABLE_TIMING)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_event_create: bad flags 0x%x",
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: bad flags 0x%x", __func__,
                            flags);
   accel_event_t *e = calloc(1, sizeof *e);
   if (!e) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -58,7 +58,7 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
   if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != e->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_event_record: event and stream belong to different devices");
+                           "%s: event and stream belong to different devices", __func__);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
@@ -88,8 +88,8 @@ accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
   if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != e->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_stream_wait_event: event and stream belong to different "
-                           "devices");
+                           "%s: event and stream belong to different "
+                           "devices", __func__);
   uint32_t slot = 0;
   accel_capture_t *ec = accel_event_capture_get(e, &slot);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
@@ -155,11 +155,11 @@ accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, 
   ACCEL_REQUIRE_ARG(ms, __func__, "ms is NULL");
   if (start->dev != end->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_event_elapsed_ms: events belong to different devices");
+                           "%s: events belong to different devices", __func__);
   if ((start->flags | end->flags) & ACCEL_EVENT_DISABLE_TIMING)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_event_elapsed_ms: an event was created with "
-                           "ACCEL_EVENT_DISABLE_TIMING");
+                           "%s: an event was created with "
+                           "ACCEL_EVENT_DISABLE_TIMING", __func__);
   pthread_mutex_lock(&start->lock);
   bool ok = start->recorded && !start->capture;
   pthread_mutex_unlock(&start->lock);
@@ -168,7 +168,7 @@ accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, 
   pthread_mutex_unlock(&end->lock);
   if (!ok)
     return accel_set_error(ACCEL_ERROR_STATE,
-                           "accel_event_elapsed_ms: both events must have been recorded "
-                           "outside a capture");
+                           "%s: both events must have been recorded "
+                           "outside a capture", __func__);
   return start->dev->backend->vt->event_elapsed_ms(start->impl, end->impl, ms);
 }

@@ -120,16 +120,16 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
   if (pool && (st = pool_check(pool, __func__)) != ACCEL_OK) return st;
   if (dev != g->dev || (pool && pool->dev != dev))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_graph_capture_begin: graph, stream and pool must belong to one "
-                           "device");
+                           "%s: graph, stream and pool must belong to one "
+                           "device", __func__);
   if (mode != ACCEL_CAPTURE_MODE_GLOBAL && mode != ACCEL_CAPTURE_MODE_THREAD_LOCAL &&
       mode != ACCEL_CAPTURE_MODE_RELAXED)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_graph_capture_begin: unknown capture mode %d", (int)mode);
+                           "%s: unknown capture mode %d", __func__, (int)mode);
   if (s->is_default)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_graph_capture_begin: the default stream cannot capture; use a "
-                           "stream from accel_stream_create");
+                           "%s: the default stream cannot capture; use a "
+                           "stream from accel_stream_create", __func__);
   /* the private pool is made before taking locks (it takes the allocator's); the graph holds
    * its only reference (the device handle may be closed: the stream keeps the device) */
   accel_pool_t *use = pool;
@@ -140,12 +140,12 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
   if (s->capture) {
     accel_capture_invalidate(s->capture, "a second capture was begun on the same stream");
     st = accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
-                         "accel_graph_capture_begin: the stream is already capturing; that "
-                         "capture is invalidated");
+                         "%s: the stream is already capturing; that "
+                         "capture is invalidated", __func__);
   } else if (g->state != ACCEL_GRAPH_EMPTY) {
     st = accel_set_error(ACCEL_ERROR_STATE,
-                         "accel_graph_capture_begin: the graph already holds a capture; call "
-                         "accel_graph_reset first");
+                         "%s: the graph already holds a capture; call "
+                         "accel_graph_reset first", __func__);
   } else {
     st = accel_lazy_flush_locked(s); /* queued lazy work is not part of the capture */
     if (st == ACCEL_OK) st = accel_capture_begin(g, s, use, mode, &g->capture);
@@ -169,15 +169,16 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   pthread_mutex_lock(&g->lock);
   if (g->state != ACCEL_GRAPH_CAPTURING) {
     pthread_mutex_unlock(&g->lock);
-    return accel_set_error(ACCEL_ERROR_STATE, "accel_graph_capture_end: the graph is not "
-                                              "capturing");
+    return accel_set_error(ACCEL_ERROR_STATE, "%s: the graph is not "
+                                              "capturing", __func__);
   }
   accel_capture_t *c = g->capture;
   if (!accel_capture_ended_by_caller(c)) {
     pthread_mutex_unlock(&g->lock);
     return accel_set_error(ACCEL_ERROR_STATE,
-                           "accel_graph_capture_end: a GLOBAL or THREAD_LOCAL capture must be "
-                           "ended by the thread that began it (as in CUDA); the capture goes on");
+                           "%s: a GLOBAL or THREAD_LOCAL capture must be ended by the thread "
+                           "that began it (as in CUDA); the capture goes on",
+                           __func__);
   }
   accel_stream_t *origin = g->capture_stream;
   pthread_mutex_lock(&origin->lock);
@@ -261,7 +262,7 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
   if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
   if (dev != g->dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_graph_replay: the stream belongs to another device");
+                           "%s: the stream belongs to another device", __func__);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&g->lock);
   if (g->state != ACCEL_GRAPH_READY) {
@@ -269,8 +270,8 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
     return accel_set_error(ACCEL_ERROR_STATE,
                            g->state == ACCEL_GRAPH_CAPTURING
                                ? "accel_graph_replay: the graph is still capturing"
-                               : "accel_graph_replay: the graph holds no capture (never "
-                                 "captured, reset, or its capture failed)");
+                               : "%s: the graph holds no capture (never "
+                                 "captured, reset, or its capture failed)", __func__);
   }
   if (st == ACCEL_OK) st = order_after_last_replay(g, s);
   pthread_mutex_lock(&s->lock);
@@ -312,8 +313,8 @@ accel_status_t accel_graph_reset(accel_graph_t *g) {
   graph_remains_t *r = NULL;
   pthread_mutex_lock(&g->lock);
   if (g->state == ACCEL_GRAPH_CAPTURING) {
-    st = accel_set_error(ACCEL_ERROR_STATE, "accel_graph_reset: the graph is capturing; end the "
-                                            "capture first");
+    st = accel_set_error(ACCEL_ERROR_STATE, "%s: the graph is capturing; end the "
+                                            "capture first", __func__);
   } else {
     graph_clear(g, &r);
   }
@@ -328,8 +329,8 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
   pthread_mutex_lock(&g->lock);
   if (g->state == ACCEL_GRAPH_CAPTURING) {
     pthread_mutex_unlock(&g->lock);
-    return accel_set_error(ACCEL_ERROR_STATE, "accel_graph_destroy: the graph is capturing; end "
-                                              "the capture first");
+    return accel_set_error(ACCEL_ERROR_STATE, "%s: the graph is capturing; end "
+                                              "the capture first", __func__);
   }
   /* of two concurrent destroys, one drops the user's reference; the other gets INVALID_HANDLE */
   if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, __func__)) != ACCEL_OK) {

@@ -78,7 +78,7 @@ accel_status_t accel_graph_pool(accel_graph_t *g, accel_pool_t **out) {
   pthread_mutex_unlock(&g->lock);
   if (!p)
     return accel_set_error(ACCEL_ERROR_STATE,
-                           "accel_graph_pool: the graph has no pool (never captured or reset)");
+                           "%s: the graph has no pool (never captured or reset)", __func__);
   *out = p;
   return ACCEL_OK;
 }

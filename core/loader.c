@@ -480,7 +480,7 @@ accel_status_t accel_backend_get(int index, accel_backend_t **out) {
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (index < 0 || index >= nbackends)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_backend_get: index %d out of range [0, %d)", index, nbackends);
+                           "%s: index %d out of range [0, %d)", __func__, index, nbackends);
   *out = &backends[index];
   return ACCEL_OK;
 }
@@ -537,7 +537,7 @@ const char *accel_backend_name(const accel_backend_t *b) {
 accel_status_t accel_backend_status(const accel_backend_t *cb, const char **reason) {
   accel_registry_ensure_loaded();
   if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "accel_backend_status: invalid backend");
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
   accel_backend_t *b = (accel_backend_t *)cb;
   accel_status_t st = accel_backend_ensure_init(b);
   if (reason) *reason = b->init_message;
@@ -548,7 +548,7 @@ accel_status_t accel_device_count(const accel_backend_t *cb, int *count) {
   accel_registry_ensure_loaded();
   ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
   if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "accel_device_count: invalid backend");
+    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
   accel_backend_t *b = (accel_backend_t *)cb;
   accel_status_t st = accel_backend_ensure_init(b);
   *count = st == ACCEL_OK ? b->device_count : 0;
@@ -565,7 +565,7 @@ accel_status_t accel_plugin_report_get(int index, accel_plugin_report_t *out) {
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   if (index < 0 || index >= nreports)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_plugin_report_get: index %d out of range [0, %d)", index,
+                           "%s: index %d out of range [0, %d)", __func__, index,
                            nreports);
   *out = reports[index];
   return ACCEL_OK;

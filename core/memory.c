@@ -73,7 +73,7 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
   if (!ptr) return ACCEL_OK;
   accel_allocator_arena_t *zombie = NULL;
   st = accel_allocator_free(dev->mem, ptr, NULL, &zombie);
-  if (st != ACCEL_OK) return accel_set_error(st, "accel_free: %s", accel_last_error());
+  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
   if (zombie) accel_pool_arena_retire(dev, zombie);
   return ACCEL_OK;
 }
@@ -107,7 +107,7 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   if (zombie) accel_pool_arena_retire(dev, zombie);
   if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
       st != ACCEL_ERROR_CAPTURE_INVALIDATED)
-    return accel_set_error(st, "accel_free_async: %s", accel_last_error());
+    return accel_set_error(st, "%s: %s", __func__, accel_last_error());
   return st;
 }
 
@@ -127,7 +127,7 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
   pthread_mutex_unlock(&dev->lock);
   if (!ok) {
     dev->backend->vt->host_free(dev->impl, p);
-    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "accel_host_alloc: out of host memory");
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", __func__);
   }
   *ptr = p;
   return ACCEL_OK;
@@ -142,8 +142,8 @@ accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
   pthread_mutex_unlock(&dev->lock);
   if (!known)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_host_free: %p is not a live accel_host_alloc block of this "
-                           "device (already freed, or foreign)",
+                           "%s: %p is not a live accel_host_alloc block of this "
+                           "device (already freed, or foreign)", __func__,
                            ptr);
   dev->backend->vt->host_free(dev->impl, ptr);
   return ACCEL_OK;

@@ -226,10 +226,10 @@ accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src,
   if (size == 0) return ACCEL_OK;
   ACCEL_REQUIRE_ARG(dst && src, __func__, "dst or src is NULL");
   if ((uintptr_t)dst > UINTPTR_MAX - size || (uintptr_t)src > UINTPTR_MAX - size)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "accel_memcpy_async: size overflows");
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size overflows", __func__);
   if ((const char *)dst < (const char *)src + size && (const char *)src < (const char *)dst + size)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_memcpy_async: source and destination overlap");
+                           "%s: source and destination overlap", __func__);
   if ((st = check_device_range(dev, __func__, "dst", dst, size)) != ACCEL_OK ||
       (st = check_device_range(dev, __func__, "src", src, size)) != ACCEL_OK)
     return st;
@@ -249,8 +249,8 @@ accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_
   ACCEL_REQUIRE_ARG(dst, __func__, "dst is NULL");
   if (!accel_allocator_range_valid(dev->mem, dst, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_memset_async: [%p, +%zu) is not inside one live device "
-                           "allocation",
+                           "%s: [%p, +%zu) is not inside one live device "
+                           "allocation", __func__,
                            dst, size);
   accel_cmd_t c = {.type = ACCEL_CMD_MEMSET};
   c.u.memset.dst = dst;
@@ -282,13 +282,13 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
   if (st != ACCEL_OK) return st;
   if (s->is_default)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_stream_destroy: the default stream belongs to its device");
+                           "%s: the default stream belongs to its device", __func__);
   pthread_mutex_lock(&s->lock);
   bool capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->lock);
   if (capturing)
     return accel_set_error(ACCEL_ERROR_STATE,
-                           "accel_stream_destroy: the stream is capturing; end the capture first");
+                           "%s: the stream is capturing; end the capture first", __func__);
   if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, __func__)) != ACCEL_OK)
     return st;
   /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
