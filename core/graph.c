@@ -267,11 +267,11 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
   pthread_mutex_lock(&g->lock);
   if (g->state != ACCEL_GRAPH_READY) {
     pthread_mutex_unlock(&g->lock);
-    return accel_set_error(ACCEL_ERROR_STATE,
+    return accel_set_error(ACCEL_ERROR_STATE, "%s: %s", __func__,
                            g->state == ACCEL_GRAPH_CAPTURING
-                               ? "accel_graph_replay: the graph is still capturing"
-                               : "%s: the graph holds no capture (never "
-                                 "captured, reset, or its capture failed)", __func__);
+                               ? "the graph is still capturing"
+                               : "the graph holds no capture (never captured, reset, or its "
+                                 "capture failed)");
   }
   if (st == ACCEL_OK) st = order_after_last_replay(g, s);
   pthread_mutex_lock(&s->lock);
