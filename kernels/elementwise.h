@@ -5,6 +5,11 @@
 /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (total + eps), clamped to at most 1 (a NaN
  * coefficient stays NaN); the tensors are multiplied by it. Multiplying by exactly 1 changes no
  * bits, so that pass is skipped. With no chunks a single block still stores coef_out. */
+/* dst[i] *= c, stored rounded to dt (clip, scale). */
+ACC_INLINE void acc_scale_elem(acc_idx i, acc_u64 dst, acc_u32 dt, acc_f32 c) {
+  acc_store(dst, i, dt, acc_load(dst, i, dt) * c);
+}
+
 ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
   const acc_f32 coef = P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps);
   const acc_f32 c = coef > 1.0f ? 1.0f : coef;
@@ -17,8 +22,7 @@ ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
       const acc_u64 dst = chunks[b].ptr[0];
       const acc_u32 count = chunks[b].count;
       ACC_DTYPE_SWITCH(P.dtype, DT,
-        ACC_ELEM_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
-          acc_store(dst, i, DT, acc_load(dst, i, DT) * c);))
+        ACC_ELEM_MAP_AHEAD(count, dst, acc_dt_bytes(DT), acc_scale_elem, dst, DT, c))
     }
   }
 }
@@ -26,6 +30,12 @@ ACC_KERNEL(accel_k_clip, acc_clip_params_t, P) {
 /* hp += float(lp), or hp = init + float(lp) with ACC_HP_ASSIGN (the same addition a fill of
  * hp with init followed by the update makes, so the same bits); then lp = 0 (all-zero bits in
  * every dtype) with ACC_HP_ZERO_LP. One loop per flag combination, so each has no branch. */
+ACC_INLINE void acc_update_hp_elem(acc_idx i, acc_u64 lp, ACC_GPTR(acc_f32) hp, acc_u32 dt,
+                                   acc_f32 init, acc_u32 flags) {
+  hp[i] = ((flags & ACC_HP_ASSIGN) != 0u ? init : hp[i]) + acc_load(lp, i, dt);
+  if ((flags & ACC_HP_ZERO_LP) != 0u) acc_store(lp, i, dt, 0.0f);
+}
+
 ACC_KERNEL(accel_k_update_hp, acc_update_hp_params_t, P) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_f32 init = P.init;
@@ -35,19 +45,24 @@ ACC_KERNEL(accel_k_update_hp, acc_update_hp_params_t, P) {
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.lp_dtype, DT,
       if (P.flags == (ACC_HP_ASSIGN | ACC_HP_ZERO_LP)) {
-        ACC_ELEM_LOOP(i, count, hp[i] = init + acc_load(lp, i, DT); acc_store(lp, i, DT, 0.0f);)
+        ACC_ELEM_MAP(count, acc_update_hp_elem, lp, hp, DT, init, ACC_HP_ASSIGN | ACC_HP_ZERO_LP);
       } else if (P.flags == ACC_HP_ASSIGN) {
-        ACC_ELEM_LOOP(i, count, hp[i] = init + acc_load(lp, i, DT);)
+        ACC_ELEM_MAP(count, acc_update_hp_elem, lp, hp, DT, init, ACC_HP_ASSIGN);
       } else if (P.flags == ACC_HP_ZERO_LP) {
-        ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT); acc_store(lp, i, DT, 0.0f);)
+        ACC_ELEM_MAP(count, acc_update_hp_elem, lp, hp, DT, init, ACC_HP_ZERO_LP);
       } else {
-        ACC_ELEM_LOOP(i, count, hp[i] = hp[i] + acc_load(lp, i, DT);)
+        ACC_ELEM_MAP(count, acc_update_hp_elem, lp, hp, DT, init, 0u);
       })
   }
 }
 
 /* t *= inv_scale; any non-finite stored value makes the block store 1.0f to found_inf (only
  * ever 1.0f, so blocks racing on it agree). */
+/* dst[i] *= s; bad | 1 when the stored value is not finite. */
+ACC_INLINE acc_u32 acc_unscale_elem(acc_u32 bad, acc_idx i, acc_u64 dst, acc_u32 dt, acc_f32 s) {
+  return bad | acc_store(dst, i, dt, acc_load(dst, i, dt) * s);
+}
+
 ACC_KERNEL(accel_k_unscale, acc_unscale_params_t, P) {
   ACC_SHARED(acc_u32, red, ACC_BLOCK);
   const acc_f32 s = ACC_PTR(const acc_f32, P.inv_scale)[0];
@@ -58,8 +73,7 @@ ACC_KERNEL(accel_k_unscale, acc_unscale_params_t, P) {
     const acc_u64 dst = chunks[b].ptr[0];
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_LANE_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
-        ACC_LV(bad) = ACC_LV(bad) | acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
+      ACC_LANE_FOLD_AHEAD(bad, count, dst, acc_dt_bytes(DT), acc_unscale_elem, dst, DT, s))
   }
   ACC_LANES(red[lane] = ACC_LV(bad);)
   ACC_BARRIER();
@@ -67,12 +81,16 @@ ACC_KERNEL(accel_k_unscale, acc_unscale_params_t, P) {
   ACC_LANE0(if (red[0] != 0u) ACC_PTR(acc_f32, P.found_inf)[0] = 1.0f;)
 }
 
+ACC_INLINE void acc_fill_elem(acc_idx i, acc_u64 dst, acc_u32 dt, acc_f32 value) {
+  acc_store(dst, i, dt, value);
+}
+
 ACC_KERNEL(accel_k_fill, acc_fill_params_t, P) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   ACC_FOR_BLOCKS(b, P.num_chunks) {
     const acc_u64 dst = chunks[b].ptr[0];
     const acc_u32 count = chunks[b].count;
-    ACC_DTYPE_SWITCH(P.dtype, DT, ACC_ELEM_LOOP(i, count, acc_store(dst, i, DT, P.value);))
+    ACC_DTYPE_SWITCH(P.dtype, DT, ACC_ELEM_MAP(count, acc_fill_elem, dst, DT, P.value))
   }
 }
 
@@ -83,8 +101,7 @@ ACC_KERNEL(accel_k_scale, acc_scale_params_t, P) {
     const acc_u64 dst = chunks[b].ptr[0];
     const acc_u32 count = chunks[b].count;
     ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_ELEM_LOOP_AHEAD(i, count, ACC_PREFETCH(dst, i, acc_dt_bytes(DT));,
-        acc_store(dst, i, DT, acc_load(dst, i, DT) * s);))
+      ACC_ELEM_MAP_AHEAD(count, dst, acc_dt_bytes(DT), acc_scale_elem, dst, DT, s))
   }
 }
 

@@ -7,6 +7,18 @@
 #ifndef ACCEL_KERNELS_NORM_H
 #define ACCEL_KERNELS_NORM_H
 
+/* A lane's running value a with element i of src (dtype dt) folded in. */
+ACC_INLINE acc_f32 acc_norm_elem(acc_f32 a, acc_idx i, acc_u64 src, acc_u32 dt, acc_u32 kind,
+                                 acc_f32 p) {
+  return acc_norm_step(a, acc_load(src, i, dt), kind, p);
+}
+
+/* ... and partial i of a previous launch. */
+ACC_INLINE acc_f32 acc_norm_partial_elem(acc_f32 a, acc_idx i, ACC_GPTR(const acc_f32) partials,
+                                         acc_u32 kind) {
+  return acc_norm_combine(a, partials[i], kind);
+}
+
 ACC_KERNEL(accel_k_norm_partial, acc_norm_partial_params_t, P) {
   ACC_SHARED(acc_f32, red, ACC_BLOCK);
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
@@ -18,8 +30,7 @@ ACC_KERNEL(accel_k_norm_partial, acc_norm_partial_params_t, P) {
     ACC_LANES(ACC_LV(a) = 0.0f;)
     ACC_DTYPE_SWITCH(P.dtype, DT,
       ACC_NORM_KIND_SWITCH(P.kind, KIND,
-        ACC_LANE_LOOP_AHEAD(i, count, ACC_PREFETCH(src, i, acc_dt_bytes(DT));,
-          ACC_LV(a) = acc_norm_step(ACC_LV(a), acc_load(src, i, DT), KIND, P.p);)))
+        ACC_LANE_FOLD_AHEAD(a, count, src, acc_dt_bytes(DT), acc_norm_elem, src, DT, KIND, P.p)))
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
     ACC_TREE(red, acc_norm_combine, P.kind)
@@ -41,8 +52,7 @@ ACC_KERNEL(accel_k_norm_final, acc_norm_final_params_t, P) {
   ACC_FOR_BLOCKS(b, 1u) {
     ACC_PRIVATE(acc_f32, a);
     ACC_LANES(ACC_LV(a) = 0.0f;)
-    ACC_LANE_LOOP(i, P.num_partials,
-      ACC_LV(a) = acc_norm_combine(ACC_LV(a), partials[i], P.kind);)
+    ACC_LANE_FOLD(a, P.num_partials, acc_norm_partial_elem, partials, P.kind);
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
     ACC_TREE(red, acc_norm_combine, P.kind)

@@ -154,6 +154,21 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
     __VA_ARGS__                               \
   }
 
+/* The forms kernel bodies use: the per-element work is an ACC_INLINE function, and the loop
+ * macro takes its name and its arguments after the index (docs/KERNELS.md, "The dialect").
+ * ACC_ELEM_MAP*: FN(i, ...) for every element i (any order). ACC_LANE_FOLD*: lane l folds
+ * x = FN(x, i, ...) over i = l, l + ACC_BLOCK, ... in increasing order, x its ACC_PRIVATE
+ * value. The _AHEAD forms prefetch the array at `base` (elements of `bytes` bytes) ahead, as
+ * the loops above. Being always_inline, FN compiles to the code the statement forms gave. */
+#define ACC_ELEM_MAP(n, FN, ...) ACC_ELEM_LOOP(acc_i_, n, FN(acc_i_, __VA_ARGS__);)
+#define ACC_ELEM_MAP_AHEAD(n, base, bytes, FN, ...) \
+  ACC_ELEM_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, FN(acc_i_, __VA_ARGS__);)
+#define ACC_LANE_FOLD(x, n, FN, ...) \
+  ACC_LANE_LOOP(acc_i_, n, ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
+#define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...)                  \
+  ACC_LANE_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, \
+                      ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
+
 /* Fixed pairwise tree over red[0..ACC_BLOCK): red[l] = FN(red[l], red[l + s], ARG) for
  * s = ACC_BLOCK/2 ... 1, l < s. The result is red[0]. */
 #define ACC_TREE(red, FN, ARG)                                  \

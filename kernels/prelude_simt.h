@@ -27,6 +27,13 @@
 #define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 #define ACC_ELEM_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 
+/* The function forms (prelude_c.h describes them); no reading ahead here either. */
+#define ACC_ELEM_MAP(n, FN, ...) ACC_LANE_LOOP(acc_i_, n, FN(acc_i_, __VA_ARGS__);)
+#define ACC_ELEM_MAP_AHEAD(n, base, bytes, FN, ...) ACC_ELEM_MAP(n, FN, __VA_ARGS__)
+#define ACC_LANE_FOLD(x, n, FN, ...) \
+  ACC_LANE_LOOP(acc_i_, n, ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
+#define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...) ACC_LANE_FOLD(x, n, FN, __VA_ARGS__)
+
 #define ACC_TREE(red, FN, ARG)                                            \
   for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
     if (ACC_LANE_ID_ < acc_s_)                                            \
