@@ -208,6 +208,30 @@ accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *i
   return ACCEL_OK;
 }
 
+accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n) {
+  pthread_mutex_lock(&dev->lock);
+  size_t count = 0;
+  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) count++;
+  accel_stream_t **list = malloc((count ? count : 1) * sizeof *list);
+  if (list) {
+    count = 0;
+    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
+      accel_stream_retain(s); /* linked streams are alive: their refcount is above zero */
+      list[count++] = s;
+    }
+  }
+  pthread_mutex_unlock(&dev->lock);
+  if (!list) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *out = list;
+  *n = count;
+  return ACCEL_OK;
+}
+
+void accel_device_streams_release(accel_stream_t **streams, size_t n) {
+  for (size_t i = 0; i < n; ++i) accel_stream_release(streams[i]);
+  free(streams);
+}
+
 /* Synchronizes every stream of the device without capture checks. The device lock is held only
  * to list the streams (each retained), never while waiting: a host function may call into the
  * device meanwhile. */

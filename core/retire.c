@@ -24,30 +24,6 @@ static _Thread_local uint64_t covered_epoch;
 
 uint64_t accel_retire_covered_epoch(void) { return covered_epoch; }
 
-accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n) {
-  pthread_mutex_lock(&dev->lock);
-  size_t count = 0;
-  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) count++;
-  accel_stream_t **list = malloc((count ? count : 1) * sizeof *list);
-  if (list) {
-    count = 0;
-    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
-      accel_stream_retain(s); /* linked streams are alive: their refcount is above zero */
-      list[count++] = s;
-    }
-  }
-  pthread_mutex_unlock(&dev->lock);
-  if (!list) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  *out = list;
-  *n = count;
-  return ACCEL_OK;
-}
-
-void accel_device_streams_release(accel_stream_t **streams, size_t n) {
-  for (size_t i = 0; i < n; ++i) accel_stream_release(streams[i]);
-  free(streams);
-}
-
 /* Records one event on every busy stream after its submitted (and lazily queued) work. */
 static accel_retired_t *fence_new(accel_device_t *dev) {
   const uint64_t epoch = accel_allocator_free_generation(dev->mem);
@@ -89,12 +65,17 @@ static bool fence_done(accel_device_t *dev, accel_retired_t *r, bool wait) {
   return true;
 }
 
+/* Runs fn(ctx) as a release whose fence covers frees up to epoch. */
+static void run_covered(void (*fn)(void *ctx), void *ctx, uint64_t epoch) {
+  const uint64_t outer = covered_epoch;
+  covered_epoch = epoch;
+  fn(ctx);
+  covered_epoch = outer;
+}
+
 static void run(accel_device_t *dev, accel_retired_t *r) {
   for (size_t i = 0; i < r->nevents; ++i) dev->backend->vt->event_destroy(r->events[i]);
-  const uint64_t outer = covered_epoch;
-  covered_epoch = r->epoch;
-  r->fn(r->ctx);
-  covered_epoch = outer;
+  run_covered(r->fn, r->ctx, r->epoch);
   free(r);
 }
 
@@ -135,20 +116,15 @@ void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) 
                                         "device instead", accel_last_error());
     const uint64_t epoch = accel_allocator_free_generation(dev->mem);
     accel_device_drain(dev);
-    const uint64_t outer = covered_epoch;
-    covered_epoch = epoch;
-    fn(ctx);
-    covered_epoch = outer;
-    return;
-  }
-  if (r->nevents == 0) { /* every stream was idle */
-    r->fn = fn;
-    r->ctx = ctx;
-    run(dev, r);
+    run_covered(fn, ctx, epoch);
     return;
   }
   r->fn = fn;
   r->ctx = ctx;
+  if (r->nevents == 0) { /* every stream was idle */
+    run(dev, r);
+    return;
+  }
   enqueue(dev, r);
   accel_device_reap(dev, false);
 }
