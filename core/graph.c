@@ -54,49 +54,40 @@ typedef struct graph_remains {
   accel_allocator_pins_t pins;
 } graph_remains_t;
 
-static void remains_free(void *ctx) {
-  graph_remains_t *r = ctx;
+/* Releases what r holds. */
+static void remains_release(graph_remains_t *r) {
   const accel_backend_vtable_t *vt = r->dev->backend->vt;
   if (r->native) vt->graph_destroy(r->native);
   if (r->replay_done) vt->event_destroy(r->replay_done);
   accel_cmdlist_free(&r->flat);
   accel_allocator_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
+}
+
+/* The retired release of a heap-held r (it holds a device reference). */
+static void remains_free(void *ctx) {
+  graph_remains_t *r = ctx;
   accel_device_t *dev = r->dev;
+  remains_release(r);
   free(r);
   accel_device_release(dev);
 }
 
 /* Drops captured work and the pool reference (graph lock held, not capturing). What replays
  * may still use is handed to the caller as *remains, to pass to release_remains once g->lock
- * is dropped. */
+ * is dropped; without replays, or out of host memory (after a drain), it is released here. */
 static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
-  *remains = NULL;
-  graph_remains_t *r = calloc(1, sizeof *r);
-  if (r) {
-    r->dev = g->dev;
-    accel_device_retain(g->dev);
-    r->native = g->native;
-    r->replay_done = g->replay_done;
-    r->flat = g->flat; /* moved */
-    accel_cmdlist_init(&g->flat);
-    r->pool = g->pool;
-    r->pins = g->pins; /* moved */
-    *remains = r;
-    if (!g->replays) { /* nothing ran: no fence needed */
-      remains_free(r);
-      *remains = NULL;
-    }
-  } else {
-    /* out of host memory: release in place after a drain, holding only g->lock */
-    accel_device_drain(g->dev);
-    if (g->native) g->dev->backend->vt->graph_destroy(g->native);
-    if (g->replay_done) g->dev->backend->vt->event_destroy(g->replay_done);
-    accel_cmdlist_clear(&g->flat);
-    accel_allocator_unpin(g->dev->mem, &g->pins);
-    if (g->pool) accel_pool_release_ref(g->pool);
-  }
+  graph_remains_t held = {g->dev, g->native, g->replay_done, g->flat, g->pool, g->pins};
+  accel_cmdlist_init(&g->flat); /* moved into held, like the rest */
   memset(&g->pins, 0, sizeof g->pins);
+  *remains = g->replays ? malloc(sizeof **remains) : NULL;
+  if (*remains) {
+    **remains = held;
+    accel_device_retain(g->dev);
+  } else {
+    if (g->replays) accel_device_drain(g->dev); /* out of host memory: nothing to defer with */
+    remains_release(&held);
+  }
   g->native = NULL;
   g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
