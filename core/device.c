@@ -23,8 +23,8 @@ static void device_teardown(accel_device_t *dev) {
   accel_device_drain(dev);
   /* a release run here may retire more (a graph's pool): until none is left */
   while (atomic_load(&dev->nretired)) accel_device_reap(dev, true);
-  if (dev->upload_stream) accel_stream_destroy_internal(dev->upload_stream);
-  if (dev->default_stream) accel_stream_destroy_internal(dev->default_stream);
+  if (dev->upload_stream) accel_stream_release(dev->upload_stream);
+  if (dev->default_stream) accel_stream_release(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
   accel_allocator_destroy(dev->mem);
   /* host blocks the user never freed go back with the device */

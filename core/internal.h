@@ -176,8 +176,6 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
                                             bool internal, accel_stream_t **out);
 void accel_stream_retain(accel_stream_t *s);
 void accel_stream_release(accel_stream_t *s);
-/* Drops the reference the device holds on its default/upload stream (device teardown). */
-void accel_stream_destroy_internal(accel_stream_t *s);
 /* Submits a queued lazy sequence (caller holds s->lock). */
 accel_status_t accel_lazy_flush_locked(accel_stream_t *s);
 /* Submits one command on a non-capturing stream: eager dispatch or lazy append (caller holds

@@ -89,8 +89,6 @@ void accel_stream_release(accel_stream_t *s) {
   if (last) stream_teardown(s);
 }
 
-void accel_stream_destroy_internal(accel_stream_t *s) { accel_stream_release(s); }
-
 accel_status_t accel_stream_check(accel_stream_t *s, const char *fn, accel_device_t **device) {
   if (!accel_handle_is_live(s, ACCEL_HANDLE_STREAM) || s->internal)
     return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or destroyed stream %p", fn,
