@@ -19,6 +19,13 @@ void accel_device_retain(accel_device_t *dev) {
   pthread_mutex_unlock(&dev->backend->lock);
 }
 
+/* Frees the device struct (its locks), after everything it held is gone. */
+static void device_free(accel_device_t *dev) {
+  pthread_mutex_destroy(&dev->lock);
+  pthread_mutex_destroy(&dev->retire_lock);
+  free(dev);
+}
+
 static void device_teardown(accel_device_t *dev) {
   accel_device_drain(dev);
   /* a release run here may retire more (a graph's pool): until none is left */
@@ -34,9 +41,7 @@ static void device_teardown(accel_device_t *dev) {
   accel_hashtab_free(&dev->host_allocs);
   dev->backend->vt->device_close(dev->impl);
   accel_handle_unregister(&dev->hdr);
-  pthread_mutex_destroy(&dev->lock);
-  pthread_mutex_destroy(&dev->retire_lock);
-  free(dev);
+  device_free(dev);
 }
 
 void accel_device_release(accel_device_t *dev) {
@@ -59,9 +64,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   accel_status_t st = b->vt->device_info(b->state, index, &dev->info);
   if (st == ACCEL_OK) st = b->vt->device_open(b->state, index, &dev->impl);
   if (st != ACCEL_OK) {
-    pthread_mutex_destroy(&dev->lock);
-    pthread_mutex_destroy(&dev->retire_lock);
-    free(dev);
+    device_free(dev);
     return accel_set_error(st, "opening %s:%d failed: %s", b->name, index, accel_last_error());
   }
   snprintf(dev->info.backend, sizeof dev->info.backend, "%s", b->name);
@@ -82,9 +85,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   }
   if (st != ACCEL_OK) {
     b->vt->device_close(dev->impl);
-    pthread_mutex_destroy(&dev->lock);
-    pthread_mutex_destroy(&dev->retire_lock);
-    free(dev);
+    device_free(dev);
     return st;
   }
   *out = dev;
