@@ -554,6 +554,18 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
   return ACCEL_OK;
 }
 
+/* Room for extra more blocks in pins (no lock needed: the list is the caller's). */
+static accel_status_t pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
+  if (pins->n + extra <= pins->cap) return ACCEL_OK;
+  size_t cap = pins->cap ? pins->cap * 2 : 16;
+  if (cap < pins->n + extra) cap = pins->n + extra;
+  void **nb = realloc(pins->blocks, cap * sizeof *nb);
+  if (!nb) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  pins->blocks = nb;
+  pins->cap = cap;
+  return ACCEL_OK;
+}
+
 accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
                                    accel_allocator_pins_t *pins) {
   if (size == 0) return ACCEL_OK;
@@ -564,21 +576,12 @@ accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t
   size_t i = seg_index(m, lo);
   if (i == SIZE_MAX) i = 0;
   for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
+    /* graph-pool blocks live with their pool, which the graph holds already */
+    if (m->segs[i]->arena != &m->default_arena) continue;
     for (block_t *b = m->segs[i]->first; b && b->addr < hi; b = b->next) {
-      /* graph-pool blocks live with their pool, which the graph holds already */
-      if (m->segs[i]->arena != &m->default_arena) break;
       if (!b->allocated || b->deferred || b->addr + b->size <= lo) continue;
       if (pins->n && pins->blocks[pins->n - 1] == b) continue; /* consecutive ranges */
-      if (pins->n == pins->cap) {
-        size_t cap = pins->cap ? pins->cap * 2 : 16;
-        void **nb = realloc(pins->blocks, cap * sizeof *nb);
-        if (!nb) {
-          st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-          break;
-        }
-        pins->blocks = nb;
-        pins->cap = cap;
-      }
+      if ((st = pins_reserve(pins, 1)) != ACCEL_OK) break;
       b->pins++;
       pins->blocks[pins->n++] = b;
     }
@@ -589,14 +592,8 @@ accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t
 
 accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
                                          accel_allocator_pins_t *to) {
-  if (!from->n) return ACCEL_OK;
-  if (to->n + from->n > to->cap) {
-    size_t cap = to->n + from->n;
-    void **nb = realloc(to->blocks, cap * sizeof *nb);
-    if (!nb) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-    to->blocks = nb;
-    to->cap = cap;
-  }
+  accel_status_t st = pins_reserve(to, from->n);
+  if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < from->n; ++i) {
     ((block_t *)from->blocks[i])->pins++;
