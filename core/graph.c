@@ -52,6 +52,7 @@ typedef struct graph_remains {
   accel_cmdlist_t flat; /* holds the keepalives (chunk tables, replayed graphs' pools) */
   accel_pool_t *pool;
   accel_allocator_pins_t pins;
+  accel_stream_t *last_replay_stream; /* released with no lock held (its teardown waits) */
 } graph_remains_t;
 
 /* Releases what r holds. */
@@ -62,6 +63,7 @@ static void remains_release(graph_remains_t *r) {
   accel_cmdlist_free(&r->flat);
   accel_allocator_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
+  if (r->last_replay_stream) accel_stream_release(r->last_replay_stream);
 }
 
 /* The retired release of a heap-held r (it holds a device reference). */
@@ -77,7 +79,13 @@ static void remains_free(void *ctx) {
  * may still use is handed to the caller as *remains, to pass to release_remains once g->lock
  * is dropped; without replays, or out of host memory (after a drain), it is released here. */
 static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
-  graph_remains_t held = {g->dev, g->native, g->replay_done, g->flat, g->pool, g->pins};
+  graph_remains_t held = {.dev = g->dev,
+                          .native = g->native,
+                          .replay_done = g->replay_done,
+                          .flat = g->flat,
+                          .pool = g->pool,
+                          .pins = g->pins,
+                          .last_replay_stream = g->last_replay_stream};
   accel_cmdlist_init(&g->flat); /* moved into held, like the rest */
   memset(&g->pins, 0, sizeof g->pins);
   *remains = g->replays ? malloc(sizeof **remains) : NULL;
@@ -93,7 +101,6 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   accel_cmdlist_clear(&g->cmds);
   g->pool = NULL;
   g->replays = 0;
-  if (g->last_replay_stream) accel_stream_release(g->last_replay_stream);
   g->last_replay_stream = NULL;
   g->state = ACCEL_GRAPH_EMPTY;
 }
@@ -238,12 +245,15 @@ static accel_status_t order_after_last_replay(accel_graph_t *g, accel_stream_t *
   return st;
 }
 
-/* Remembers the stream of the last eager replay (graph lock held). */
-static void note_replay(accel_graph_t *g, accel_stream_t *s) {
-  if (g->last_replay_stream == s) return;
+/* Remembers the stream of the last eager replay (graph lock held). Returns the previous one,
+ * whose reference the caller drops once it holds no lock: it may be the stream's last, and a
+ * stream's teardown synchronizes it. */
+static accel_stream_t *note_replay(accel_graph_t *g, accel_stream_t *s) {
+  accel_stream_t *previous = g->last_replay_stream;
+  if (previous == s) return NULL;
   accel_stream_retain(s);
-  if (g->last_replay_stream) accel_stream_release(g->last_replay_stream);
   g->last_replay_stream = s;
+  return previous;
 }
 
 accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
@@ -264,7 +274,8 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
                                : "the graph holds no capture (never captured, reset, or its "
                                  "capture failed)");
   }
-  if (st == ACCEL_OK) st = order_after_last_replay(g, s);
+  st = order_after_last_replay(g, s);
+  accel_stream_t *previous = NULL;
   pthread_mutex_lock(&s->lock);
   if (st != ACCEL_OK) {
     /* the previous replay could not be ordered before this one */
@@ -288,12 +299,13 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
     if (st == ACCEL_OK && g->native)
       st = accel_fault_launches(g->flat.cmds, g->flat.count, "graph_launch");
     if (st == ACCEL_OK && g->native) st = dev->backend->vt->graph_launch(g->native, s->impl);
-    if (st == ACCEL_OK) note_replay(g, s);
+    if (st == ACCEL_OK) previous = note_replay(g, s);
   }
   pthread_mutex_unlock(&s->lock);
   if (st == ACCEL_OK) g->replays++;
   size_t n = g->flat.count;
   pthread_mutex_unlock(&g->lock);
+  if (previous) accel_stream_release(previous);
   accel_trace_end_args(&t, "\"nodes\":%zu,\"native\":%d", n, g->native != NULL);
   return st;
 }
