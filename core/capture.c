@@ -394,8 +394,8 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
     memset(&c->pins, 0, sizeof c->pins);
     *valid = true;
   }
-  /* the origin stream's reference goes last: the caller still holds its lock */
+  /* the origin stream's reference and the graph's reference to c go last, dropped by the
+   * caller once it no longer holds the origin's lock (their releases may take stream locks) */
   c->streams[0] = NULL;
-  accel_capture_release(c);
   return st;
 }

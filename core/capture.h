@@ -8,9 +8,9 @@
 accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
                                    accel_capture_mode_t mode, accel_capture_t **out);
 /* Ends the capture (caller holds the origin stream's lock); on success *valid is true, *out
- * receives the recorded commands and *pins the allocations they use. Drops the graph's
- * reference to the capture and every reference the capture held, except the origin stream's:
- * the caller releases that one (the stream it began the capture on) after unlocking it. */
+ * receives the recorded commands and *pins the allocations they use. Drops every reference the
+ * capture held except the origin stream's; the caller then unlocks the origin and drops that
+ * one and the graph's reference to the capture (accel_capture_release). */
 accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
                                  accel_allocator_pins_t *pins, bool *valid);
 /* Pins the allocations that ranges(ctx, i < n) touch (and the blocks of more, may be NULL) for

@@ -186,7 +186,11 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   accel_allocator_pins_t pins = {0};
   st = accel_capture_end(c, &cmds, &pins, &valid);
   pthread_mutex_unlock(&origin->lock);
-  accel_stream_release(origin); /* the capture's reference */
+  /* the capture's reference to the origin, then ours to the capture: an invalid capture's
+   * commands may hold the last reference to a replayed graph's pool, whose collection fences
+   * every stream, the origin included */
+  accel_stream_release(origin);
+  accel_capture_release(c);
   g->capture = NULL;
   g->capture_stream = NULL;
   if (valid) {
