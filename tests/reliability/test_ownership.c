@@ -480,6 +480,26 @@ static void case_default_stream_join(accel_device_t *dev) {
 
 #define NEST_N 1024 /* floats: 4096 bytes */
 
+/* G1 on s: a pool temporary (*p) filled with 3.0, copied to out, freed; then G2 begins a
+ * capture on s that replays G1. false when a step failed (reported). */
+static bool capture_nested(accel_stream_t *s, accel_graph_t *g1, accel_graph_t *g2, float *out,
+                           float **p) {
+  accel_status_t st = accel_graph_capture_begin(g1, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL);
+  skip_if_unsupported(st, "graph capture");
+  if (!expect(st, ACCEL_OK, "capture_begin(G1)")) return false;
+  if (OK(accel_malloc_async(s, NEST_N * sizeof(float), (void **)p))) {
+    accel_tensor_t t = {*p, NEST_N, ACCEL_F32};
+    OK(accel_fill(s, &t, 1, 3.0f));
+    OK(accel_memcpy_async(s, out, *p, NEST_N * sizeof(float)));
+    OK(accel_free_async(s, *p));
+  }
+  if (!OK(accel_graph_capture_end(g1))) return false;
+  if (!OK(accel_graph_capture_begin(g2, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL))) return false;
+  st = accel_graph_replay(g1, s);
+  skip_if_unsupported(st, "accel_graph_replay inside a capture");
+  return expect(st, ACCEL_OK, "accel_graph_replay(G1) inside the capture of G2");
+}
+
 static void case_nested_graph_pool(accel_device_t *dev) {
   const accel_memory_stats_t base = rel_stats(dev);
   accel_stream_t *s = NULL;
@@ -489,23 +509,7 @@ static void case_nested_graph_pool(accel_device_t *dev) {
       !OK(accel_malloc(dev, NEST_N * sizeof(float), (void **)&out)) ||
       !OK(accel_graph_create(dev, &g1)) || !OK(accel_graph_create(dev, &g2)))
     return;
-  /* G1: a pool temporary filled with 3.0, copied to out, freed */
-  accel_status_t st = accel_graph_capture_begin(g1, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL);
-  skip_if_unsupported(st, "graph capture");
-  if (!expect(st, ACCEL_OK, "capture_begin(G1)")) return;
-  if (OK(accel_malloc_async(s, NEST_N * sizeof(float), (void **)&p))) {
-    accel_tensor_t t = {p, NEST_N, ACCEL_F32};
-    OK(accel_fill(s, &t, 1, 3.0f));
-    OK(accel_memcpy_async(s, out, p, NEST_N * sizeof(float)));
-    OK(accel_free_async(s, p));
-  }
-  if (!OK(accel_graph_capture_end(g1))) return;
-  /* G2: replays G1 */
-  if (!OK(accel_graph_capture_begin(g2, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL))) return;
-  st = accel_graph_replay(g1, s);
-  skip_if_unsupported(st, "accel_graph_replay inside a capture");
-  expect(st, ACCEL_OK, "accel_graph_replay(G1) inside the capture of G2");
-  if (!OK(accel_graph_capture_end(g2))) return;
+  if (!capture_nested(s, g1, g2, out, &p) || !OK(accel_graph_capture_end(g2))) return;
   OK(accel_stream_synchronize(s));
   OK(accel_graph_destroy(g1));
   /* pools are not emptied, and whatever was G1's must not be handed out again */
@@ -536,6 +540,35 @@ static void case_nested_graph_pool(accel_device_t *dev) {
           "after destroying G2 and emptying the cache: reserved %llu (baseline %llu), graph "
           "pools %llu", (unsigned long long)end.reserved_bytes,
           (unsigned long long)base.reserved_bytes,
+          (unsigned long long)end.graph_pool_reserved_bytes);
+  OK(accel_stream_destroy(s));
+}
+
+/* The same nesting, but G2's capture is invalidated and G1 destroyed before G2's capture ends:
+ * ending it drops the last reference to G1's pool, whose memory is retired behind a fence on
+ * every stream — the capture's own stream included, so nothing may hold that stream's lock
+ * then (it deadlocked before the capture's last release moved out of the lock). */
+static void case_invalid_nested_capture(accel_device_t *dev) {
+  const accel_memory_stats_t base = rel_stats(dev);
+  accel_stream_t *s = NULL;
+  float *out = NULL, *p = NULL;
+  accel_graph_t *g1 = NULL, *g2 = NULL;
+  if (!OK(accel_stream_create(dev, &s)) ||
+      !OK(accel_malloc(dev, NEST_N * sizeof(float), (void **)&out)) ||
+      !OK(accel_graph_create(dev, &g1)) || !OK(accel_graph_create(dev, &g2)))
+    return;
+  if (!capture_nested(s, g1, g2, out, &p)) return;
+  expect(accel_stream_synchronize(s), ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+         "accel_stream_synchronize on the capturing stream");
+  OK(accel_graph_destroy(g1));
+  expect(accel_graph_capture_end(g2), ACCEL_ERROR_CAPTURE_INVALIDATED, "capture_end(G2)");
+  OK(accel_graph_destroy(g2));
+  OK(accel_stream_synchronize(s));
+  OK(accel_free(dev, out));
+  accel_memory_stats_t end = rel_settled_stats(dev);
+  T_CHECK(end.graph_pool_reserved_bytes == 0 && end.reserved_bytes == base.reserved_bytes,
+          "after the invalid capture: reserved %llu (baseline %llu), graph pools %llu",
+          (unsigned long long)end.reserved_bytes, (unsigned long long)base.reserved_bytes,
           (unsigned long long)end.graph_pool_reserved_bytes);
   OK(accel_stream_destroy(s));
 }
@@ -892,6 +925,7 @@ static const test_case_t cases[] = {
     {"capture_event_race", case_capture_event_race, false},
     {"default_stream_join", case_default_stream_join, false},
     {"nested_graph_pool", case_nested_graph_pool, false},
+    {"invalid_nested_capture", case_invalid_nested_capture, false},
     {"double_release", case_double_release, true},
     {"stream_churn", case_stream_churn, false},
     {"replay_serialised", case_replay_serialised, false},
