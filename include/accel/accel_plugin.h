@@ -29,6 +29,7 @@
 #define ACCEL_ACCEL_PLUGIN_H
 
 #include "accel.h"
+#include "accel_interop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -215,6 +216,32 @@ typedef struct accel_backend_vtable {
    * loading the plugins and before any backend_init, unless the user set it; a plugin never
    * touches the environment itself (setenv is not thread-safe). */
   const char *visible_devices_env;
+
+  /* --- interop (include/accel/accel_interop.h, docs/INTEROP.md) ---------------------------
+   * Read only when struct_size covers them. A NULL slot makes the matching public call
+   * ACCEL_ERROR_UNSUPPORTED, except mem_register (see there). */
+  /* The DLPack device type of this backend's device memory (ACCEL_DL_*), 0 when it has none. */
+  int32_t dlpack_device_type;
+  uint32_t interop_reserved;
+  /* Checks that [ptr, ptr + size) is memory the device can use in place and returns the
+   * address kernels use in *device_ptr; UNSUPPORTED with the reason otherwise. The core has
+   * already checked arguments and overlap, and keeps the registry. NULL: the core accepts host
+   * memory as is on a device whose info says host_accessible, and refuses it elsewhere. */
+  accel_status_t (*mem_register)(accel_be_device_t *device, void *ptr, size_t size,
+                                 void **device_ptr);
+  /* Called once per successful mem_register, after no queued command can use the range. */
+  void (*mem_unregister)(accel_be_device_t *device, void *ptr, void *device_ptr);
+  accel_status_t (*device_native)(accel_be_device_t *device, accel_native_t *out);
+  /* An accel device over a runtime's context; device_close must destroy only what the plugin
+   * created or retained. */
+  accel_status_t (*device_wrap_native)(accel_be_backend_t *backend, const accel_native_t *native,
+                                       accel_be_device_t **out);
+  accel_status_t (*stream_native)(accel_be_stream_t *stream, accel_native_t *out);
+  /* A stream over a runtime's queue; stream_destroy must not destroy that queue. */
+  accel_status_t (*stream_wrap_native)(accel_be_device_t *device, const accel_native_t *native,
+                                       accel_be_stream_t **out);
+  accel_status_t (*event_native)(accel_be_event_t *event, accel_native_t *out);
+  accel_status_t (*stream_wait_native_event)(accel_be_stream_t *stream, void *native_event);
 } accel_backend_vtable_t;
 
 typedef accel_status_t (*accel_plugin_query_fn)(uint32_t host_abi, const accel_host_api_t *host,
