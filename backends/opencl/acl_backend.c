@@ -250,6 +250,12 @@ static const accel_backend_vtable_t acl_vtable = {
   .graph_destroy = acl_graph_destroy,
   .device_synchronize = NULL, /* core: clFinish on every stream via stream_synchronize */
   .mem_info = acl_mem_info,
+  .device_native = acl_device_native,
+  .device_wrap_native = acl_device_wrap_native,
+  .stream_native = acl_stream_native,
+  .stream_wrap_native = acl_stream_wrap_native,
+  .event_native = acl_event_native,
+  .stream_wait_native_event = acl_stream_wait_native_event,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
