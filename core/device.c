@@ -227,6 +227,10 @@ accel_status_t accel_device_close(accel_device_t *dev) {
   /* one close per open: a close too many finds no user reference left */
   accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, __func__);
   if (st != ACCEL_OK) return st;
+  /* a retired release holds the device: run those whose fence completed (e.g. a graph
+   * destroyed while replaying, its stream destroyed since), or nothing might ever reap them
+   * and the device would outlive its last user (not waiting: a host function may close) */
+  accel_device_reap(dev, false);
   accel_device_release(dev);
   return ACCEL_OK;
 }
