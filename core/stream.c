@@ -317,7 +317,13 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
   /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
    * replay ordering) may then drop the last reference from any thread without waiting. */
   accel_stream_sync_internal(s);
+  accel_device_t *dev = s->dev;
+  accel_device_retain(dev);
   accel_stream_release(s);
+  /* fences on this stream are complete now: a retired release they held back may be all
+   * that keeps the device alive once its user closed it (see accel_device_close) */
+  accel_device_reap(dev, false);
+  accel_device_release(dev);
   return ACCEL_OK;
 }
 

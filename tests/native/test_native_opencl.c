@@ -594,6 +594,20 @@ int main(void) {
   CHECK(ref_count_queue(q) > q_refs, "the wrapped stream holds a queue reference");
   accel_event_t *e = NULL;
   A_OK(accel_event_create(dev, 0, &e));
+  /* a graph destroyed while its replay may still run: its remains are retired, and hold the
+   * device until they are released */
+  float *big = NULL, *two = device_scalar(dev, 2.0f);
+  A_OK(accel_malloc(dev, 64 * N * sizeof(float), (void **)&big));
+  accel_tensor_t bt = {big, 64 * N, ACCEL_F32};
+  accel_graph_t *g = NULL;
+  A_OK(accel_graph_create(dev, &g));
+  A_OK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
+  for (int i = 0; i < 8; i++) A_OK(accel_scale(s, &bt, 1, two));
+  A_OK(accel_graph_capture_end(g));
+  A_OK(accel_graph_replay(g, s));
+  A_OK(accel_graph_destroy(g));
+  A_OK(accel_free(dev, big));
+  A_OK(accel_free(dev, two));
   A_OK(accel_device_close(dev));
   float *y = NULL;
   EXPECT(accel_malloc(dev, 4, (void **)&y), ACCEL_ERROR_INVALID_HANDLE, "accel_malloc");
