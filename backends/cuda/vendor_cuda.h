@@ -54,6 +54,7 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_ATTR_MULTIPROCESSOR_COUNT 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
 #define GPU_ATTR_CC_MAJOR 75             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define GPU_ATTR_CC_MINOR 76             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -127,7 +128,15 @@ typedef void (*gpuHostFn_t)(void *user);
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "cuGraphDestroy", "cuGraphDestroy", gpuError_t, (gpuGraph_t graph))          \
   OPT(GetErrorName, "cuGetErrorName", "cuGetErrorName", gpuError_t,                              \
-      (gpuError_t error, const char **name))
+      (gpuError_t error, const char **name))                                                     \
+  /* Native handles (gpu_native.c); without them the interop calls report UNSUPPORTED. */      \
+  OPT(CtxGetDevice, "cuCtxGetDevice", "cuCtxGetDevice", gpuError_t, (gpuDevice_t * dev))         \
+  OPT(PrimaryCtxGetState, "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState",           \
+      gpuError_t, (gpuDevice_t dev, unsigned *flags, int *active))                               \
+  OPT(StreamGetCtx, "cuStreamGetCtx", "cuStreamGetCtx", gpuError_t,                              \
+      (gpuStream_t stream, gpuContext_t * ctx))                                                  \
+  OPT(StreamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", gpuError_t,               \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))

@@ -34,6 +34,7 @@ SAME_VALUE(GPU_MEMCPY_DEFAULT, hipMemcpyDefault);
 SAME_VALUE(GPU_ATTR_MULTIPROCESSOR_COUNT, hipDeviceAttributeMultiprocessorCount);
 SAME_VALUE(GPU_ATTR_CC_MAJOR, hipDeviceAttributeComputeCapabilityMajor);
 SAME_VALUE(GPU_ATTR_CC_MINOR, hipDeviceAttributeComputeCapabilityMinor);
+SAME_VALUE(GPU_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive);
 
 /* Prototypes: the shim's pointer type of each entry vs the header's declaration. */
 #define GPU_PFN(field, lookup, display, ret, params) typedef ret(*gpu_pfn_##field) params;
@@ -79,3 +80,4 @@ SAME_PROTO(GraphLaunch, hipGraphLaunch);
 SAME_PROTO(GraphExecDestroy, hipGraphExecDestroy);
 SAME_PROTO(GraphDestroy, hipGraphDestroy);
 SAME_PROTO(GetErrorName, hipGetErrorName);
+SAME_PROTO(StreamIsCapturing, hipStreamIsCapturing);

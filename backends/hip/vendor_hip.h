@@ -46,6 +46,7 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_ATTR_MULTIPROCESSOR_COUNT 63 /* hipDeviceAttributeMultiprocessorCount */
 #define GPU_ATTR_CC_MAJOR 23             /* hipDeviceAttributeComputeCapabilityMajor */
 #define GPU_ATTR_CC_MINOR 61             /* hipDeviceAttributeComputeCapabilityMinor */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* hipStreamCaptureStatusActive */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -114,7 +115,10 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(GraphExecDestroy, "hipGraphExecDestroy", "hipGraphExecDestroy", gpuError_t,                \
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "hipGraphDestroy", "hipGraphDestroy", gpuError_t, (gpuGraph_t graph))        \
-  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))
+  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))     \
+  /* Native handles (gpu_native.c): a wrapped stream may be under the runtime's capture. */    \
+  OPT(StreamIsCapturing, "hipStreamIsCapturing", "hipStreamIsCapturing", gpuError_t,             \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
