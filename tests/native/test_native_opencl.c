@@ -200,7 +200,7 @@ static float *device_scalar(accel_device_t *dev, float v) {
   return p;
 }
 
-/* 1 + 3 + 4: the runtime's context and queue, wrapped. */
+/* 1 + 3: the runtime's context and queue, wrapped. */
 static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q,
                                accel_device_t *dev) {
   accel_stream_t *s = NULL;
