@@ -551,6 +551,8 @@ int main(void) {
   float *buf = clSVMAlloc(rt.ctx, CL_MEM_READ_WRITE, N * sizeof(float), 0);
   CHECK(buf != NULL, "clSVMAlloc in the runtime's context");
   if (!buf) return 1;
+  const float zero = 0.0f; /* x * 0 + 4 is 4 only for finite x: no uninitialized NaN */
+  CL_OK(clEnqueueSVMMemFill(q, buf, &zero, sizeof zero, N * sizeof(float), 0, NULL, NULL));
   native_affine(&rt, q, buf, 0.0f, 4.0f);
   CL_OK(clFinish(q));
   sleep_ms(100);
