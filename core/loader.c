@@ -201,6 +201,19 @@ static bool elf_precheck(const char *path, char *why, size_t size) {
 #endif
 }
 
+/* "native, host C" for a kernel_forms value (zero in an older plugin's copy: "none"). */
+static void kernel_forms_text(uintptr_t forms, char *buf, size_t len) {
+  static const struct { uintptr_t bit; const char *name; } names[] = {
+      {ACCEL_KERNEL_FORM_NATIVE, "native"},     {ACCEL_KERNEL_FORM_OPENCL_C, "OpenCL C"},
+      {ACCEL_KERNEL_FORM_SPIRV, "SPIR-V"},      {ACCEL_KERNEL_FORM_HOST_C, "host C"}};
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+    if (forms & names[i].bit)
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i].name);
+  if (!used) snprintf(buf, len, "none");
+}
+
 static const char *file_kind(mode_t mode) {
   return S_ISFIFO(mode)   ? "a FIFO"
          : S_ISDIR(mode)  ? "a directory"
@@ -283,7 +296,10 @@ static void load_plugin(const char *path) {
     return;
   }
   register_backend(vt, path, dl);
-  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u)", vt->abi_version);
+  char forms[96];
+  kernel_forms_text(backends[nbackends - 1].vt->kernel_forms, forms, sizeof forms);
+  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u, kernels: %s)", vt->abi_version,
+             forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
 }
 

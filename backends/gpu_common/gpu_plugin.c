@@ -38,6 +38,7 @@ static const accel_backend_vtable_t gpu_vtable = {
     .device_synchronize = gpu_device_synchronize,
     .mem_info = gpu_mem_info,
     .visible_devices_env = GPU_VISIBLE_DEVICES_ENV,
+    .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* embedded fatbin / code objects */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -250,6 +250,7 @@ static const accel_backend_vtable_t acl_vtable = {
   .graph_destroy = acl_graph_destroy,
   .device_synchronize = NULL, /* core: clFinish on every stream via stream_synchronize */
   .mem_info = acl_mem_info,
+  .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the embedded OpenCL C source */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -62,9 +62,20 @@ echo "libs:   $libs"
 case "$cflags" in *"$stage"*) ;; *) fail "pkg-config --cflags does not point into the stage" ;; esac
 for f in "$libdir/libaccel.so" "$bindir/accel-info" \
          "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
-         "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h"; do
+         "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h" \
+         "$stage$prefix/include/accel/accel_kernel_abi.h"; do
   [ -e "$f" ] || fail "not installed: $f"
 done
+# The shipped kernel forms (docs/PLUGINS.md, Kernels): the OpenCL C source always, the SPIR-V
+# module when this build had clang and llvm-spirv.
+kerneldir=$($pkgconf --variable=kerneldir accel)
+[ -s "$kerneldir/accel_kernels_flat.cl" ] || fail "OpenCL C kernels not installed in $kerneldir"
+grep -q '^ACC_KERNEL(accel_k_norm_partial,' "$kerneldir/accel_kernels_flat.cl" ||
+  fail "$kerneldir/accel_kernels_flat.cl has no accel_k_norm_partial kernel"
+if [ -e "$build/kernels/accel_kernels.spv" ]; then
+  cmp "$build/kernels/accel_kernels.spv" "$kerneldir/accel_kernels.spv" ||
+    fail "SPIR-V module not installed in $kerneldir"
+fi
 export LD_LIBRARY_PATH="$libdir"
 # The staged libaccel looks in the real plugin dir; point it at the staged one.
 export ACCEL_PLUGIN_PATH="$plugindir"
