@@ -4,6 +4,7 @@
  * to be opened by name and to run copies, memsets, host functions and events; kernels are
  * reported UNSUPPORTED. fake_query.c wraps it into the scenario each test plugin represents.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,10 @@
 
 #ifndef FAKE_NAME
 #define FAKE_NAME "fake"
+#endif
+/* The device type it reports (the ranking tests build GPU- and CPU-type variants). */
+#ifndef FAKE_DEVICE_TYPE
+#define FAKE_DEVICE_TYPE ACCEL_DEVICE_TYPE_OTHER
 #endif
 /* What device_count reports (the negative_count / huge_count plugins lie). */
 #ifndef FAKE_DEVICE_COUNT
@@ -41,7 +46,15 @@ static accel_status_t fake_backend_init(const accel_host_api_t *host, accel_be_b
   return ACCEL_OK;
 }
 
-static void fake_backend_shutdown(accel_be_backend_t *backend) { (void)backend; }
+/* Appends one line to $FAKE_SHUTDOWN_LOG per call: the shutdown test counts them. */
+static void fake_backend_shutdown(accel_be_backend_t *backend) {
+  const char *log = getenv("FAKE_SHUTDOWN_LOG");
+  FILE *f = log ? fopen(log, "a") : NULL;
+  if (f) {
+    fprintf(f, "backend_shutdown %s\n", backend == &g_backend_tag ? "ok" : "wrong backend");
+    fclose(f);
+  }
+}
 
 static accel_status_t fake_device_count(accel_be_backend_t *backend, int *count) {
   (void)backend;
@@ -58,7 +71,7 @@ static accel_status_t fake_device_info(accel_be_backend_t *backend, int index,
   strcpy(info->backend, FAKE_NAME);
   strcpy(info->driver_version, "1");
   info->index = index;
-  info->type = ACCEL_DEVICE_TYPE_OTHER;
+  info->type = FAKE_DEVICE_TYPE;
   info->memory_total = 1ull << 30;
   info->memory_free = 1ull << 30;
   info->compute_units = 1;
