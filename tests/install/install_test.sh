@@ -76,6 +76,20 @@ if [ -e "$build/kernels/accel_kernels.spv" ]; then
   cmp "$build/kernels/accel_kernels.spv" "$kerneldir/accel_kernels.spv" ||
     fail "SPIR-V module not installed in $kerneldir"
 fi
+# --- 0. the installed tools run from the staged prefix with a clean environment ---------------
+# (their run path is $ORIGIN-relative: no LD_LIBRARY_PATH, no system libaccel needed)
+step "installed tools, clean environment"
+for tool in accel-info accel-cts; do
+  [ -x "$bindir/$tool" ] || fail "not installed: $bindir/$tool"
+done
+env -i PATH=/usr/bin:/bin HOME="$tmp" ACCEL_CACHE_DIR="$tmp/cache" "$bindir/accel-info" \
+  >"$tmp/info-clean.txt" 2>&1 || { cat "$tmp/info-clean.txt"; fail "staged accel-info does not run with a clean environment"; }
+grep -q '^  cpu: available' "$tmp/info-clean.txt" ||
+  { cat "$tmp/info-clean.txt"; fail "staged accel-info (clean environment) lists no cpu backend"; }
+env -i PATH=/usr/bin:/bin HOME="$tmp" "$bindir/accel-cts" --list >/dev/null 2>&1 ||
+  fail "staged accel-cts does not run with a clean environment"
+echo "accel-info and accel-cts run from $bindir with a clean environment"
+
 export LD_LIBRARY_PATH="$libdir"
 # The staged libaccel looks in the real plugin dir; point it at the staged one.
 export ACCEL_PLUGIN_PATH="$plugindir"
