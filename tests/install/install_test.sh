@@ -5,10 +5,13 @@
 #   2. examples/optimizer_step.c        compiles warning-free, runs, and its output is checked
 #      (on cpu, and on opencl too when that backend has a device: the output must be identical);
 #      the copy of it in docs/API.md must be the same text
+#   0. the installed accel-info and accel-cts run with a clean environment (relative run path)
 #   3. examples/plugin                  builds out of tree with its Makefile against the staged
 #      headers and installs into the staged plugin dir; tests/install/plugin_check.c opens the
-#      "example" device and checks copies, events, host functions, graphs and kernel refusal;
-#      the staged accel-info lists the plugin as loaded.
+#      "example" device and checks copies, events, host functions, graphs and kernels;
+#      the staged accel-info lists the plugin as loaded
+#   4. the staged accel-cts passes every case on the plugin in eager, graph and lazy modes
+#   5. an expectation file beside the plugin is read; an xfail case that passes fails (XPASS)
 #
 # usage: install_test.sh BUILD_DIR SOURCE_DIR MESON
 # Environment: CC (default cc). Exit status 77 (skipped) when pkg-config or make is missing.
@@ -158,15 +161,42 @@ if command -v nm >/dev/null 2>&1; then
 fi
 
 # shellcheck disable=SC2086
-$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/plugin_check.c" $cflags $libs \
+$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/plugin_check.c" $cflags $libs -lm \
   -o "$tmp/plugin_check"
 timeout 60 "$tmp/plugin_check" || fail "plugin_check failed"
 
 timeout 120 "$bindir/accel-info" >"$tmp/info.txt" 2>&1 ||
   { cat "$tmp/info.txt"; fail "staged accel-info failed"; }
-grep -E "^  example +loaded +$plugindir/libaccel-example.so" "$tmp/info.txt" ||
+grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C\)" "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not list the example plugin as loaded"; }
 grep -q '^  example: available, 1 device(s)$' "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not show the example device"; }
+
+# --- 4. the whole CTS against the out-of-tree plugin, with the staged accel-cts ----------------
+step "accel-cts --device example (eager, graph, lazy)"
+for mode in eager graph lazy; do
+  if ! timeout 600 "$bindir/accel-cts" --device example --mode "$mode" >"$tmp/cts-$mode.txt" 2>&1
+  then
+    grep -v '^PASS' "$tmp/cts-$mode.txt"
+    fail "accel-cts --device example --mode $mode failed"
+  fi
+  tail -n 1 "$tmp/cts-$mode.txt"
+  grep -Eq '^[0-9]+ passed, 0 failed, 0 skipped$' "$tmp/cts-$mode.txt" ||
+    fail "accel-cts --device example --mode $mode: not every case passed"
+done
+
+# --- 5. an expectation file installed beside the plugin: an xfail case that passes is XPASS ----
+step "libaccel-example.cts-expect beside the plugin"
+printf '# installed by the plugin\ndevice_info_sane  xfail  pretend it fails\n' \
+  >"$plugindir/libaccel-example.cts-expect"
+if timeout 120 "$bindir/accel-cts" --device example --filter device_info >"$tmp/cts-x.txt" 2>&1
+then
+  cat "$tmp/cts-x.txt"
+  fail "an xfail case that passes did not fail accel-cts"
+fi
+grep -q "^expectations: $plugindir/libaccel-example.cts-expect$" "$tmp/cts-x.txt" &&
+  grep -q '^XPASS  device_info_sane' "$tmp/cts-x.txt" ||
+  { cat "$tmp/cts-x.txt"; fail "the plugin's expectation file was not read, or no XPASS"; }
+rm -f "$plugindir/libaccel-example.cts-expect"
 
 echo "install test passed"
