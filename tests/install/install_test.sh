@@ -12,6 +12,9 @@
 #      the staged accel-info lists the plugin as loaded
 #   4. the staged accel-cts passes every case on the plugin in eager, graph and lazy modes
 #   5. an expectation file beside the plugin is read; an xfail case that passes fails (XPASS)
+#   6. the "write a plugin in an afternoon" plugin of docs/PLUGINS.md, extracted from the page's
+#      code blocks, builds against the staged tree and passes the CTS (eager) with the
+#      expectation file the page gives
 #
 # usage: install_test.sh BUILD_DIR SOURCE_DIR MESON
 # Environment: CC (default cc). Exit status 77 (skipped) when pkg-config or make is missing.
@@ -198,5 +201,41 @@ grep -q "^expectations: $plugindir/libaccel-example.cts-expect$" "$tmp/cts-x.txt
   grep -q '^XPASS  device_info_sane' "$tmp/cts-x.txt" ||
   { cat "$tmp/cts-x.txt"; fail "the plugin's expectation file was not read, or no XPASS"; }
 rm -f "$plugindir/libaccel-example.cts-expect"
+
+# --- 6. docs/PLUGINS.md's "write a plugin in an afternoon", built from the page's code blocks ---
+step "docs/PLUGINS.md: the afternoon plugin, from its code blocks"
+mkdir -p "$tmp/afternoon"
+python3 - "$src/docs/PLUGINS.md" "$tmp/afternoon" <<'EOF_PY' || fail "docs/PLUGINS.md: no afternoon code blocks"
+import sys
+doc, out = open(sys.argv[1]).read(), sys.argv[2]
+def blocks(tag):
+    marker, parts, i = f"<!-- {tag} -->\n```", [], 0
+    while (i := doc.find(marker, i)) >= 0:
+        start = doc.index("\n", i + len(marker)) + 1
+        end = doc.index("```", start)
+        parts.append(doc[start:end])
+        i = end
+    return "".join(parts)
+code, expect = blocks("afternoon.c"), blocks("afternoon.cts-expect")
+if not code or not expect:
+    sys.exit(1)
+open(f"{out}/afternoon.c", "w").write(code)
+open(f"{out}/libaccel-afternoon.cts-expect", "w").write(expect)
+EOF_PY
+# shellcheck disable=SC2086
+$cc -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -Wl,--no-undefined \
+  $cflags "$tmp/afternoon/afternoon.c" -o "$tmp/afternoon/libaccel-afternoon.so" ||
+  fail "the afternoon plugin of docs/PLUGINS.md does not build against the staged tree"
+ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 120 "$bindir/accel-info" >"$tmp/info-afternoon.txt" 2>&1
+grep -Eq "^  afternoon +loaded .*kernels: host C" "$tmp/info-afternoon.txt" ||
+  { cat "$tmp/info-afternoon.txt"; fail "accel-info does not list the afternoon plugin"; }
+if ! ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 600 "$bindir/accel-cts" --device afternoon \
+     --mode eager >"$tmp/cts-afternoon.txt" 2>&1; then
+  grep -v '^PASS' "$tmp/cts-afternoon.txt"
+  fail "accel-cts --device afternoon failed"
+fi
+tail -n 1 "$tmp/cts-afternoon.txt"
+grep -Eq '^[0-9]+ passed, 0 failed, 2 skipped$' "$tmp/cts-afternoon.txt" ||
+  fail "the afternoon plugin: expected every case to pass but the 2 it declares unsupported"
 
 echo "install test passed"
