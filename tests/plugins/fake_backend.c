@@ -184,12 +184,39 @@ static accel_status_t fake_launch_host_func(accel_be_stream_t *stream, accel_hos
   return ACCEL_OK;
 }
 
+#ifdef FAKE_HOST_KERNELS
+/* Kernels through host->run_kernel_c (synchronously). Before each launch, three malformed
+ * copies of it must be refused with INVALID_ARGUMENT and a message naming run_kernel_c. */
+static accel_status_t expect_refused(accel_kernel_launch_t bad, const char *what) {
+  accel_status_t st = g_host->run_kernel_c(&bad);
+  if (st != ACCEL_ERROR_INVALID_ARGUMENT)
+    return g_host->set_error(ACCEL_ERROR_BACKEND, "fake: run_kernel_c accepted %s (status %d)",
+                             what, (int)st);
+  return ACCEL_OK;
+}
+
+static accel_status_t fake_launch_kernel(accel_be_stream_t *stream,
+                                         const accel_kernel_launch_t *launch) {
+  (void)stream;
+  accel_kernel_launch_t bad = *launch;
+  bad.params_size = launch->params_size - 4;
+  accel_status_t st = expect_refused(bad, "a short parameter block");
+  bad = *launch;
+  bad.kernel_id = 100000;
+  if (st == ACCEL_OK) st = expect_refused(bad, "an unknown kernel id");
+  bad = *launch;
+  bad.num_blocks = 0;
+  if (st == ACCEL_OK) st = expect_refused(bad, "0 blocks");
+  return st == ACCEL_OK ? g_host->run_kernel_c(launch) : st;
+}
+#else
 static accel_status_t fake_launch_kernel(accel_be_stream_t *stream,
                                          const accel_kernel_launch_t *launch) {
   (void)stream;
   return g_host->set_error(ACCEL_ERROR_UNSUPPORTED, "fake: no kernels (asked for %s)",
                            launch->kernel_name);
 }
+#endif
 
 static const accel_backend_vtable_t k_fake_vtable = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,

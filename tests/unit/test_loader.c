@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "accel/accel.h"
+#include "accel/accel_kernels.h"
 #include "check.h"
 #include "accel/accel_plugin.h"
 
@@ -439,6 +440,37 @@ static void scenario_rank(int gpu) {
         "NULL out with capacity 1 accepted");
 }
 
+/* host->run_kernel_c: the fake plugin built with FAKE_HOST_KERNELS runs accel's kernels through
+ * it (after checking that malformed launches are refused); a fill and an L1 norm come out as
+ * computed here. */
+static void scenario_host_kernels(void) {
+  enum { N = 1000 };
+  accel_device_t *d = NULL;
+  accel_stream_t *s = NULL;
+  float *x = NULL, *norm = NULL, host[N], got = -1.0f;
+  accel_status_t st = accel_device_open("fake", &d);
+  if (st == ACCEL_OK) st = accel_stream_create(d, &s);
+  if (st == ACCEL_OK) st = accel_malloc(d, N * sizeof(float), (void **)&x);
+  if (st == ACCEL_OK) st = accel_malloc(d, sizeof(float), (void **)&norm);
+  accel_tensor_t t = {x, N, ACCEL_F32};
+  if (st == ACCEL_OK) st = accel_fill(s, &t, 1, -0.5f);
+  if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &t, 1, 1.0f, norm);
+  if (st == ACCEL_OK) st = accel_memcpy_async(s, host, x, sizeof(host));
+  if (st == ACCEL_OK) st = accel_memcpy_async(s, &got, norm, sizeof(got));
+  if (st == ACCEL_OK) st = accel_stream_synchronize(s);
+  CHECK(st == ACCEL_OK, "kernels on the fake device: %s: %s", accel_status_name(st),
+        accel_last_error());
+  int filled = 1;
+  for (int i = 0; i < N; i++) filled &= host[i] == -0.5f;
+  CHECK(st != ACCEL_OK || (filled && got == 0.5f * N), "fill/norm results: norm %g, want %g",
+        (double)got, 0.5 * N);
+  printf("kernels through run_kernel_c: L1 norm %g (want %g)\n", (double)got, 0.5 * N);
+  if (norm) accel_free(d, norm);
+  if (x) accel_free(d, x);
+  if (s) accel_stream_destroy(s);
+  if (d) accel_device_close(d);
+}
+
 /* Counts the lines of a file (0 when absent). */
 static int count_lines(const char *path) {
   FILE *f = fopen(path, "r");
@@ -487,7 +519,8 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
             "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk|"
-            "visible_map|visible_empty|rank_gpu|rank_cpu|shutdown PLUGIN.so\n       test_loader not_elf\n");
+            "visible_map|visible_empty|rank_gpu|rank_cpu|shutdown|"
+            "host_kernels PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -568,6 +601,7 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "rank_gpu") == 0) scenario_rank(1);
   else if (strcmp(scenario, "rank_cpu") == 0) scenario_rank(0);
   else if (strcmp(scenario, "shutdown") == 0) scenario_shutdown();
+  else if (strcmp(scenario, "host_kernels") == 0) scenario_host_kernels();
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
