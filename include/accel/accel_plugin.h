@@ -163,6 +163,9 @@ typedef struct accel_backend_vtable {
    * device is absent: return ACCEL_ERROR_UNAVAILABLE with the reason (every path tried) via
    * set_error; the core records it and keeps the plugin listed as unavailable. */
   accel_status_t (*backend_init)(const accel_host_api_t *host, accel_be_backend_t **out);
+  /* Called once at process exit, before the exit handlers the vendor runtime registered during
+   * backend_init, and only when every device of the backend was closed (not while one is
+   * open). Only for a backend whose backend_init returned ACCEL_OK. */
   void (*backend_shutdown)(accel_be_backend_t *backend);
   accel_status_t (*device_count)(accel_be_backend_t *backend, int *count);
   accel_status_t (*device_info)(accel_be_backend_t *backend, int index,
