@@ -6,9 +6,6 @@
 #include "internal.h"
 #include "trace.h"
 
-extern const char *const accel_probe_order[];
-extern const size_t accel_probe_order_len;
-
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn) {
   return accel_handle_check(dev, ACCEL_HANDLE_DEVICE, fn);
 }
@@ -180,45 +177,12 @@ static accel_status_t open_selector(const char *selector, accel_device_t **out) 
   return open_index(b, index, out);
 }
 
-/* The automatic probe: the first usable device in probe order. OpenCL counts only GPU and
- * accelerator devices, since the built-in CPU backend beats an OpenCL CPU device. */
-static accel_status_t open_probe(accel_device_t **out) {
-  for (size_t i = 0; i < accel_probe_order_len; ++i) {
-    const char *name = accel_probe_order[i];
-    accel_backend_t *b = NULL;
-    if (accel_backend_find(name, &b) != ACCEL_OK) {
-      accel_log(ACCEL_LOG_INFO, "select", "skipping %s: %s", name, accel_last_error());
-      continue;
-    }
-    if (accel_backend_ensure_init(b) != ACCEL_OK) {
-      accel_log(ACCEL_LOG_INFO, "select", "skipping %s: %s", name, accel_last_error());
-      continue;
-    }
-    for (int d = 0; d < b->device_count; ++d) {
-      accel_device_info_t info;
-      if (b->vt->device_info(b->state, d, &info) != ACCEL_OK) continue;
-      if (strcmp(name, "opencl") == 0 && info.type == ACCEL_DEVICE_TYPE_CPU) {
-        accel_log(ACCEL_LOG_INFO, "select",
-                  "skipping opencl:%d (%s): a CPU-type OpenCL device; the built-in cpu "
-                  "backend is preferred (ACCEL_BACKEND=opencl selects it)",
-                  d, info.name);
-        continue;
-      }
-      accel_status_t st = open_index(b, d, out);
-      if (st == ACCEL_OK) return ACCEL_OK;
-      accel_log(ACCEL_LOG_INFO, "select", "skipping %s:%d: %s", name, d, accel_last_error());
-    }
-  }
-  return accel_set_error(ACCEL_ERROR_UNAVAILABLE, "no usable device found (ACCEL_LOG=info "
-                                                  "shows why each backend was skipped)");
-}
-
 accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   accel_registry_ensure_loaded();
   accel_trace_scope_t t = accel_trace_begin(0, "device_open");
   const char *sel = selector ? selector : accel_env("ACCEL_BACKEND");
-  accel_status_t st = sel ? open_selector(sel, out) : open_probe(out);
+  accel_status_t st = sel ? open_selector(sel, out) : accel_device_open_ranked(out);
   accel_trace_end(&t);
   return st;
 }

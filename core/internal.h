@@ -82,6 +82,9 @@ void accel_registry_ensure_loaded(void);
 /* Runs backend_init once; returns its status (message copied into backend->init_message). */
 accel_status_t accel_backend_ensure_init(accel_backend_t *backend);
 extern const accel_host_api_t accel_host_api;
+/* accel_device_open(NULL) without ACCEL_BACKEND: the best-ranked device that opens
+ * (core/device_rank.c). */
+accel_status_t accel_device_open_ranked(accel_device_t **out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Devices                                                                                     */

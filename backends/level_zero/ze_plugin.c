@@ -63,6 +63,7 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .stream_wrap_native = accel_ze_stream_wrap_native,
     .event_native = accel_ze_event_native,
     .stream_wait_native_event = accel_ze_stream_wait_native_event,
+    .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the SPIR-V module, embedded */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

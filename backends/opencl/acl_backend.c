@@ -256,6 +256,7 @@ static const accel_backend_vtable_t acl_vtable = {
   .stream_wrap_native = acl_stream_wrap_native,
   .event_native = acl_event_native,
   .stream_wait_native_event = acl_stream_wait_native_event,
+  .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the embedded OpenCL C source */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
