@@ -38,6 +38,8 @@ static const accel_backend_vtable_t gpu_vtable = {
     .device_synchronize = gpu_device_synchronize,
     .mem_info = gpu_mem_info,
     .visible_devices_env = GPU_VISIBLE_DEVICES_ENV,
+    .dlpack_device_type = GPU_DLPACK_DEVICE_TYPE,
+    .mem_register = gpu_mem_register, /* nothing to undo: no mem_unregister */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
