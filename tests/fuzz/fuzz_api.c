@@ -459,7 +459,8 @@ static void op_capture_begin(void) {
   unsigned pb = u8() % (NP + 1), mode = u8() % 4; /* 3: invalid */
   int p = pb < NP ? (int)pb : -1;
   if (p >= 0 && P[p].st == H_NONE) p = -1;
-  if (p >= 0 && P[p].st == H_DEAD) ps = ACCEL_ERROR_INVALID_HANDLE;
+  /* a pool only graphs still hold is no handle of the user's any more */
+  if (p >= 0 && (P[p].st == H_DEAD || P[p].user_refs == 0)) ps = ACCEL_ERROR_INVALID_HANDLE;
   accel_status_t want = gs != ACCEL_OK ? gs : ss != ACCEL_OK ? ss : ps;
   if (want == ACCEL_OK) {
     if (mode == 3 || s < 0) want = ACCEL_ERROR_INVALID_ARGUMENT;
