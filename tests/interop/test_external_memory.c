@@ -9,6 +9,7 @@
  * accel_host_alloc's (fine-grained SVM of the device's context on OpenCL). The DLPack cases
  * need a backend with a DLPack device type (not OpenCL: DLPack's OpenCL tensors are cl_mem).
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -502,6 +503,50 @@ static void test_dlpack_export(void) {
   check_usable("DLPack export misuse");
 }
 
+/* OpenCL: SVM the runtime allocated itself in accel's context (clSVMAlloc over the context of
+ * accel_device_native) registers; its interior and malloc memory do not. Needs the native
+ * handles (looked up at run time, so the case runs once they are part of the build). */
+typedef void *(*svm_alloc_fn)(void *context, uint64_t flags, size_t size, unsigned alignment);
+typedef void (*svm_free_fn)(void *context, void *ptr);
+typedef accel_status_t (*device_native_fn)(accel_device_t *device, accel_native_t *out);
+
+static void test_opencl_svm(void) {
+  device_native_fn native = (device_native_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "accel_device_native");
+  void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  svm_alloc_fn svm_alloc = cl ? (svm_alloc_fn)(uintptr_t)dlsym(cl, "clSVMAlloc") : NULL;
+  svm_free_fn svm_free = cl ? (svm_free_fn)(uintptr_t)dlsym(cl, "clSVMFree") : NULL;
+  accel_native_t nat = {.struct_size = sizeof nat};
+  if (!native || !svm_alloc || !svm_free || native(dev, &nat) != ACCEL_OK || !nat.context) {
+    printf("opencl: clSVMAlloc case left out (accel_device_native %s in this build%s)\n",
+           native ? "is" : "is not", native ? ", but gave no context" : "");
+    if (cl) dlclose(cl);
+    return;
+  }
+  float *svm = svm_alloc(nat.context, 1 /* CL_MEM_READ_WRITE */, N * sizeof(float), 0);
+  CHECK(svm != NULL, "clSVMAlloc");
+  if (!svm) return;
+  float *src = malloc(N * sizeof(float)), *want = malloc(N * sizeof(float)), *got = malloc(N * sizeof(float));
+  for (size_t i = 0; i < N; ++i) src[i] = (float)((i * 7919u) % 1000u) / 997.0f - 0.5f;
+  float want_norm, got_norm;
+  reference(src, N, want, &want_norm);
+  void *dptr = NULL;
+  EXPECT(accel_memory_register(dev, svm + 16, 64, 0, &dptr), ACCEL_ERROR_UNSUPPORTED);
+  EXPECT_MSG("accel_memory_register", "SVM");
+  EXPECT(accel_memory_register(dev, svm, N * sizeof(float), 0, &dptr), ACCEL_OK);
+  EXPECT(accel_memcpy(dev, svm, src, N * sizeof(float)), ACCEL_OK);
+  run_kernels(svm, N, &got_norm);
+  EXPECT(accel_memcpy(dev, got, svm, N * sizeof(float)), ACCEL_OK);
+  CHECK(memcmp(got, want, N * sizeof(float)) == 0, "clSVMAlloc memory: results differ");
+  CHECK(memcmp(&got_norm, &want_norm, 4) == 0, "norm %.9g vs %.9g", got_norm, want_norm);
+  EXPECT(accel_memory_unregister(dev, svm), ACCEL_OK);
+  svm_free(nat.context, svm);
+  free(src);
+  free(want);
+  free(got);
+  dlclose(cl);
+  printf("opencl: clSVMAlloc memory of the device's context registered and used in place\n");
+}
+
 int main(int argc, char **argv) {
   const char *selector = argc > 1 ? argv[1] : "cpu";
   accel_status_t st = accel_device_open(selector, &dev);
@@ -536,6 +581,7 @@ int main(int argc, char **argv) {
                 accel_last_error());
     buffer_free(p);
   }
+  if (strncmp(selector, "opencl", 6) == 0) test_opencl_svm();
   if (st == ACCEL_OK) {
     test_register_zero_copy();
     test_read_only();
