@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -503,6 +504,56 @@ static void test_dlpack_export(void) {
   check_usable("DLPack export misuse");
 }
 
+/* Threads that each register their own buffer, compute on it (eagerly and through a captured
+ * graph on their own stream) and unregister it, while the others do the same: unregister
+ * drains the device while other threads submit, capture and replay. Every result is exact. */
+#define WORKERS 3
+#define ROUNDS 60
+
+static void *worker(void *arg) {
+  const int id = (int)(intptr_t)arg;
+  float *buf = host_buffer(1024, 0);
+  accel_stream_t *s = NULL;
+  int bad = 0;
+  if (accel_stream_create(dev, &s) != ACCEL_OK) return (void *)(intptr_t)1;
+  for (int r = 0; r < ROUNDS && !bad; ++r) {
+    void *dptr = NULL;
+    for (int i = 0; i < 1024; ++i) buf[i] = (float)(id + 1);
+    bad |= accel_memory_register(dev, buf, 1024 * sizeof(float), 0, &dptr) != ACCEL_OK;
+    accel_tensor_t t = {buf, 1024, ACCEL_F32};
+    accel_graph_t *g = NULL;
+    bad |= accel_scale(s, &t, 1, scale_dev) != ACCEL_OK; /* x 0.75 */
+    if (r % 2) { /* and once more through a graph, replayed twice */
+      bad |= accel_graph_create(dev, &g) != ACCEL_OK;
+      bad |= accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_RELAXED) != ACCEL_OK;
+      bad |= accel_scale(s, &t, 1, scale_dev) != ACCEL_OK;
+      bad |= accel_graph_capture_end(g) != ACCEL_OK;
+      bad |= accel_graph_replay(g, s) != ACCEL_OK || accel_graph_replay(g, s) != ACCEL_OK;
+      bad |= accel_memory_unregister(dev, buf) != ACCEL_ERROR_STATE;
+      bad |= accel_graph_destroy(g) != ACCEL_OK;
+    }
+    bad |= accel_memory_unregister(dev, buf) != ACCEL_OK; /* waits for the work above */
+    const float want = (float)(id + 1) * (r % 2 ? 0.75f * 0.75f * 0.75f : 0.75f);
+    for (int i = 0; i < 1024 && !bad; ++i) bad |= buf[i] != want;
+    if (bad) fprintf(stderr, "worker %d round %d: %s (buf[0] %g, want %g)\n", id, r,
+                     accel_last_error(), buf[0], want);
+  }
+  accel_stream_destroy(s);
+  buffer_free(buf);
+  return (void *)(intptr_t)bad;
+}
+
+static void test_threads(void) {
+  pthread_t th[WORKERS];
+  for (int i = 0; i < WORKERS; ++i) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+  for (int i = 0; i < WORKERS; ++i) {
+    void *bad = NULL;
+    pthread_join(th[i], &bad);
+    CHECK(bad == NULL, "worker %d failed", i);
+  }
+  check_usable("concurrent registrations");
+}
+
 /* OpenCL: SVM the runtime allocated itself in accel's context (clSVMAlloc over the context of
  * accel_device_native) registers; its interior and malloc memory do not. Needs the native
  * handles (looked up at run time, so the case runs once they are part of the build). */
@@ -586,6 +637,7 @@ int main(int argc, char **argv) {
     test_register_zero_copy();
     test_read_only();
     test_register_graph();
+    test_threads();
   }
   accel_dl_device_t dl;
   accel_status_t dl_st = accel_device_dlpack_device(dev, &dl);
