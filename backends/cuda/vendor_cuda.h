@@ -61,6 +61,7 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_POINTER_ATTR_DEVICE_ORDINAL 9   /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
 #define GPU_POINTER_ATTR_RANGE_START 11     /* CU_POINTER_ATTRIBUTE_RANGE_START_ADDR */
 #define GPU_POINTER_ATTR_RANGE_SIZE 12      /* CU_POINTER_ATTRIBUTE_RANGE_SIZE */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -136,7 +137,15 @@ typedef void (*gpuHostFn_t)(void *user);
   OPT(GetErrorName, "cuGetErrorName", "cuGetErrorName", gpuError_t,                              \
       (gpuError_t error, const char **name))                                                     \
   OPT(PointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute", gpuError_t,         \
-      (void *data, unsigned attribute, gpuDevicePtr_t ptr))
+      (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
+  /* Native handles (gpu_native.c); without them the interop calls report UNSUPPORTED. */      \
+  OPT(CtxGetDevice, "cuCtxGetDevice", "cuCtxGetDevice", gpuError_t, (gpuDevice_t * dev))         \
+  OPT(PrimaryCtxGetState, "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState",           \
+      gpuError_t, (gpuDevice_t dev, unsigned *flags, int *active))                               \
+  OPT(StreamGetCtx, "cuStreamGetCtx", "cuStreamGetCtx", gpuError_t,                              \
+      (gpuStream_t stream, gpuContext_t * ctx))                                                  \
+  OPT(StreamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", gpuError_t,               \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))

@@ -53,6 +53,7 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_POINTER_ATTR_DEVICE_ORDINAL 9   /* HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
 #define GPU_POINTER_ATTR_RANGE_START 11     /* HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR */
 #define GPU_POINTER_ATTR_RANGE_SIZE 12      /* HIP_POINTER_ATTRIBUTE_RANGE_SIZE */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* hipStreamCaptureStatusActive */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -121,9 +122,12 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(GraphExecDestroy, "hipGraphExecDestroy", "hipGraphExecDestroy", gpuError_t,                \
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "hipGraphDestroy", "hipGraphDestroy", gpuError_t, (gpuGraph_t graph))        \
-  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))       \
+  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))     \
   OPT(PointerGetAttribute, "hipPointerGetAttribute", "hipPointerGetAttribute", gpuError_t,      \
-      (void *data, unsigned attribute, gpuDevicePtr_t ptr))
+      (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
+  /* Native handles (gpu_native.c): a wrapped stream may be under the runtime's capture. */    \
+  OPT(StreamIsCapturing, "hipStreamIsCapturing", "hipStreamIsCapturing", gpuError_t,             \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))

@@ -3,7 +3,7 @@
  * small reference model says what status each call must return (handles valid, destroyed or
  * default; sizes 0, huge or overflowing; dtypes; captures begun, invalidated and abandoned;
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
- * random small tensor lists). Any disagreement aborts with a message naming the call, the
+ * random small tensor lists; native-handle calls, which the CPU backend refuses). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
@@ -610,8 +610,65 @@ static void op_event(void) {
   }
 }
 
+/* Native handles on the CPU backend: argument and handle checks first, then UNSUPPORTED (no
+ * vendor objects), with no effect on captures, streams or memory. */
+static void op_native(unsigned call) {
+  accel_native_t n;
+  memset(&n, 0, sizeof n);
+  unsigned shape = u8() % 4; /* 0: struct_size too small, 1: other backend named, else valid */
+  n.struct_size = shape == 0 ? (uint32_t)(u8() % sizeof n) : (uint32_t)sizeof n;
+  if (shape == 1) snprintf(n.backend, sizeof n.backend, "opencl");
+  n.queue = u8() % 4 ? host_buf : NULL;
+  accel_status_t small = shape == 0 ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_OK;
+  accel_status_t want;
+  if (call % 6 == 0) {
+    want = small ? small : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_device_native", accel_device_native(dev, &n), want);
+    return;
+  }
+  if (call % 6 == 1) {
+    accel_device_t *d = NULL;
+    want = small ? small : shape == 1 ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_device_wrap_native", accel_device_wrap_native("cpu", &n, &d), want);
+    return;
+  }
+  if (call % 6 == 2) {
+    accel_stream_t *w = NULL;
+    want = small                          ? small
+           : shape == 1 || !n.queue ? ACCEL_ERROR_INVALID_ARGUMENT
+                                          : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_wrap_native", accel_stream_wrap_native(dev, &n, &w), want);
+    return;
+  }
+  if (call % 6 == 3) {
+    unsigned e = u8() % NE;
+    if (E[e].st == H_NONE) return;
+    want = E[e].st == H_DEAD ? ACCEL_ERROR_INVALID_HANDLE
+           : small           ? small
+                             : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_event_native", accel_event_native(E[e].h, &n), want);
+    return;
+  }
+  int s;
+  accel_stream_t *h;
+  accel_status_t hs;
+  if (!pick_stream(&s, &h, &hs)) return;
+  if (call % 6 == 4) {
+    want = hs ? hs : small ? small : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_native", accel_stream_native(h, &n), want);
+  } else {
+    want = hs ? hs : !n.queue ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_wait_native_event", accel_stream_wait_native_event(h, n.queue), want);
+  }
+}
+
 static void op_device(void) {
-  unsigned what = u8() % 5;
+  unsigned raw = u8();
+  if (raw >= 240) { /* the top of the byte range: native handles (added later) */
+    op_native(raw - 240);
+    return;
+  }
+  unsigned what = raw % 5;
   accel_memory_stats_t ms;
   void *hp = NULL;
   switch (what) {
