@@ -126,6 +126,9 @@ accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                             uint64_t *total_bytes);
 
 accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+/* accel_memory_register: memory the device's context reaches at the same address. */
+accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                void **device_ptr);
 void gpu_mem_free(accel_be_device_t *device, void *ptr);
 accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
 void gpu_host_free(accel_be_device_t *device, void *ptr);

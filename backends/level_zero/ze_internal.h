@@ -119,6 +119,9 @@ accel_status_t accel_ze_mem_info(accel_be_device_t *device, uint64_t *free_bytes
 
 /* --- ze_memory.c --------------------------------------------------------------------------- */
 accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+/* accel_memory_register: USM of the device's context (ze_memory.c). */
+accel_status_t accel_ze_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                     void **device_ptr);
 void accel_ze_mem_free(accel_be_device_t *device, void *ptr);
 accel_status_t accel_ze_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
 void accel_ze_host_free(accel_be_device_t *device, void *ptr);
