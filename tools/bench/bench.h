@@ -68,6 +68,20 @@ bench_stats_t bench_stats(double *samples, size_t n);
 /* Writes {"median":..,"min":..,"max":..,"p10":..,"p90":..,"n":..} as member key. */
 void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s);
 
+/* Paired, interleaved sampling. A sample function times one run of a measurement and returns
+ * its milliseconds, or a negative value after reporting a failure (bench_fail). */
+typedef double (*bench_sample_fn)(void *ctx);
+/* rounds rounds (after one warm-up round that is not recorded) of k measurements: in round r
+ * every measurement runs once, in turn, starting with r % k, so each sees the machine in the
+ * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
+ * Returns 0, or 1 when a sample failed. */
+int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
+/* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
+bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
+                                double *tmp);
+/* Statistics of a copy of samples (samples keep their round order). */
+bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp);
+
 /* "what failed: STATUS: message" on stderr; returns 1 (the process exit status). */
 int bench_fail(accel_status_t st, const char *what);
 /* Evaluates an accel call; on failure reports it and jumps to the enclosing `fail:` label. */

@@ -42,6 +42,29 @@ bench_stats_t bench_stats(double *samples, size_t n) {
   return s;
 }
 
+bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp) {
+  memcpy(tmp, samples, (size_t)n * sizeof *tmp);
+  return bench_stats(tmp, (size_t)n);
+}
+
+bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
+                                double *tmp) {
+  for (int r = 0; r < rounds; r++) tmp[r] = num[r] / den[r] * scale;
+  return bench_stats(tmp, (size_t)rounds);
+}
+
+int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms) {
+  for (int r = -1; r < rounds; r++) {
+    for (int step = 0; step < k; step++) {
+      const int i = ((r < 0 ? 0 : r) + step) % k;
+      const double t = fns[i](ctx[i]);
+      if (t < 0) return 1;
+      if (r >= 0) ms[i * rounds + r] = t;
+    }
+  }
+  return 0;
+}
+
 void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s) {
   bench_json_begin_object(j, key);
   bench_json_num(j, "median", s->median);
