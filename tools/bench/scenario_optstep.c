@@ -52,6 +52,9 @@ typedef struct variant {
   size_t graph_nodes;
   uint64_t digest;
   bench_stats_t ms, pct, speedup; /* pct: of the bound; speedup: over per-tensor eager */
+  double *enqueue;  /* eager variants while timed: host ms in the API calls of each step */
+  int nenqueue, enqueue_cap;
+  bench_stats_t enqueue_ms;
 } variant_t;
 
 /* The bound of the step: the compulsory traffic (bench_bound_step) on the model's buffers, or
@@ -87,10 +90,13 @@ static double sample_step(void *ctx) {
   const os_scalars_t *sc = &v->host_steps[v->next_step++ % v->nsteps];
   uint64_t t0 = bench_now_ns();
   BENCH_TRY(accel_memcpy_async(v->s, v->md->scalars, sc, OS_UPLOAD_BYTES));
-  if (v->graph)
+  if (v->graph) {
     BENCH_TRY(accel_graph_replay(v->graph, v->s));
-  else
+  } else {
     BENCH_TRY(enqueue_step(v->md, v->s, v->per_tensor));
+    if (v->nenqueue < v->enqueue_cap)
+      v->enqueue[v->nenqueue++] = (double)(bench_now_ns() - t0) / 1e6;
+  }
   BENCH_TRY(accel_stream_synchronize(v->s));
   return (double)(bench_now_ns() - t0) / 1e6;
 fail:
@@ -240,6 +246,11 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   /* Paired timing: bound and the four variants take turns in every round, on one state. */
   bench_progress("optstep %s: %d paired rounds", md.name, rounds);
   if (!os_model_reset(&md, s)) goto fail;
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    if (var[v].graph) continue;
+    var[v].enqueue = calloc((size_t)rounds + 1, sizeof *var[v].enqueue);
+    var[v].enqueue_cap = var[v].enqueue ? rounds + 1 : 0;
+  }
   bench_sample_fn fns[NUM_VARIANTS + 1] = {sample_bound};
   void *ctx[NUM_VARIANTS + 1] = {&bound};
   for (int v = 0; v < NUM_VARIANTS; v++) {
@@ -255,6 +266,8 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     var[v].ms = bench_stats_copy(ms, rounds, tmp);
     var[v].pct = bench_ratio_stats(bound_ms, ms, rounds, 100.0, tmp);
     var[v].speedup = bench_ratio_stats(pt_eager_ms, ms, rounds, 1.0, tmp);
+    if (var[v].nenqueue > 1) /* the first is the warm-up round's */
+      var[v].enqueue_ms = bench_stats(var[v].enqueue + 1, (size_t)var[v].nenqueue - 1);
   }
   if (o->torch == 1) {
     if (run_peer_rounds(o, &md, &var[V_MT_GRAPH], steps, buf, &torch, &torch_ratio)) goto fail;
@@ -304,6 +317,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     bench_json_num(j, "gbps", g);
     bench_json_stats(j, "pct_of_bound", &r->pct);
     bench_json_stats(j, "speedup_vs_per_tensor_eager", &r->speedup);
+    if (r->enqueue_ms.n) bench_json_stats(j, "enqueue_ms", &r->enqueue_ms);
     if (r->graph_nodes) {
       bench_json_num(j, "capture_ms", r->capture_ms);
       bench_json_int(j, "graph_nodes", (long long)r->graph_nodes);
@@ -317,6 +331,13 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   bench_json_bool(j, "agreement", same);
   fprintf(f, "%% of bound and speedup (over per-tensor eager): median [min..max] of the "
              "per-round ratios\n");
+  for (int v = 0; v < NUM_VARIANTS; v++)
+    if (var[v].enqueue_ms.n)
+      fprintf(f, "%s: the host spends %.3f ms [%.3f..%.3f] of the step in its %zu API calls "
+                 "(%.2f us per call), the rest waiting for the stream\n",
+              variant_names[v], var[v].enqueue_ms.median, var[v].enqueue_ms.min,
+              var[v].enqueue_ms.max, var[v].calls_per_step,
+              1e3 * var[v].enqueue_ms.median / (double)var[v].calls_per_step);
   fprintf(f, "agreement after %d steps from one state (params, exp_avg, exp_avg_sq, norm, coef "
              "bitwise): %s\n", AGREE_STEPS,
           same ? "all 4 variants identical" : "VARIANTS DISAGREE");
@@ -335,8 +356,10 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   rc = 0;
 fail:
   bench_progress_done();
-  for (int v = 0; v < NUM_VARIANTS; v++)
+  for (int v = 0; v < NUM_VARIANTS; v++) {
     if (var[v].graph) accel_graph_destroy(var[v].graph);
+    free(var[v].enqueue);
+  }
   if (host_steps) accel_host_free(dev, host_steps);
   if (s) accel_stream_destroy(s);
 done:
