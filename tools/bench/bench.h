@@ -76,6 +76,10 @@ typedef double (*bench_sample_fn)(void *ctx);
  * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
  * Returns 0, or 1 when a sample failed. */
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
+/* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
+ * that spin after their last command (PoCL's workers do) are asleep: a bound is the best the
+ * loop achieves with the CPUs to itself. */
+void bench_settle(void);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
                                 double *tmp);

@@ -8,6 +8,9 @@
 
 #include "bench.h"
 
+/* Long enough for PoCL 3.1's workers to stop spinning (measured: see bench_settle's callers). */
+#define BENCH_SETTLE_MS 5
+
 FILE *bench_table_out(const bench_opts_t *o) { return o->json ? stderr : stdout; }
 
 uint64_t bench_now_ns(void) {
@@ -40,6 +43,11 @@ bench_stats_t bench_stats(double *samples, size_t n) {
   s.p10 = percentile(samples, n, 0.1);
   s.p90 = percentile(samples, n, 0.9);
   return s;
+}
+
+void bench_settle(void) {
+  const struct timespec pause = {0, BENCH_SETTLE_MS * 1000 * 1000};
+  nanosleep(&pause, NULL);
 }
 
 bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp) {

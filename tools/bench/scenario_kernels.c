@@ -116,6 +116,7 @@ static double sample_bound(void *ctx) {
   bw_row_t *r = ctx;
   double best = 0.0;
   for (int prefetch = 0; prefetch < 2; prefetch++) {
+    bench_settle();
     uint64_t t0 = bench_now_ns();
     switch (r->bound) {
     case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch); break;

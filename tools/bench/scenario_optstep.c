@@ -108,6 +108,7 @@ static double sample_bound(void *ctx) {
   step_bound_t *b = ctx;
   double best = 0.0;
   for (int prefetch = 0; prefetch < 2; prefetch++) {
+    bench_settle();
     uint64_t t0 = bench_now_ns();
     bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
                      prefetch);
