@@ -77,8 +77,9 @@ typedef double (*bench_sample_fn)(void *ctx);
  * Returns 0, or 1 when a sample failed. */
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
 /* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
- * that spin after their last command (PoCL's workers do) are asleep: a bound is the best the
- * loop achieves with the CPUs to itself. */
+ * that may still spin after the previous sample's last command are asleep: a bound is the best
+ * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
+ * it as without under the load of the day; not measured on a quiet machine.) */
 void bench_settle(void);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,

@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-/* Long enough for PoCL 3.1's workers to stop spinning (measured: see bench_settle's callers). */
+/* See bench_settle in bench.h. */
 #define BENCH_SETTLE_MS 5
 
 FILE *bench_table_out(const bench_opts_t *o) { return o->json ? stderr : stdout; }
