@@ -76,6 +76,12 @@ typedef double (*bench_sample_fn)(void *ctx);
  * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
  * Returns 0, or 1 when a sample failed. */
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
+/* Runs of each form of a bound loop (plain, prefetching) per round; the round's bound is the
+ * fastest. A bound is the best the loop achieves: a run slowed by a neighbour on this shared
+ * machine says nothing about it, while a kernel's one run per round is what it is (this errs
+ * on the side of a higher bound, never a lower one). */
+#define BENCH_BOUND_TRIES 2
+
 /* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
  * that may still spin after the previous sample's last command are asleep: a bound is the best
  * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
