@@ -451,8 +451,9 @@ int bench_kernels(const bench_opts_t *o) {
   fprintf(f, "%-26s %-25s %6s %8s %6s  %-20s  %s\n", "kernel", "ms", "GB/s", "bound ms", "GB/s",
           "% of bound", "target");
   for (int i = 0; i < 4; i++) print_bw(f, &bw[i]);
-  fprintf(f, "bounds: a plain vectorised loop on %d threads moving the kernel's streams (the "
-             "faster of plain / prefetching in each round):\n", bench_baseline_threads());
+  fprintf(f, "bounds: a plain vectorised loop on %d threads moving the kernel's streams (in "
+             "each round the fastest of %d runs each, plain and prefetching):\n",
+          bench_baseline_threads(), BENCH_BOUND_TRIES);
   for (int i = 0; i < 4; i++) fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bound]);
   fprintf(f, "%-26s %-29s  %-29s %s\n", "vs PyTorch (clip_grad_norm_)", "accel ms (last round)",
           "torch ms (last round)", "speedup: median [min..max] of the rounds, target");
