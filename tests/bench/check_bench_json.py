@@ -118,7 +118,7 @@ def graph(doc, problems, over):
 
 def attempt(bench, extra):
     problems, over = [], []
-    kernels(run(bench, ["kernels", "--size-mb", "48", "--repeat", "5", "--no-torch"], extra),
+    kernels(run(bench, ["kernels", "--size-mb", "24", "--repeat", "5", "--no-torch"], extra),
             problems, over)
     optstep(run(bench, ["optstep", "--preset", "tiny", "--steps", "6"], extra), problems, over)
     graph(run(bench, ["graph", "--repeat", "3"], extra), problems, over)

@@ -85,7 +85,9 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
 /* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
  * that may still spin after the previous sample's last command are asleep: a bound is the best
  * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
- * it as without under the load of the day; not measured on a quiet machine.) */
+ * it as without under the load of the day; not measured on a quiet machine.) The tries of a
+ * sample then run back to back: after the pause the loop's own threads are asleep too, and
+ * only the first try pays for waking them, which on small working sets is most of a run. */
 void bench_settle(void);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,

@@ -20,6 +20,13 @@ int bench_baseline_threads(void) {
 #endif
 }
 
+int bench_bound_thread_counts(double bytes, int counts[2]) {
+  counts[0] = bench_baseline_threads();
+  if (bytes >= BENCH_BOUND_SMALL_BYTES || counts[0] == 1) return 1;
+  counts[1] = 1;
+  return 2;
+}
+
 /* Thread t's share [*lo, *hi) of n elements, boundaries on multiples of 64 elements. */
 static void slice(size_t n, int t, int threads, size_t *lo, size_t *hi) {
   size_t per = (n / (size_t)threads + 63) / 64 * 64;
@@ -59,10 +66,9 @@ BOUND_CLONES static float sumsq_range(const float *x, size_t lo, size_t hi, int 
   return s;
 }
 
-double bench_bound_read(const float *x, size_t n, int prefetch) {
-  const int threads = bench_baseline_threads();
+double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
   double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
   for (int t = 0; t < threads; t++) {
     size_t lo, hi;
     slice(n, t, threads, &lo, &hi);
@@ -110,9 +116,8 @@ BOUND_CLONES static void hp_range(uint16_t *lp, float *hp, size_t lo, size_t hi,
   }
 }
 
-void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch) {
-  const int threads = bench_baseline_threads();
-#pragma omp parallel for schedule(static)
+void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int t = 0; t < threads; t++) {
     size_t lo, hi;
     slice(n, t, threads, &lo, &hi);
@@ -136,9 +141,9 @@ BOUND_CLONES static void adam_range(float *p, const float *g, float *m, float *v
   }
 }
 
-void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch) {
-  const int threads = bench_baseline_threads();
-#pragma omp parallel for schedule(static)
+void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
+                      int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int t = 0; t < threads; t++) {
     size_t lo, hi;
     slice(n, t, threads, &lo, &hi);
@@ -169,9 +174,8 @@ BOUND_CLONES static void step_range(const uint16_t *pristine, uint16_t *lp, floa
 }
 
 void bench_bound_step(const uint16_t *pristine, uint16_t *lp, float *hp, float *p, float *m,
-                      float *v, size_t n, float inv_scale, int prefetch) {
-  const int threads = bench_baseline_threads();
-#pragma omp parallel for schedule(static)
+                      float *v, size_t n, float inv_scale, int prefetch, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int t = 0; t < threads; t++) {
     size_t lo, hi;
     slice(n, t, threads, &lo, &hi);

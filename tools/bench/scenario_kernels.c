@@ -111,21 +111,24 @@ fail:
   return -1.0;
 }
 
-/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching loop. */
+/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching loop, on each thread
+ * count of bench_bound_thread_counts. */
 static double sample_bound(void *ctx) {
   bw_row_t *r = ctx;
   double best = 0.0;
-  for (int k = 0; k < 2 * BENCH_BOUND_TRIES; k++) {
-    const int prefetch = k & 1;
-    bench_settle();
+  int counts[2];
+  const int nc = bench_bound_thread_counts(r->bytes, counts);
+  bench_settle();
+  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
+    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
     uint64_t t0 = bench_now_ns();
     switch (r->bound) {
-    case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch); break;
-    case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch); break;
-    case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch); break;
+    case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch, threads); break;
+    case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch, threads); break;
+    case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch, threads); break;
     case BOUND_ADAM:
       bench_bound_adam(r->x, r->x + r->quarter, r->x + 2 * r->quarter, r->x + 3 * r->quarter,
-                       r->numel, prefetch);
+                       r->numel, prefetch, threads);
       break;
     }
     const double ms = (double)(bench_now_ns() - t0) / 1e6;
@@ -452,7 +455,8 @@ int bench_kernels(const bench_opts_t *o) {
           "% of bound", "target");
   for (int i = 0; i < 4; i++) print_bw(f, &bw[i]);
   fprintf(f, "bounds: a plain vectorised loop on %d threads moving the kernel's streams (in "
-             "each round the fastest of %d runs each, plain and prefetching):\n",
+             "each round the fastest of %d runs each, plain and prefetching, and below 64 MiB "
+             "moved also on 1 thread):\n",
           bench_baseline_threads(), BENCH_BOUND_TRIES);
   for (int i = 0; i < 4; i++) fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bound]);
   fprintf(f, "%-26s %-29s  %-29s %s\n", "vs PyTorch (clip_grad_norm_)", "accel ms (last round)",

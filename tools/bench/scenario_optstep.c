@@ -103,16 +103,20 @@ fail:
   return -1.0;
 }
 
-/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching bound loop. */
+/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching bound loop, on each
+ * thread count of bench_bound_thread_counts. */
 static double sample_bound(void *ctx) {
   step_bound_t *b = ctx;
   double best = 0.0;
-  for (int k = 0; k < 2 * BENCH_BOUND_TRIES; k++) {
-    const int prefetch = k & 1;
-    bench_settle();
+  int counts[2];
+  const int nc =
+      bench_bound_thread_counts(BENCH_BOUND_STEP_BYTES * (double)b->md->numel, counts);
+  bench_settle();
+  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
+    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
     uint64_t t0 = bench_now_ns();
     bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
-                     prefetch);
+                     prefetch, threads);
     const double ms = (double)(bench_now_ns() - t0) / 1e6;
     if (k == 0 || ms < best) best = ms;
   }
