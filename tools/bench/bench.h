@@ -68,6 +68,33 @@ bench_stats_t bench_stats(double *samples, size_t n);
 /* Writes {"median":..,"min":..,"max":..,"p10":..,"p90":..,"n":..} as member key. */
 void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s);
 
+/* Paired, interleaved sampling. A sample function times one run of a measurement and returns
+ * its milliseconds, or a negative value after reporting a failure (bench_fail). */
+typedef double (*bench_sample_fn)(void *ctx);
+/* rounds rounds (after one warm-up round that is not recorded) of k measurements: in round r
+ * every measurement runs once, in turn, starting with r % k, so each sees the machine in the
+ * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
+ * Returns 0, or 1 when a sample failed. */
+int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
+/* Runs of each form of a bound loop (plain, prefetching) per round; the round's bound is the
+ * fastest. A bound is the best the loop achieves: a run slowed by a neighbour on this shared
+ * machine says nothing about it, while a kernel's one run per round is what it is (this errs
+ * on the side of a higher bound, never a lower one). */
+#define BENCH_BOUND_TRIES 2
+
+/* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
+ * that may still spin after the previous sample's last command are asleep: a bound is the best
+ * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
+ * it as without under the load of the day; not measured on a quiet machine.) The tries of a
+ * sample then run back to back: after the pause the loop's own threads are asleep too, and
+ * only the first try pays for waking them, which on small working sets is most of a run. */
+void bench_settle(void);
+/* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
+bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
+                                double *tmp);
+/* Statistics of a copy of samples (samples keep their round order). */
+bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp);
+
 /* "what failed: STATUS: message" on stderr; returns 1 (the process exit status). */
 int bench_fail(accel_status_t st, const char *what);
 /* Evaluates an accel call; on failure reports it and jumps to the enclosing `fail:` label. */

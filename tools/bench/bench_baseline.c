@@ -7,37 +7,10 @@
 #include <omp.h>
 #endif
 
-/* Sum of squares over this thread's share of x. 64 independent accumulators (4 AVX-512 or 8
- * AVX2 registers) keep the adds off the critical path, so the loop is limited by memory
- * bandwidth alone; fast-math lets the compiler vectorise it freely. */
-static float sumsq_range(const float *x, size_t lo, size_t hi) {
-  float acc[64] = {0};
-  size_t i = lo;
-  for (; i + 64 <= hi; i += 64)
-    for (int k = 0; k < 64; k++) acc[k] += x[i + (size_t)k] * x[i + (size_t)k];
-  float s = 0.0f;
-  for (int k = 0; k < 64; k++) s += acc[k];
-  for (; i < hi; i++) s += x[i] * x[i];
-  return s;
-}
-
-double bench_baseline_sumsq(const float *x, size_t n) {
-  int threads = bench_baseline_threads();
-  double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
-  for (int t = 0; t < threads; t++)
-    total += sumsq_range(x, n * (size_t)t / (size_t)threads, n * (size_t)(t + 1) / (size_t)threads);
-  return total;
-}
-
-void bench_baseline_copy(float *dst, const float *src, size_t n) {
-  int threads = bench_baseline_threads();
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < threads; t++) {
-    size_t lo = n * (size_t)t / (size_t)threads, hi = n * (size_t)(t + 1) / (size_t)threads;
-    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
-  }
-}
+/* Prefetch distance in elements of each stream (the kernels' element loops use 4096 too). */
+#define AHEAD 4096u
+/* Elements per block: one prefetch per stream and 64-byte line of fp32 per block. */
+#define BLOCK 16u
 
 int bench_baseline_threads(void) {
 #ifdef _OPENMP
@@ -45,4 +18,167 @@ int bench_baseline_threads(void) {
 #else
   return 1;
 #endif
+}
+
+int bench_bound_thread_counts(double bytes, int counts[2]) {
+  counts[0] = bench_baseline_threads();
+  if (bytes >= BENCH_BOUND_SMALL_BYTES || counts[0] == 1) return 1;
+  counts[1] = 1;
+  return 2;
+}
+
+/* Thread t's share [*lo, *hi) of n elements, boundaries on multiples of 64 elements. */
+static void slice(size_t n, int t, int threads, size_t *lo, size_t *hi) {
+  size_t per = (n / (size_t)threads + 63) / 64 * 64;
+  *lo = per * (size_t)t < n ? per * (size_t)t : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+static inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Per-ISA copies, as the kernels have (kernels/prelude_c.h, ACC_CPU_CLONES): a bound loop must
+ * use the widest vectors the machine has, like the kernel it bounds. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
+#define BOUND_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define BOUND_CLONES
+#endif
+
+/* 64 independent accumulators (4 AVX-512 or 8 AVX2 registers) keep the adds off the critical
+ * path, so the loop is limited by memory bandwidth alone. */
+BOUND_CLONES static float sumsq_range(const float *x, size_t lo, size_t hi, int prefetch) {
+  float acc[64] = {0};
+  size_t i = lo;
+  for (; i + 64 <= hi; i += 64) {
+    if (prefetch)
+      for (unsigned k = 0; k < 64; k += BLOCK) __builtin_prefetch(x + i + k + AHEAD);
+    for (int k = 0; k < 64; k++) acc[k] += x[i + (size_t)k] * x[i + (size_t)k];
+  }
+  float s = 0.0f;
+  for (int k = 0; k < 64; k++) s += acc[k];
+  for (; i < hi; i++) s += x[i] * x[i];
+  return s;
+}
+
+double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; t++) {
+    size_t lo, hi;
+    slice(n, t, threads, &lo, &hi);
+    total += sumsq_range(x, lo, hi, prefetch);
+  }
+  return total;
+}
+
+/* The element functions every variant of a loop shares (inlined into each ISA copy). */
+static inline void hp_elems(uint16_t *lp, float *hp, size_t lo, size_t hi, int zero_lp) {
+  for (size_t i = lo; i < hi; i++) hp[i] += bf16_to_f32(lp[i]);
+  if (zero_lp) memset(lp + lo, 0, (hi - lo) * sizeof *lp);
+}
+
+/* Cheap stand-ins for the Adam moments and update: the values stay bounded over any number of
+ * calls (the buffers are the benchmarks' own and are reset before results are checked). */
+static inline void adam_elems(float *p, const float *g, float *m, float *v, size_t lo,
+                              size_t hi) {
+  for (size_t i = lo; i < hi; i++) {
+    const float gi = g[i];
+    const float mi = 0.9f * m[i] + 0.1f * gi, vi = 0.999f * v[i] + 0.001f * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = 0.999f * p[i] - 1e-3f * mi;
+  }
+}
+
+static inline void grads_elems(const uint16_t *pristine, uint16_t *lp, float *hp, size_t lo,
+                               size_t hi, float inv_scale) {
+  for (size_t i = lo; i < hi; i++) hp[i] = bf16_to_f32(pristine[i]) * inv_scale;
+  memset(lp + lo, 0, (hi - lo) * sizeof *lp);
+}
+
+BOUND_CLONES static void hp_range(uint16_t *lp, float *hp, size_t lo, size_t hi, int zero_lp,
+                                  int prefetch) {
+  if (!prefetch) {
+    hp_elems(lp, hp, lo, hi, zero_lp);
+    return;
+  }
+  for (size_t b = lo; b < hi; b += 4 * BLOCK) {
+    const size_t e = b + 4 * BLOCK < hi ? b + 4 * BLOCK : hi;
+    for (unsigned k = 0; k < 4 * BLOCK; k += 2 * BLOCK) __builtin_prefetch(lp + b + k + AHEAD, 1);
+    for (unsigned k = 0; k < 4 * BLOCK; k += BLOCK) __builtin_prefetch(hp + b + k + AHEAD, 1);
+    hp_elems(lp, hp, b, e, zero_lp);
+  }
+}
+
+void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; t++) {
+    size_t lo, hi;
+    slice(n, t, threads, &lo, &hi);
+    hp_range(lp, hp, lo, hi, zero_lp, prefetch);
+  }
+}
+
+BOUND_CLONES static void adam_range(float *p, const float *g, float *m, float *v, size_t lo,
+                                    size_t hi, int prefetch) {
+  if (!prefetch) {
+    adam_elems(p, g, m, v, lo, hi);
+    return;
+  }
+  for (size_t b = lo; b < hi; b += BLOCK) {
+    const size_t e = b + BLOCK < hi ? b + BLOCK : hi;
+    __builtin_prefetch(p + b + AHEAD, 1);
+    __builtin_prefetch(g + b + AHEAD);
+    __builtin_prefetch(m + b + AHEAD, 1);
+    __builtin_prefetch(v + b + AHEAD, 1);
+    adam_elems(p, g, m, v, b, e);
+  }
+}
+
+void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
+                      int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; t++) {
+    size_t lo, hi;
+    slice(n, t, threads, &lo, &hi);
+    adam_range(p, g, m, v, lo, hi, prefetch);
+  }
+}
+
+/* The step's compulsory traffic in tiles small enough for L1/L2: the grads half (pristine ->
+ * hp, lp = 0) then the Adam half on the same tile, which finds hp in cache. In one pass over
+ * all nine arrays the loop ran slower than the captured step on this machine (too many streams
+ * at once); tiled, each DRAM stream is still read or written exactly once. */
+#define STEP_TILE 2048u
+BOUND_CLONES static void step_range(const uint16_t *pristine, uint16_t *lp, float *hp, float *p,
+                                    float *m, float *v, size_t lo, size_t hi, float inv_scale,
+                                    int prefetch) {
+  for (size_t b = lo; b < hi; b += STEP_TILE) {
+    const size_t e = b + STEP_TILE < hi ? b + STEP_TILE : hi;
+    if (prefetch)
+      for (size_t k = b; k < e; k += BLOCK) {
+        if (((k - b) & (2 * BLOCK - 1)) == 0) __builtin_prefetch(pristine + k + STEP_TILE);
+        __builtin_prefetch(p + k + STEP_TILE, 1);
+        __builtin_prefetch(m + k + STEP_TILE, 1);
+        __builtin_prefetch(v + k + STEP_TILE, 1);
+      }
+    grads_elems(pristine, lp, hp, b, e, inv_scale);
+    adam_elems(p, hp, m, v, b, e);
+  }
+}
+
+void bench_bound_step(const uint16_t *pristine, uint16_t *lp, float *hp, float *p, float *m,
+                      float *v, size_t n, float inv_scale, int prefetch, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; t++) {
+    size_t lo, hi;
+    slice(n, t, threads, &lo, &hi);
+    step_range(pristine, lp, hp, p, m, v, lo, hi, inv_scale, prefetch);
+  }
 }

@@ -20,14 +20,16 @@ static const struct {
      "eager per-op enqueue cost (memset, host func) and caching-allocator alloc+free\n"
      "                  [--ops N (100000)] [--repeat N (5)]"},
     {"graph", bench_graph,
-     "eager vs captured+replayed chains of 1..1000 tiny nodes [--repeat N (30)]"},
+     "eager vs captured+replayed chains of 1..1000 tiny nodes, paired rounds\n"
+     "                  [--repeat N (30)]"},
     {"kernels", bench_kernels,
-     "norm / lp->hp grads / AdamW / norm+clip vs bandwidth baselines and PyTorch\n"
-     "                  [--size-mb MB (1024)] [--repeat N (5)] [--no-torch]"},
+     "norm / lp->hp grads / AdamW vs their bounds, norm+clip vs PyTorch, paired\n"
+     "                  rounds [--size-mb MB (1024)] [--repeat N (7)] [--no-torch]"},
     {"optstep", bench_optstep,
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
      "                  [--preset tiny|many-small|gpt2] [--tensors N --params M] [--steps N]\n"
-     "                  [--torch]; default: many-small then gpt2"},
+     "                  [--torch]; default: many-small then gpt2; --steps N: N - 1 paired\n"
+     "                  rounds of the bound and the 4 variants"},
 #ifdef ACCEL_BENCH_HAVE_OPENCL
     {"opencl", bench_opencl,
      "on the opencl device: list vs per-tensor norm, eager vs graph optimizer step, accel\n"

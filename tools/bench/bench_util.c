@@ -8,6 +8,9 @@
 
 #include "bench.h"
 
+/* See bench_settle in bench.h. */
+#define BENCH_SETTLE_MS 5
+
 FILE *bench_table_out(const bench_opts_t *o) { return o->json ? stderr : stdout; }
 
 uint64_t bench_now_ns(void) {
@@ -40,6 +43,34 @@ bench_stats_t bench_stats(double *samples, size_t n) {
   s.p10 = percentile(samples, n, 0.1);
   s.p90 = percentile(samples, n, 0.9);
   return s;
+}
+
+void bench_settle(void) {
+  const struct timespec pause = {0, BENCH_SETTLE_MS * 1000 * 1000};
+  nanosleep(&pause, NULL);
+}
+
+bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp) {
+  memcpy(tmp, samples, (size_t)n * sizeof *tmp);
+  return bench_stats(tmp, (size_t)n);
+}
+
+bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
+                                double *tmp) {
+  for (int r = 0; r < rounds; r++) tmp[r] = num[r] / den[r] * scale;
+  return bench_stats(tmp, (size_t)rounds);
+}
+
+int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms) {
+  for (int r = -1; r < rounds; r++) {
+    for (int step = 0; step < k; step++) {
+      const int i = ((r < 0 ? 0 : r) + step) % k;
+      const double t = fns[i](ctx[i]);
+      if (t < 0) return 1;
+      if (r >= 0) ms[i * rounds + r] = t;
+    }
+  }
+  return 0;
 }
 
 void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s) {

@@ -1,17 +1,20 @@
 /*
- * kernels: bandwidth of the multi-tensor kernels on one device against host baselines measured
- * in the same run (bench_baseline.c: all-core vectorised fp32 sum of squares, all-core copy),
- * and norm + clip against torch.nn.utils.clip_grad_norm_ on the same shapes (issue 4).
+ * kernels: bandwidth of the multi-tensor kernels on one device, each against its own bound
+ * (bench_baseline.h: a plain all-threads vectorised loop moving the same streams as the kernel,
+ * on the same buffers), and norm + clip against torch.nn.utils.clip_grad_norm_ on the same
+ * shapes (issue 4). Every ratio is paired: bound and kernel alternate in rounds, and the
+ * median of the per-round ratios is reported with their spread (issue 23).
  *
  * Working sets (--size-mb S, default 1024): norm and clip read S MiB of fp32 in 300 tensors;
  * update_hp_grads (bf16 -> fp32: 10 bytes per element, 12 with zeroing) and AdamW (p, g, m, v:
  * 28 bytes per element) run on S/16 Mi elements in 300 tensors; all fp32 data are views into
  * one S MiB buffer. The 2000 x 1K norm+clip runs at least 20 samples (each is short).
- * GB/s counts bytes read + bytes written; so does the copy baseline (2 x the bytes copied).
+ * GB/s counts bytes read + bytes written, by kernel and bound alike.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "accel/accel_kernels.h"
 #include "bench.h"
@@ -74,133 +77,205 @@ fail:
   return 1;
 }
 
+/* The bound loop of a bandwidth row (bench_baseline.h) and the host buffers it runs on: the
+ * kernel's own buffers when the host can use them, else host copies of the same size. */
+typedef enum { BOUND_READ, BOUND_HP, BOUND_HP_ZERO, BOUND_ADAM } bound_kind_t;
+static const char *const bound_names[] = {
+    "read 1 fp32 stream (sum of squares)",
+    "read bf16 + fp32, write fp32 in place (hp += float(lp))",
+    "read bf16 + fp32, write fp32 + bf16 in place (hp += float(lp), lp = 0)",
+    "read 4 fp32 streams, write 3 in place (p, g, m, v -> p, m, v)"};
+
 typedef struct bw_row {
   const char *name;
-  bench_stats_t ms;
-  double bytes;       /* per call */
-  const char *vs;     /* baseline name */
-  double base_gbps;
-  double target_pct;  /* <= 0: none */
+  op_fn op;
+  kctx_t *c;
+  bound_kind_t bound;
+  float *x;      /* host view of the fp32 buffer */
+  uint16_t *lp;  /* host view of the bf16 buffer */
+  size_t numel;  /* elements per stream */
+  size_t quarter;
+  double bytes;  /* per call, read + written */
+  double target_pct; /* <= 0: none */
+  bench_stats_t ms, bound_ms, pct; /* pct: per-round 100 * bound ms / kernel ms */
+  volatile double sink;
 } bw_row_t;
+
+static double sample_kernel(void *ctx) {
+  bw_row_t *r = ctx;
+  uint64_t t0 = bench_now_ns();
+  BENCH_TRY(r->op(r->c));
+  BENCH_TRY(accel_stream_synchronize(r->c->s));
+  return (double)(bench_now_ns() - t0) / 1e6;
+fail:
+  return -1.0;
+}
+
+/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching loop, on each thread
+ * count of bench_bound_thread_counts. */
+static double sample_bound(void *ctx) {
+  bw_row_t *r = ctx;
+  double best = 0.0;
+  int counts[2];
+  const int nc = bench_bound_thread_counts(r->bytes, counts);
+  bench_settle();
+  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
+    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
+    uint64_t t0 = bench_now_ns();
+    switch (r->bound) {
+    case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch, threads); break;
+    case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch, threads); break;
+    case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch, threads); break;
+    case BOUND_ADAM:
+      bench_bound_adam(r->x, r->x + r->quarter, r->x + 2 * r->quarter, r->x + 3 * r->quarter,
+                       r->numel, prefetch, threads);
+      break;
+    }
+    const double ms = (double)(bench_now_ns() - t0) / 1e6;
+    if (k == 0 || ms < best) best = ms;
+  }
+  return best;
+}
+
+/* rounds paired rounds of bound and kernel; buf holds 3 * rounds doubles. */
+static int run_bw_row(bw_row_t *r, int rounds, double *buf) {
+  const bench_sample_fn fns[2] = {sample_bound, sample_kernel};
+  void *const ctx[2] = {r, r};
+  if (bench_rounds(rounds, 2, fns, ctx, buf)) return 1;
+  r->bound_ms = bench_stats_copy(buf, rounds, buf + 2 * rounds);
+  r->ms = bench_stats_copy(buf + rounds, rounds, buf + 2 * rounds);
+  r->pct = bench_ratio_stats(buf, buf + rounds, rounds, 100.0, buf + 2 * rounds);
+  return 0;
+}
+
+/* Rounds of accel against its PyTorch peer: every round starts a peer process. */
+#define PEER_ROUNDS 3
 
 typedef struct torch_row {
   const char *name;
+  accel_tensor_t *list;
   size_t tensors, numel;
   const size_t *sizes;
   int repeat;
   bench_stats_t ms;
-  bench_torch_result_t torch;     /* the peer the target is judged against */
+  bench_torch_result_t torch;     /* the peer the target is judged against (last round) */
   bench_torch_result_t torch_all; /* PyTorch on every CPU, when its default is fewer */
   int torch_own_default;          /* torch ran at PyTorch's own default thread count */
   double target;
+  int rounds;                     /* paired rounds completed */
+  double accel_round[PEER_ROUNDS], torch_round[PEER_ROUNDS], all_round[PEER_ROUNDS];
+  bench_stats_t speedup, speedup_all; /* per-round torch median / accel median */
 } torch_row_t;
-
-static bw_row_t bw_row(const char *name, double bytes, const char *vs, double base_gbps,
-                       double target_pct) {
-  bw_row_t r = {.name = name, .bytes = bytes, .vs = vs, .base_gbps = base_gbps,
-                .target_pct = target_pct};
-  return r;
-}
 
 static double gbps(double bytes, double ms) { return bytes / (ms * 1e6); }
 
-/* Runs the host baselines on host-visible memory of 4 * count bytes. */
-static void time_baselines(float *x, size_t count, int repeat, double *buf, bench_stats_t *rd,
-                           bench_stats_t *cp, volatile double *sink) {
-  for (int r = -1; r < repeat; r++) {
-    uint64_t t0 = bench_now_ns();
-    *sink += bench_baseline_sumsq(x, count);
-    if (r >= 0) buf[r] = (double)(bench_now_ns() - t0) / 1e6;
-  }
-  *rd = bench_stats(buf, (size_t)repeat);
-  for (int r = -1; r < repeat; r++) {
-    uint64_t t0 = bench_now_ns();
-    bench_baseline_copy(x + count / 2, x, count / 2);
-    if (r >= 0) buf[r] = (double)(bench_now_ns() - t0) / 1e6;
-  }
-  *cp = bench_stats(buf, (size_t)repeat);
-}
-
-/* norm + clip on c->list (its PyTorch peer runs later: run_torch_peers). Call k (k = 0 is the
- * warm-up) uses max_norm = initial norm / 2^(k+1), so every call really scales (coef ~ 0.5 < 1;
- * a fixed max_norm would give coef ~ 1 after the first call and skip the writes). */
-static int run_clip_row(kctx_t *c, double *buf, torch_row_t *row) {
+/* norm + clip on row->list, repeat samples. Call k (k = 0 is the warm-up) uses max_norm =
+ * initial norm / 2^(k+1), so every call really scales (coef ~ 0.5 < 1; a fixed max_norm would
+ * give coef ~ 1 after the first call and skip the writes). */
+static int run_clip_row(kctx_t *c, double *buf, torch_row_t *row, bench_stats_t *ms) {
   float norm;
+  c->list = row->list;
+  c->n = row->tensors;
   BENCH_TRY(op_norm(c));
   BENCH_TRY(accel_memcpy(c->dev, &norm, &c->scalars[0], sizeof norm));
   c->max_norm = norm;
-  return time_op(c, op_norm_clip, row->repeat, buf, &row->ms);
+  return time_op(c, op_norm_clip, row->repeat, buf, ms);
 fail:
   return 1;
 }
 
-/* The PyTorch peers run after every accel measurement: the kernel was still tearing down a
- * finished peer's process (over 1 GiB) while the next accel row ran, which made the 2000 x 1K
- * row 20-30% slower than in runs without the peer. Without --torch-threads the target is
- * judged against PyTorch as installed (its own default thread count: one on this machine's
- * build), and when that is fewer than the CPUs accel uses, a second peer on every CPU is
- * reported beside it. */
-static void run_torch_peers(const bench_opts_t *o, torch_row_t *rows, int n) {
-  for (int i = 0; i < n; i++) {
-    torch_row_t *row = &rows[i];
-    if (o->torch == 0) {
-      snprintf(row->torch.reason, sizeof row->torch.reason, "--no-torch");
-      continue;
-    }
-    bench_progress("kernels: %s (PyTorch)", row->name);
-    row->torch_own_default = o->torch_threads == 0;
+/* A finished peer's process (over 1 GiB) is still being torn down by the kernel for a moment:
+ * accel rows run in that time measured 20-30% slower, so each peer is followed by a pause. */
+static void pause_after_peer(void) {
+  const struct timespec ts = {0, 300 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* PEER_ROUNDS paired rounds of accel (repeat samples) and the PyTorch peer(s) (a process each,
+ * repeat samples); the speedup of a round is the peer's median over accel's median of that
+ * round. Without --torch-threads the target is judged against PyTorch as installed (its own
+ * default thread count: one on this machine's build), and when that is fewer than the CPUs
+ * accel uses, a second peer on every CPU runs in each round too. --no-torch: accel only, one
+ * round. */
+static int run_clip_rounds(const bench_opts_t *o, kctx_t *c, double *buf, torch_row_t *row) {
+  const size_t all = (size_t)bench_online_cpus();
+  double tmp[PEER_ROUNDS];
+  row->torch_own_default = o->torch_threads == 0;
+  if (o->torch == 0) snprintf(row->torch.reason, sizeof row->torch.reason, "--no-torch");
+  for (int r = 0; r < (o->torch == 0 ? 1 : PEER_ROUNDS); r++) {
+    bench_stats_t ms;
+    bench_progress("kernels: %s round %d", row->name, r + 1);
+    if (run_clip_row(c, buf, row, &ms)) return 1;
+    row->ms = ms;
+    row->accel_round[r] = ms.median;
+    row->rounds = r + 1;
+    if (o->torch == 0) continue;
+    bench_progress("kernels: %s round %d (PyTorch)", row->name, r + 1);
     bench_torch_run(o, "clip", o->torch_threads, row->sizes, row->tensors, row->repeat,
                     &row->torch);
-    const size_t all = (size_t)bench_online_cpus();
-    if (row->torch_own_default && row->torch.available && (size_t)row->torch.threads < all) {
-      bench_progress("kernels: %s (PyTorch, %zu threads)", row->name, all);
+    pause_after_peer();
+    if (!row->torch.available) return 0; /* skipped: its reason is reported */
+    row->torch_round[r] = row->torch.ms.median;
+    if (row->torch_own_default && (size_t)row->torch.threads < all) {
+      bench_progress("kernels: %s round %d (PyTorch, %zu threads)", row->name, r + 1, all);
       bench_torch_run(o, "clip", all, row->sizes, row->tensors, row->repeat, &row->torch_all);
+      pause_after_peer();
+      row->all_round[r] = row->torch_all.available ? row->torch_all.ms.median : NAN;
     }
   }
+  if (row->torch.available)
+    row->speedup = bench_ratio_stats(row->torch_round, row->accel_round, row->rounds, 1.0, tmp);
+  if (row->torch_all.available)
+    row->speedup_all = bench_ratio_stats(row->all_round, row->accel_round, row->rounds, 1.0, tmp);
+  return 0;
 }
 
 static void print_bw(FILE *f, const bw_row_t *r) {
-  double g = gbps(r->bytes, r->ms.median), pct = 100.0 * g / r->base_gbps;
   char verdict[40] = "";
   if (r->target_pct > 0)
     snprintf(verdict, sizeof verdict, ">= %.0f%%: %s", r->target_pct,
-             pct >= r->target_pct ? "met" : "MISSED");
-  fprintf(f, "%-28s %9.2f [%8.2f..%8.2f] %7.2f  %-6s %7.2f %6.1f%%  %s\n", r->name, r->ms.median,
-          r->ms.min, r->ms.max, g, r->vs, r->base_gbps, pct, verdict);
+             r->pct.median >= r->target_pct ? "met" : "MISSED");
+  fprintf(f, "%-26s %8.2f [%7.2f..%7.2f] %6.2f %8.2f %6.2f  %5.1f%% [%5.1f..%5.1f]  %s\n",
+          r->name, r->ms.median, r->ms.min, r->ms.max, gbps(r->bytes, r->ms.median),
+          r->bound_ms.median, gbps(r->bytes, r->bound_ms.median), r->pct.median, r->pct.min,
+          r->pct.max, verdict);
 }
 
 static void json_bw(bench_json_t *j, const bw_row_t *r) {
-  double g = gbps(r->bytes, r->ms.median), pct = 100.0 * g / r->base_gbps;
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "name", r->name);
+  bench_json_int(j, "numel", (long long)r->numel);
   bench_json_stats(j, "ms", &r->ms);
   bench_json_num(j, "bytes", r->bytes);
-  bench_json_num(j, "gbps", g);
-  bench_json_str(j, "baseline", r->vs);
-  bench_json_num(j, "baseline_gbps", r->base_gbps);
-  bench_json_num(j, "pct_of_baseline", pct);
+  bench_json_num(j, "gbps", gbps(r->bytes, r->ms.median));
+  bench_json_begin_object(j, "bound");
+  bench_json_str(j, "loop", bound_names[r->bound]);
+  bench_json_stats(j, "ms", &r->bound_ms);
+  bench_json_num(j, "gbps", gbps(r->bytes, r->bound_ms.median));
+  bench_json_end_object(j);
+  bench_json_stats(j, "pct_of_bound", &r->pct);
   if (r->target_pct > 0) {
     bench_json_num(j, "target_pct", r->target_pct);
-    bench_json_bool(j, "met", pct >= r->target_pct);
+    bench_json_bool(j, "met", r->pct.median >= r->target_pct);
   }
   bench_json_end_object(j);
 }
 
 static void print_torch(FILE *f, const torch_row_t *r) {
-  fprintf(f, "%-28s %9.3f [%8.3f..%8.3f]  ", r->name, r->ms.median, r->ms.min, r->ms.max);
+  fprintf(f, "%-26s %9.3f [%8.3f..%8.3f]  ", r->name, r->ms.median, r->ms.min, r->ms.max);
   if (!r->torch.available) {
     fprintf(f, "PyTorch skipped: %s\n", r->torch.reason);
     return;
   }
-  double speedup = r->torch.ms.median / r->ms.median;
-  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %7.1fx  >= %.0fx: %s (torch %d thread%s%s)\n",
-          r->torch.ms.median, r->torch.ms.min, r->torch.ms.max, speedup, r->target,
-          speedup >= r->target ? "met" : "MISSED", r->torch.threads,
+  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %6.1fx [%4.1f..%4.1f]  >= %.0fx: %s (torch %d thread%s%s)\n",
+          r->torch.ms.median, r->torch.ms.min, r->torch.ms.max, r->speedup.median,
+          r->speedup.min, r->speedup.max, r->target,
+          r->speedup.median >= r->target ? "met" : "MISSED", r->torch.threads,
           r->torch.threads == 1 ? "" : "s", r->torch_own_default ? ", its default" : "");
   if (r->torch_all.available)
-    fprintf(f, "%-28s %-29s  torch %9.3f [%8.3f..%8.3f] %7.1fx  (torch %d threads, as accel)\n",
+    fprintf(f, "%-26s %-29s  torch %9.3f [%8.3f..%8.3f] %6.1fx [%4.1f..%4.1f]  (torch %d threads, as accel)\n",
             "", "", r->torch_all.ms.median, r->torch_all.ms.min, r->torch_all.ms.max,
-            r->torch_all.ms.median / r->ms.median, r->torch_all.threads);
+            r->speedup_all.median, r->speedup_all.min, r->speedup_all.max, r->torch_all.threads);
 }
 
 static void json_torch(bench_json_t *j, const torch_row_t *r) {
@@ -208,28 +283,34 @@ static void json_torch(bench_json_t *j, const torch_row_t *r) {
   bench_json_str(j, "name", r->name);
   bench_json_int(j, "tensors", (long long)r->tensors);
   bench_json_int(j, "numel", (long long)r->numel);
+  bench_json_int(j, "rounds", r->rounds);
   bench_json_stats(j, "ms", &r->ms);
   bench_torch_json(j, "torch", &r->torch);
   bench_json_bool(j, "torch_own_default", r->torch_own_default);
   bench_json_num(j, "target_speedup", r->target);
   if (r->torch.available) {
-    double speedup = r->torch.ms.median / r->ms.median;
-    bench_json_num(j, "speedup", speedup);
-    bench_json_bool(j, "met", speedup >= r->target);
+    bench_json_stats(j, "speedup", &r->speedup);
+    bench_json_bool(j, "met", r->speedup.median >= r->target);
   }
   if (r->torch_all.available) {
     bench_torch_json(j, "torch_all_cpus", &r->torch_all);
-    bench_json_num(j, "speedup_all_cpus", r->torch_all.ms.median / r->ms.median);
+    bench_json_stats(j, "speedup_all_cpus", &r->speedup_all);
   }
   bench_json_end_object(j);
 }
 
+static size_t sum_sizes(const size_t *sizes, size_t n) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += sizes[i];
+  return total;
+}
+
 int bench_kernels(const bench_opts_t *o) {
-  const int repeat = o->repeat ? o->repeat : 5;
+  const int repeat = o->repeat ? o->repeat : 7;
   const double size_mb = o->size_mb > 0 ? o->size_mb : 1024.0;
   /* Elements of the fp32 buffer, a multiple of 64 so the quarter/half views stay aligned. */
   const size_t count = (size_t)(size_mb * 1048576.0 / 4.0) / 64 * 64;
-  const size_t half = count / 2, quarter = count / 4;
+  const size_t quarter = count / 4;
   accel_device_t *dev = NULL;
   kctx_t c = {0};
   float *x = NULL, *small = NULL, *host_copy = NULL;
@@ -237,9 +318,11 @@ int bench_kernels(const bench_opts_t *o) {
   size_t *sizes = NULL, *offs = NULL, *hsz = NULL, *hoff = NULL, *asz = NULL, *aoff = NULL;
   size_t *ssz = NULL, *soff = NULL;
   accel_tensor_t *lists = NULL;
-  double *buf = calloc((size_t)(repeat < 20 ? 20 : repeat), sizeof *buf);
+  const int nbuf = 3 * (repeat < 20 ? 20 : repeat);
+  double *buf = calloc((size_t)nbuf, sizeof *buf);
   bw_row_t bw[4];
   torch_row_t tr[2];
+  memset(bw, 0, sizeof bw);
   memset(tr, 0, sizeof tr);
   int rc = 1;
   if (count < 64 * BIG_TENSORS) {
@@ -283,46 +366,42 @@ int bench_kernels(const bench_opts_t *o) {
   BENCH_TRY(bench_upload_random(dev, x, count, ACCEL_F32, 1.0f, 1));
   BENCH_TRY(bench_upload_random(dev, small, SMALL_TENSORS * SMALL_NUMEL, ACCEL_F32, 1.0f, 2));
 
-  /* Baselines on host memory: the device buffer itself when the host can use it. */
-  bench_stats_t rd, cp;
-  volatile double sink = 0;
+  /* The bound loops run on the device buffers themselves when the host can use them. */
   float *host_x = x;
+  uint16_t *host_lp = lp;
   if (!info.host_accessible) {
-    host_copy = malloc(count * 4);
+    host_copy = malloc(count * 4 + quarter * 2);
     if (!host_copy) {
-      fprintf(stderr, "accel-bench: out of host memory for the baselines\n");
+      fprintf(stderr, "accel-bench: out of host memory for the bounds\n");
       goto fail;
     }
-    memset(host_copy, 0, count * 4);
+    memset(host_copy, 0, count * 4 + quarter * 2);
     host_x = host_copy;
+    host_lp = (uint16_t *)(host_copy + count);
   }
-  bench_progress("kernels: baselines");
-  time_baselines(host_x, count, repeat, buf, &rd, &cp, &sink);
-  const double read_gbps = gbps(count * 4.0, rd.median);
-  const double copy_gbps = gbps(half * 8.0, cp.median);
 
   accel_tensor_t *l = lists;
   c.list = l;
   c.n = BIG_TENSORS;
   bench_make_list(x, ACCEL_F32, sizes, offs, BIG_TENSORS, c.list);
+  const size_t norm_numel = sum_sizes(sizes, BIG_TENSORS);
   bench_progress("kernels: norm");
-  bw[0] = bw_row("norm L2 (f32)", count * 4.0, "read", read_gbps, TARGET_NORM_PCT);
-  if (time_op(&c, op_norm, repeat, buf, &bw[0].ms)) goto fail;
+  bw[0] = (bw_row_t){.name = "norm L2 (f32)", .op = op_norm, .c = &c, .bound = BOUND_READ,
+                     .x = host_x, .lp = host_lp, .numel = norm_numel, .quarter = quarter,
+                     .bytes = norm_numel * BENCH_BOUND_READ_BYTES,
+                     .target_pct = TARGET_NORM_PCT};
+  if (run_bw_row(&bw[0], repeat, buf)) goto fail;
 
-  tr[0] = (torch_row_t){.name = "norm+clip 300 tensors", .tensors = BIG_TENSORS,
-                        .sizes = sizes, .repeat = repeat, .target = TARGET_CLIP_BIG};
-  for (size_t i = 0; i < BIG_TENSORS; i++) tr[0].numel += sizes[i];
-  bench_progress("kernels: norm+clip");
-  if (run_clip_row(&c, buf, &tr[0])) goto fail;
-
-  c.list = l + 6 * BIG_TENSORS;
-  c.n = SMALL_TENSORS;
-  bench_make_list(small, ACCEL_F32, ssz, soff, SMALL_TENSORS, c.list);
-  tr[1] = (torch_row_t){.name = "norm+clip 2000 x 1K", .tensors = SMALL_TENSORS,
-                        .numel = SMALL_TENSORS * SMALL_NUMEL, .sizes = ssz,
-                        .repeat = repeat < 20 ? 20 : repeat, .target = TARGET_CLIP_SMALL};
-  bench_progress("kernels: norm+clip small");
-  if (run_clip_row(&c, buf, &tr[1])) goto fail;
+  tr[0] = (torch_row_t){.name = "norm+clip 300 tensors", .list = l, .tensors = BIG_TENSORS,
+                        .sizes = sizes, .numel = norm_numel, .repeat = repeat,
+                        .target = TARGET_CLIP_BIG};
+  tr[1] = (torch_row_t){.name = "norm+clip 2000 x 1K", .list = l + 6 * BIG_TENSORS,
+                        .tensors = SMALL_TENSORS, .numel = SMALL_TENSORS * SMALL_NUMEL,
+                        .sizes = ssz, .repeat = repeat < 20 ? 20 : repeat,
+                        .target = TARGET_CLIP_SMALL};
+  bench_make_list(small, ACCEL_F32, ssz, soff, SMALL_TENSORS, tr[1].list);
+  for (int i = 0; i < 2; i++)
+    if (run_clip_rounds(o, &c, buf, &tr[i])) goto fail;
 
   /* lp -> hp: hp is the first quarter of x, lp its own bf16 buffer. */
   c.lp = l + BIG_TENSORS;
@@ -330,14 +409,19 @@ int bench_kernels(const bench_opts_t *o) {
   bench_make_list(lp, ACCEL_BF16, hsz, hoff, BIG_TENSORS, c.lp);
   bench_make_list(x, ACCEL_F32, hsz, hoff, BIG_TENSORS, c.hp);
   BENCH_TRY(accel_fill(c.s, c.lp, BIG_TENSORS, 0.5f));
+  const size_t hp_numel = sum_sizes(hsz, BIG_TENSORS);
   bench_progress("kernels: update_hp_grads");
-  bw[1] = bw_row("update_hp_grads bf16->f32", quarter * 10.0, "copy", copy_gbps,
-                     TARGET_HP_PCT);
-  if (time_op(&c, op_hp, repeat, buf, &bw[1].ms)) goto fail;
+  bw[1] = (bw_row_t){.name = "update_hp_grads bf16->f32", .op = op_hp, .c = &c,
+                     .bound = BOUND_HP, .x = host_x, .lp = host_lp, .numel = hp_numel,
+                     .quarter = quarter, .bytes = hp_numel * BENCH_BOUND_HP_BYTES(0),
+                     .target_pct = TARGET_HP_PCT};
+  if (run_bw_row(&bw[1], repeat, buf)) goto fail;
   c.zero_lp = 1;
-  bw[2] = bw_row("update_hp_grads + zero lp", quarter * 12.0, "copy", copy_gbps,
-                     TARGET_HP_PCT);
-  if (time_op(&c, op_hp, repeat, buf, &bw[2].ms)) goto fail;
+  bw[2] = bw[1];
+  bw[2].name = "update_hp_grads + zero lp";
+  bw[2].bound = BOUND_HP_ZERO;
+  bw[2].bytes = hp_numel * BENCH_BOUND_HP_BYTES(1);
+  if (run_bw_row(&bw[2], repeat, buf)) goto fail;
 
   /* AdamW: p, g, m, v are the four quarters of x; m and v start at 0. */
   c.p = l + 2 * BIG_TENSORS;
@@ -352,24 +436,31 @@ int bench_kernels(const bench_opts_t *o) {
   BENCH_TRY(accel_fill(c.s, c.v, BIG_TENSORS, 0.0f));
   const accel_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1, 0.0f};
   BENCH_TRY(accel_memcpy_async(c.s, c.args, &args, sizeof args));
+  BENCH_TRY(accel_stream_synchronize(c.s));
+  const size_t adam_numel = sum_sizes(asz, BIG_TENSORS);
   bench_progress("kernels: fused AdamW");
-  bw[3] = bw_row("fused AdamW (f32 grads)", quarter * 28.0, "copy", copy_gbps,
-                     TARGET_ADAM_PCT);
-  if (time_op(&c, op_adam, repeat, buf, &bw[3].ms)) goto fail;
-  run_torch_peers(o, tr, 2);
+  bw[3] = (bw_row_t){.name = "fused AdamW (f32 grads)", .op = op_adam, .c = &c,
+                     .bound = BOUND_ADAM, .x = host_x, .lp = host_lp, .numel = adam_numel,
+                     .quarter = quarter, .bytes = adam_numel * BENCH_BOUND_ADAM_BYTES,
+                     .target_pct = TARGET_ADAM_PCT};
+  if (run_bw_row(&bw[3], repeat, buf)) goto fail;
   bench_progress_done();
 
   bench_machine_t m;
   FILE *f = bench_report_begin(o, dev, &m);
-  fprintf(f, "kernels: %.0f MiB fp32 working set, %d samples, %d baseline threads; "
-             "ms median [min..max]\n", size_mb, repeat, bench_baseline_threads());
-  fprintf(f, "baselines: read (sum of squares) %.2f GB/s [%.2f ms], copy %.2f GB/s "
-             "(read+write) [%.2f ms]\n", read_gbps, rd.median, copy_gbps, cp.median);
-  fprintf(f, "%-28s %-29s %7s  %-6s %7s %7s  %s\n", "kernel", "ms", "GB/s", "vs", "GB/s",
-          "%", "target");
+  fprintf(f, "kernels: %.0f MiB fp32 working set, %d paired rounds (bound, kernel), %d bound "
+             "threads; ms median [min..max]; %% of bound: median [min..max] of the rounds' "
+             "bound ms / kernel ms\n", size_mb, repeat, bench_baseline_threads());
+  fprintf(f, "%-26s %-25s %6s %8s %6s  %-20s  %s\n", "kernel", "ms", "GB/s", "bound ms", "GB/s",
+          "% of bound", "target");
   for (int i = 0; i < 4; i++) print_bw(f, &bw[i]);
-  fprintf(f, "%-28s %-29s  %-29s %8s  %s\n", "vs PyTorch (clip_grad_norm_)", "accel ms",
-          "torch ms", "speedup", "target");
+  fprintf(f, "bounds: a plain vectorised loop on %d threads moving the kernel's streams (in "
+             "each round the fastest of %d runs each, plain and prefetching, and below 64 MiB "
+             "moved also on 1 thread):\n",
+          bench_baseline_threads(), BENCH_BOUND_TRIES);
+  for (int i = 0; i < 4; i++) fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bound]);
+  fprintf(f, "%-26s %-29s  %-29s %s\n", "vs PyTorch (clip_grad_norm_)", "accel ms (last round)",
+          "torch ms (last round)", "speedup: median [min..max] of the rounds, target");
   for (int i = 0; i < 2; i++) print_torch(f, &tr[i]);
 
   bench_json_t j;
@@ -378,14 +469,8 @@ int bench_kernels(const bench_opts_t *o) {
   bench_json_str(&j, "scenario", "kernels");
   bench_json_machine(&j, &m);
   bench_json_num(&j, "size_mb", size_mb);
-  bench_json_int(&j, "repeat", repeat);
-  bench_json_begin_object(&j, "baselines");
-  bench_json_int(&j, "threads", bench_baseline_threads());
-  bench_json_stats(&j, "read_ms", &rd);
-  bench_json_num(&j, "read_gbps", read_gbps);
-  bench_json_stats(&j, "copy_ms", &cp);
-  bench_json_num(&j, "copy_gbps", copy_gbps);
-  bench_json_end_object(&j);
+  bench_json_int(&j, "rounds", repeat);
+  bench_json_int(&j, "bound_threads", bench_baseline_threads());
   bench_json_begin_array(&j, "bandwidth");
   for (int i = 0; i < 4; i++) json_bw(&j, &bw[i]);
   bench_json_end_array(&j);

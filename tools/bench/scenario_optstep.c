@@ -11,10 +11,17 @@
  * differently, and the variants must agree bitwise. Before each step the host uploads the
  * step number, the loss-scale inverse and found_inf = 0 with one accel_memcpy_async outside
  * the graph (stream ordered, from host memory that lives until the end).
+ *
+ * Each variant first runs AGREE_STEPS steps from the same initial state for the bitwise
+ * comparison. Then the timing (issue 23): rounds in which the step's bound (the compulsory
+ * traffic, bench_bound_step) and the four variants each run once, in turn, so every ratio
+ * (% of bound, speedup over per-tensor eager) is taken within a round; the tables give the
+ * median of those ratios and their spread.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "bench_baseline.h"
@@ -23,21 +30,42 @@
 
 #define MAX_NORM 1.0f
 #define CLIP_EPS 1e-6f
-/* Bytes per element per step: grads copy 2+2, hp zero 4, lp->hp 2+4+4+2 (zero lp),
- * unscale 4+4, norm 4, clip 4+4, AdamW p,g,m,v read 16 + p,m,v written 12. */
-#define BYTES_PER_ELEMENT 68.0
+/* Steps per variant of the agreement run (the digests compare these). */
+#define AGREE_STEPS 3
+/* Rounds of the multi-tensor graph against the PyTorch peer (a process each). */
+#define PEER_ROUNDS 3
 
 enum { V_PT_EAGER, V_PT_GRAPH, V_MT_EAGER, V_MT_GRAPH, NUM_VARIANTS };
 static const char *const variant_names[NUM_VARIANTS] = {
     "per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph"};
 
-typedef struct variant_result {
-  bench_stats_t ms;
+/* One variant of the step: its graph (graph variants) and what it measured. */
+typedef struct variant {
+  os_model_t *md;
+  accel_stream_t *s;
+  const os_scalars_t *host_steps;
+  int nsteps, next_step;
+  int per_tensor;
+  accel_graph_t *graph;
   double capture_ms;
   size_t calls_per_step;
   size_t graph_nodes;
   uint64_t digest;
-} variant_result_t;
+  bench_stats_t ms, pct, speedup; /* pct: of the bound; speedup: over per-tensor eager */
+  double *enqueue;  /* eager variants while timed: host ms in the API calls of each step */
+  int nenqueue, enqueue_cap;
+  bench_stats_t enqueue_ms;
+} variant_t;
+
+/* The bound of the step: the compulsory traffic (bench_bound_step) on the model's buffers, or
+ * on host buffers of the same sizes when the host cannot use the device's. */
+typedef struct step_bound {
+  os_model_t *md;
+  uint16_t *pristine, *lp;
+  float *hp, *p, *m, *v;
+  void *host;
+  bench_stats_t ms;
+} step_bound_t;
 
 static accel_status_t enqueue_step(os_model_t *md, accel_stream_t *s, int per_tensor) {
   os_scalars_t *sc = md->scalars;
@@ -56,72 +84,134 @@ static accel_status_t enqueue_step(os_model_t *md, accel_stream_t *s, int per_te
   return st;
 }
 
-static int run_variant(os_model_t *md, accel_stream_t *s, int v, int steps,
-                       const os_scalars_t *host_steps, double *buf, variant_result_t *res) {
-  const int per_tensor = v == V_PT_EAGER || v == V_PT_GRAPH;
-  const int graph = v == V_PT_GRAPH || v == V_MT_GRAPH;
-  accel_graph_t *g = NULL;
-  int rc = 1;
-  res->calls_per_step = 1 + (per_tensor ? 5 * md->n + 1 : 6) + 1; /* + the upload */
-  if (!os_model_reset(md, s)) return 1;
+/* One step of v (its next step number's scalars uploaded first), synchronized: ms or -1. */
+static double sample_step(void *ctx) {
+  variant_t *v = ctx;
+  const os_scalars_t *sc = &v->host_steps[v->next_step++ % v->nsteps];
+  uint64_t t0 = bench_now_ns();
+  BENCH_TRY(accel_memcpy_async(v->s, v->md->scalars, sc, OS_UPLOAD_BYTES));
+  if (v->graph) {
+    BENCH_TRY(accel_graph_replay(v->graph, v->s));
+  } else {
+    BENCH_TRY(enqueue_step(v->md, v->s, v->per_tensor));
+    if (v->nenqueue < v->enqueue_cap)
+      v->enqueue[v->nenqueue++] = (double)(bench_now_ns() - t0) / 1e6;
+  }
+  BENCH_TRY(accel_stream_synchronize(v->s));
+  return (double)(bench_now_ns() - t0) / 1e6;
+fail:
+  return -1.0;
+}
+
+/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching bound loop, on each
+ * thread count of bench_bound_thread_counts. */
+static double sample_bound(void *ctx) {
+  step_bound_t *b = ctx;
+  double best = 0.0;
+  int counts[2];
+  const int nc =
+      bench_bound_thread_counts(BENCH_BOUND_STEP_BYTES * (double)b->md->numel, counts);
+  bench_settle();
+  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
+    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
+    uint64_t t0 = bench_now_ns();
+    bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
+                     prefetch, threads);
+    const double ms = (double)(bench_now_ns() - t0) / 1e6;
+    if (k == 0 || ms < best) best = ms;
+  }
+  return best;
+}
+
+static int bound_init(step_bound_t *b, os_model_t *md, const accel_device_info_t *info) {
+  memset(b, 0, sizeof *b);
+  b->md = md;
+  if (info->host_accessible) {
+    b->pristine = md->pristine;
+    b->lp = md->lp;
+    b->hp = md->hp;
+    b->p = md->params;
+    b->m = md->exp_avg;
+    b->v = md->exp_avg_sq;
+    return 1;
+  }
+  const size_t n = md->numel;
+  b->host = calloc(n, 4 * sizeof(float) + 2 * sizeof(uint16_t));
+  if (!b->host) {
+    fprintf(stderr, "accel-bench: out of host memory for the step bound\n");
+    return 0;
+  }
+  b->hp = b->host;
+  b->p = b->hp + n;
+  b->m = b->p + n;
+  b->v = b->m + n;
+  b->pristine = (uint16_t *)(b->v + n);
+  b->lp = b->pristine + n;
+  return 1;
+}
+
+/* Captures the graph of a graph variant, runs AGREE_STEPS steps from the initial state and
+ * takes the digest of the result (the variants must agree bitwise). */
+static int agree_variant(variant_t *v, int index) {
+  const int graph = index == V_PT_GRAPH || index == V_MT_GRAPH;
+  v->per_tensor = index == V_PT_EAGER || index == V_PT_GRAPH;
+  v->calls_per_step = 1 + (v->per_tensor ? 5 * v->md->n + 1 : 6) + 1; /* + the upload */
+  if (!os_model_reset(v->md, v->s)) return 1;
   if (graph) {
     uint64_t t0 = bench_now_ns();
-    BENCH_TRY(accel_graph_create(md->dev, &g));
-    BENCH_TRY(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
-    BENCH_TRY(enqueue_step(md, s, per_tensor));
-    BENCH_TRY(accel_graph_capture_end(g));
-    res->capture_ms = (double)(bench_now_ns() - t0) / 1e6;
-    BENCH_TRY(accel_graph_node_count(g, &res->graph_nodes));
+    BENCH_TRY(accel_graph_create(v->md->dev, &v->graph));
+    BENCH_TRY(accel_graph_capture_begin(v->graph, v->s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
+    BENCH_TRY(enqueue_step(v->md, v->s, v->per_tensor));
+    BENCH_TRY(accel_graph_capture_end(v->graph));
+    v->capture_ms = (double)(bench_now_ns() - t0) / 1e6;
+    BENCH_TRY(accel_graph_node_count(v->graph, &v->graph_nodes));
   }
-  for (int k = 0; k < steps; k++) {
-    bench_progress("optstep %s: %s step %d/%d", md->name, variant_names[v], k + 1, steps);
-    uint64_t t0 = bench_now_ns();
-    BENCH_TRY(accel_memcpy_async(s, md->scalars, &host_steps[k], OS_UPLOAD_BYTES));
-    if (graph)
-      BENCH_TRY(accel_graph_replay(g, s));
-    else
-      BENCH_TRY(enqueue_step(md, s, per_tensor));
-    BENCH_TRY(accel_stream_synchronize(s));
-    buf[k] = (double)(bench_now_ns() - t0) / 1e6;
+  v->next_step = 0;
+  for (int k = 0; k < AGREE_STEPS; k++) {
+    bench_progress("optstep %s: %s agreement step %d/%d", v->md->name, variant_names[index],
+                   k + 1, AGREE_STEPS);
+    if (sample_step(v) < 0) return 1;
   }
-  /* The first step is a warm-up (first touch of the lists, chunk tables) when there are more. */
-  res->ms = steps > 1 ? bench_stats(buf + 1, (size_t)steps - 1) : bench_stats(buf, 1);
-  if (!os_model_digest(md, &res->digest)) goto fail;
-  rc = 0;
+  return os_model_digest(v->md, &v->digest) ? 0 : 1;
 fail:
-  if (g) accel_graph_destroy(g);
-  return rc;
+  return 1;
+}
+
+/* PEER_ROUNDS rounds of the PyTorch peer (a process running steps - 1 steps) and the
+ * multi-tensor graph (as many steps); *ratio: the rounds' peer median / accel median. */
+static int run_peer_rounds(const bench_opts_t *o, os_model_t *md, variant_t *mt_graph,
+                           int steps, double *buf, bench_torch_result_t *torch,
+                           bench_stats_t *ratio) {
+  const int count = steps > 1 ? steps - 1 : 1;
+  const size_t threads = o->torch_threads ? o->torch_threads : (size_t)bench_online_cpus();
+  double peer[PEER_ROUNDS], mine[PEER_ROUNDS], tmp[PEER_ROUNDS];
+  int r = 0;
+  for (; r < PEER_ROUNDS; r++) {
+    bench_progress("optstep %s: PyTorch round %d", md->name, r + 1);
+    bench_torch_run(o, "optstep", threads, md->sizes, md->n, count, torch);
+    if (!torch->available) return 0;
+    peer[r] = torch->ms.median;
+    const struct timespec pause = {0, 300 * 1000 * 1000}; /* the peer's teardown */
+    nanosleep(&pause, NULL);
+    for (int k = -1; k < count; k++) {
+      const double ms = sample_step(mt_graph);
+      if (ms < 0) return 1;
+      if (k >= 0) buf[k] = ms;
+    }
+    mine[r] = bench_stats(buf, (size_t)count).median;
+  }
+  *ratio = bench_ratio_stats(peer, mine, r, 1.0, tmp);
+  return 0;
 }
 
 static int default_steps(const char *preset) {
-  if (preset && !strcmp(preset, "gpt2")) return 4;
-  if (preset && !strcmp(preset, "many-small")) return 10;
+  if (preset && !strcmp(preset, "gpt2")) return 5;
+  if (preset && !strcmp(preset, "many-small")) return 11;
   return 5;
 }
 
-/* Copy bandwidth (read + write) on buffers the size of the model's hp grads. */
-static double copy_baseline(os_model_t *md, const accel_device_info_t *info, int repeat,
-                            double *buf) {
-  float *src = md->hp, *dst = md->params, *host = NULL;
-  if (!info->host_accessible) {
-    host = calloc(2 * md->flat, sizeof *host);
-    if (!host) return NAN;
-    src = host;
-    dst = host + md->flat;
-  }
-  /* Write the source first: untouched pages all map the kernel's zero page, which reads at
-   * cache speed and made this baseline several times faster than memory. */
-  memset(src, 0x3f, md->flat * sizeof *src);
-  /* Small models copy several times per sample so thread fork/join does not dominate. */
-  const size_t iters = md->flat >= (8u << 20) ? 1 : (8u << 20) / md->flat;
-  for (int r = -1; r < repeat; r++) {
-    uint64_t t0 = bench_now_ns();
-    for (size_t i = 0; i < iters; i++) bench_baseline_copy(dst, src, md->flat);
-    if (r >= 0) buf[r] = (double)(bench_now_ns() - t0) / 1e6 / (double)iters;
-  }
-  free(host);
-  bench_stats_t s = bench_stats(buf, (size_t)repeat);
-  return md->flat * 8.0 / (s.median * 1e6);
+static void print_stats3(FILE *f, const bench_stats_t *s, const char *fmt) {
+  fprintf(f, fmt, s->median, s->min, s->max);
 }
 
 /* One preset end to end; *agree is cleared when the variants disagree. */
@@ -130,60 +220,98 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   os_model_t md;
   accel_stream_t *s = NULL;
   os_scalars_t *host_steps = NULL;
-  variant_result_t res[NUM_VARIANTS];
+  variant_t var[NUM_VARIANTS];
+  step_bound_t bound = {0};
   bench_torch_result_t torch;
-  memset(res, 0, sizeof res);
+  bench_stats_t torch_ratio = {0};
+  memset(var, 0, sizeof var);
   memset(&torch, 0, sizeof torch);
   const int steps = o->steps ? o->steps : default_steps(preset);
-  double *buf = calloc((size_t)(steps < 5 ? 5 : steps), sizeof *buf);
+  const int rounds = steps > 1 ? steps - 1 : 1;
+  double *buf = calloc((size_t)(NUM_VARIANTS + 2) * (size_t)rounds, sizeof *buf);
   int rc = 1;
   if (!os_model_sizes(&md, preset, o->tensors, o->params) || !buf) goto done;
   if (!os_model_alloc(&md, dev)) goto done;
   accel_device_info_t info;
   BENCH_TRY(accel_device_get_info(dev, &info));
+  if (!bound_init(&bound, &md, &info)) goto fail;
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
   BENCH_TRY(accel_host_alloc(dev, (size_t)steps * sizeof *host_steps, (void **)&host_steps));
   for (int k = 0; k < steps; k++)
     host_steps[k] = (os_scalars_t){
         .args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, (uint32_t)k + 1, 1, 0.0f},
         .inv_scale = ldexpf(1.0f, -(10 + k % 2))};
-  bench_progress("optstep %s: copy baseline", md.name);
-  const double copy_gbps = copy_baseline(&md, &info, 5, buf);
-  for (int v = 0; v < NUM_VARIANTS; v++)
-    if (run_variant(&md, s, v, steps, host_steps, buf, &res[v])) goto fail;
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    var[v] = (variant_t){.md = &md, .s = s, .host_steps = host_steps, .nsteps = steps};
+    if (agree_variant(&var[v], v)) goto fail;
+  }
   int same = 1;
-  for (int v = 1; v < NUM_VARIANTS; v++) same &= res[v].digest == res[0].digest;
+  for (int v = 1; v < NUM_VARIANTS; v++) same &= var[v].digest == var[0].digest;
   if (!same) *agree = 0;
+
+  /* Paired timing: bound and the four variants take turns in every round, on one state. */
+  bench_progress("optstep %s: %d paired rounds", md.name, rounds);
+  if (!os_model_reset(&md, s)) goto fail;
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    if (var[v].graph) continue;
+    var[v].enqueue = calloc((size_t)rounds + 1, sizeof *var[v].enqueue);
+    var[v].enqueue_cap = var[v].enqueue ? rounds + 1 : 0;
+  }
+  bench_sample_fn fns[NUM_VARIANTS + 1] = {sample_bound};
+  void *ctx[NUM_VARIANTS + 1] = {&bound};
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    fns[v + 1] = sample_step;
+    ctx[v + 1] = &var[v];
+  }
+  if (bench_rounds(rounds, NUM_VARIANTS + 1, fns, ctx, buf)) goto fail;
+  double *tmp = buf + (NUM_VARIANTS + 1) * rounds;
+  const double *bound_ms = buf, *pt_eager_ms = buf + rounds;
+  bound.ms = bench_stats_copy(bound_ms, rounds, tmp);
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    const double *ms = buf + (v + 1) * rounds;
+    var[v].ms = bench_stats_copy(ms, rounds, tmp);
+    var[v].pct = bench_ratio_stats(bound_ms, ms, rounds, 100.0, tmp);
+    var[v].speedup = bench_ratio_stats(pt_eager_ms, ms, rounds, 1.0, tmp);
+    if (var[v].nenqueue > 1) /* the first is the warm-up round's */
+      var[v].enqueue_ms = bench_stats(var[v].enqueue + 1, (size_t)var[v].nenqueue - 1);
+  }
   if (o->torch == 1) {
-    bench_progress("optstep %s: PyTorch", md.name);
-    bench_torch_run(o, "optstep", o->torch_threads ? o->torch_threads : (size_t)bench_online_cpus(),
-                    md.sizes, md.n, steps > 1 ? steps - 1 : 1, &torch);
+    if (run_peer_rounds(o, &md, &var[V_MT_GRAPH], steps, buf, &torch, &torch_ratio)) goto fail;
   } else {
     snprintf(torch.reason, sizeof torch.reason, "not requested (--torch)");
   }
   bench_progress_done();
 
-  const double bytes = BYTES_PER_ELEMENT * (double)md.numel;
-  const double base_ms = res[V_PT_EAGER].ms.median;
-  fprintf(f, "\npreset %s: %zu tensors, %zu params, %d steps (first is warm-up), "
-             "%.1f MB moved per step, copy baseline %.2f GB/s\n",
-          md.name, md.n, md.numel, steps, bytes / 1e6, copy_gbps);
-  fprintf(f, "%-19s %8s %-30s %7s %7s %8s  %s\n", "variant", "calls", "ms/step median [min..max]",
-          "GB/s", "% bound", "speedup", "capture ms");
+  const double bytes = BENCH_BOUND_STEP_BYTES * (double)md.numel;
+  fprintf(f, "\npreset %s: %zu tensors, %zu params, %d paired rounds (after a warm-up round) "
+             "of the bound and the 4 variants\n", md.name, md.n, md.numel, rounds);
+  fprintf(f, "bound: compulsory traffic %.1f MB per step (%.0f B per param: read bf16 grads, "
+             "p, m, v; write lp, hp, p, m, v), %.3f ms [%.3f..%.3f], %.2f GB/s\n",
+          bytes / 1e6, BENCH_BOUND_STEP_BYTES, bound.ms.median, bound.ms.min, bound.ms.max,
+          bytes / (bound.ms.median * 1e6));
+  fprintf(f, "%-19s %6s %-28s %6s %-22s %-22s %s\n", "variant", "calls",
+          "ms/step median [min..max]", "GB/s", "% of bound [min..max]", "speedup [min..max]",
+          "capture ms");
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "preset", md.name);
   bench_json_int(j, "tensors", (long long)md.n);
   bench_json_int(j, "params", (long long)md.numel);
-  bench_json_int(j, "steps", steps);
+  bench_json_int(j, "rounds", rounds);
   bench_json_num(j, "bytes_per_step", bytes);
-  bench_json_num(j, "copy_baseline_gbps", copy_gbps);
+  bench_json_begin_object(j, "bound");
+  bench_json_str(j, "loop", "compulsory traffic: read bf16 grads, p, m, v; write lp, hp, p, m, v");
+  bench_json_stats(j, "ms", &bound.ms);
+  bench_json_num(j, "gbps", bytes / (bound.ms.median * 1e6));
+  bench_json_end_object(j);
   bench_json_begin_array(j, "variants");
   for (int v = 0; v < NUM_VARIANTS; v++) {
-    const variant_result_t *r = &res[v];
+    const variant_t *r = &var[v];
     const double g = bytes / (r->ms.median * 1e6);
-    fprintf(f, "%-19s %8zu %9.3f [%8.3f..%8.3f] %7.2f %6.1f%% %7.2fx  ", variant_names[v],
-            r->calls_per_step, r->ms.median, r->ms.min, r->ms.max, g, 100.0 * g / copy_gbps,
-            base_ms / r->ms.median);
+    fprintf(f, "%-19s %6zu", variant_names[v], r->calls_per_step);
+    print_stats3(f, &r->ms, " %8.3f [%7.3f..%7.3f]");
+    fprintf(f, " %6.2f", g);
+    print_stats3(f, &r->pct, " %5.1f%% [%5.1f..%5.1f]");
+    print_stats3(f, &r->speedup, " %6.2fx [%5.2f..%5.2f] ");
     if (r->graph_nodes)
       fprintf(f, "%.2f (%zu nodes)\n", r->capture_ms, r->graph_nodes);
     else
@@ -193,8 +321,9 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     bench_json_int(j, "calls_per_step", (long long)r->calls_per_step);
     bench_json_stats(j, "ms", &r->ms);
     bench_json_num(j, "gbps", g);
-    bench_json_num(j, "pct_of_bound", 100.0 * g / copy_gbps);
-    bench_json_num(j, "speedup_vs_per_tensor_eager", base_ms / r->ms.median);
+    bench_json_stats(j, "pct_of_bound", &r->pct);
+    bench_json_stats(j, "speedup_vs_per_tensor_eager", &r->speedup);
+    if (r->enqueue_ms.n) bench_json_stats(j, "enqueue_ms", &r->enqueue_ms);
     if (r->graph_nodes) {
       bench_json_num(j, "capture_ms", r->capture_ms);
       bench_json_int(j, "graph_nodes", (long long)r->graph_nodes);
@@ -206,15 +335,26 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   }
   bench_json_end_array(j);
   bench_json_bool(j, "agreement", same);
-  fprintf(f, "agreement (params, exp_avg, exp_avg_sq, norm, coef bitwise): %s\n",
+  fprintf(f, "%% of bound and speedup (over per-tensor eager): median [min..max] of the "
+             "per-round ratios\n");
+  for (int v = 0; v < NUM_VARIANTS; v++)
+    if (var[v].enqueue_ms.n)
+      fprintf(f, "%s: the host spends %.3f ms [%.3f..%.3f] of the step in its %zu API calls "
+                 "(%.2f us per call), the rest waiting for the stream\n",
+              variant_names[v], var[v].enqueue_ms.median, var[v].enqueue_ms.min,
+              var[v].enqueue_ms.max, var[v].calls_per_step,
+              1e3 * var[v].enqueue_ms.median / (double)var[v].calls_per_step);
+  fprintf(f, "agreement after %d steps from one state (params, exp_avg, exp_avg_sq, norm, coef "
+             "bitwise): %s\n", AGREE_STEPS,
           same ? "all 4 variants identical" : "VARIANTS DISAGREE");
   bench_torch_json(j, "torch", &torch);
   if (torch.available) {
-    const double ratio = torch.ms.median / res[V_MT_GRAPH].ms.median;
-    bench_json_num(j, "torch_over_multi_tensor_graph", ratio);
+    bench_json_stats(j, "torch_over_multi_tensor_graph", &torch_ratio);
     fprintf(f, "PyTorch %s (%d threads, AdamW foreach, clip_grad_norm_): %.3f ms/step "
-               "[%.3f..%.3f]; multi-tensor graph is %.2fx faster\n",
-            torch.version, torch.threads, torch.ms.median, torch.ms.min, torch.ms.max, ratio);
+               "[%.3f..%.3f] (last round); multi-tensor graph is %.2fx [%.2f..%.2f] faster "
+               "(%zu paired rounds)\n",
+            torch.version, torch.threads, torch.ms.median, torch.ms.min, torch.ms.max,
+            torch_ratio.median, torch_ratio.min, torch_ratio.max, torch_ratio.n);
   } else {
     fprintf(f, "PyTorch peer skipped: %s\n", torch.reason);
   }
@@ -222,9 +362,14 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   rc = 0;
 fail:
   bench_progress_done();
+  for (int v = 0; v < NUM_VARIANTS; v++) {
+    if (var[v].graph) accel_graph_destroy(var[v].graph);
+    free(var[v].enqueue);
+  }
   if (host_steps) accel_host_free(dev, host_steps);
   if (s) accel_stream_destroy(s);
 done:
+  free(bound.host);
   os_model_free(&md);
   free(buf);
   return rc;

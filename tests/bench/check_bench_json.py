@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Small runs of `accel-bench kernels`, `optstep` and `graph` with --json; checks their schema
+and the bound rule of issue 23.
+
+usage: check_bench_json.py ACCEL_BENCH [extra accel-bench arguments, e.g. --device opencl]
+
+Schema: every ratio the scenarios report is a statistics object {median, min, max, p10, p90, n}
+of per-round (paired) ratios with min <= p10 <= median <= p90 <= max; every bandwidth row and
+optimizer-step variant has a bound (the loop it names, its ms and GB/s) and pct_of_bound; the
+machine member names the CPU model.
+
+Bound rule: no median "% of bound" above 100 (a bound is a plain loop moving the kernel's
+bytes; above 100% means the bound is wrong). Timing on a machine shared with other jobs can
+break it by noise alone, so a violating run is repeated twice; if every attempt violates it
+while the machine is loaded (1-minute load average above its CPU count) the check is skipped
+(exit status 77) with that reason, and on a machine that was not loaded it fails.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+STATS = ("median", "min", "max", "p10", "p90", "n")
+
+
+def run(bench, args, extra):
+    cmd = [bench] + args + ["--json"] + extra
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)}: exit status {p.returncode}\n{p.stderr}")
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        raise SystemExit(f"FAIL: {' '.join(cmd)}: stdout is not JSON: {e}\n{p.stdout}")
+
+
+def check_stats(where, s, problems, positive=True):
+    if not isinstance(s, dict) or any(k not in s for k in STATS):
+        problems.append(f"{where}: not a statistics object: {s!r}")
+        return
+    vals = [s[k] for k in STATS[:5]]
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in vals):
+        problems.append(f"{where}: non-finite statistics {s}")
+        return
+    if positive and not all(x > 0 for x in vals):
+        problems.append(f"{where}: non-positive statistics {s}")
+    if not s["min"] <= s["p10"] <= s["median"] <= s["p90"] <= s["max"]:
+        problems.append(f"{where}: statistics out of order {s}")
+    if not (isinstance(s["n"], int) and s["n"] >= 1):
+        problems.append(f"{where}: n {s['n']!r}")
+
+
+def check_machine(doc, problems):
+    m = doc.get("machine", {})
+    if not m.get("cpu_model") or not m.get("nproc"):
+        problems.append(f"{doc.get('scenario')}: machine without CPU model/count: {m}")
+
+
+def check_bound(where, row, problems):
+    b = row.get("bound", {})
+    if not b.get("loop"):
+        problems.append(f"{where}: bound names no loop")
+    check_stats(f"{where}: bound.ms", b.get("ms"), problems)
+    if not (isinstance(b.get("gbps"), (int, float)) and b["gbps"] > 0):
+        problems.append(f"{where}: bound.gbps {b.get('gbps')!r}")
+    check_stats(f"{where}: pct_of_bound", row.get("pct_of_bound"), problems)
+
+
+def kernels(doc, problems, over):
+    check_machine(doc, problems)
+    rows = doc.get("bandwidth", [])
+    if len(rows) != 4:
+        problems.append(f"kernels: {len(rows)} bandwidth rows, want 4")
+    for row in rows:
+        where = f"kernels {row.get('name')}"
+        check_stats(f"{where}: ms", row.get("ms"), problems)
+        check_bound(where, row, problems)
+        pct = row.get("pct_of_bound", {}).get("median")
+        if isinstance(pct, (int, float)) and pct > 100:
+            over.append(f"{where}: {pct:.1f}% of bound")
+    for row in doc.get("vs_torch", []):
+        check_stats(f"kernels {row.get('name')}: ms", row.get("ms"), problems)
+        if row.get("torch", {}).get("available"):
+            check_stats(f"kernels {row.get('name')}: speedup", row.get("speedup"), problems)
+
+
+def optstep(doc, problems, over):
+    check_machine(doc, problems)
+    if doc.get("agreement") is not True:
+        problems.append("optstep: agreement is not true")
+    for run_ in doc.get("runs", []):
+        if not run_.get("bytes_per_step", 0) > 0:
+            problems.append(f"optstep {run_.get('preset')}: bytes_per_step")
+        check_stats(f"optstep {run_.get('preset')}: bound.ms", run_.get("bound", {}).get("ms"),
+                    problems)
+        for v in run_.get("variants", []):
+            where = f"optstep {run_.get('preset')} {v.get('name')}"
+            check_stats(f"{where}: ms", v.get("ms"), problems)
+            check_stats(f"{where}: pct_of_bound", v.get("pct_of_bound"), problems)
+            check_stats(f"{where}: speedup", v.get("speedup_vs_per_tensor_eager"), problems)
+            pct = v.get("pct_of_bound", {}).get("median")
+            if isinstance(pct, (int, float)) and pct > 100:
+                over.append(f"{where}: {pct:.1f}% of bound")
+
+
+def graph(doc, problems, over):
+    check_machine(doc, problems)
+    rows = doc.get("rows", [])
+    if len(rows) != 8:
+        problems.append(f"graph: {len(rows)} rows, want 8")
+    for row in rows:
+        where = f"graph {row.get('node')} N={row.get('n')}"
+        check_stats(f"{where}: eager", row.get("eager_ns_per_node"), problems)
+        check_stats(f"{where}: replay", row.get("replay_ns_per_node"), problems)
+        check_stats(f"{where}: replay_over_eager", row.get("replay_over_eager"), problems)
+
+
+def attempt(bench, extra):
+    problems, over = [], []
+    kernels(run(bench, ["kernels", "--size-mb", "24", "--repeat", "5", "--no-torch"], extra),
+            problems, over)
+    optstep(run(bench, ["optstep", "--preset", "tiny", "--steps", "6"], extra), problems, over)
+    graph(run(bench, ["graph", "--repeat", "3"], extra), problems, over)
+    return problems, over
+
+
+def main():
+    bench, extra = sys.argv[1], sys.argv[2:]
+    for k in range(3):
+        problems, over = attempt(bench, extra)
+        for msg in problems:
+            print("FAIL:", msg)
+        if problems:
+            return 1
+        if not over:
+            print("bench JSON OK; no median % of bound above 100")
+            return 0
+        print(f"attempt {k + 1}: above the bound:", "; ".join(over))
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cpus:
+        print(f"SKIP: the bound rule broke in 3 attempts with the machine loaded "
+              f"(load {load:.1f} on {cpus} CPUs): timing is noise here")
+        return 77
+    print("FAIL: % of bound above 100 in 3 attempts on a machine that was not loaded")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
