@@ -512,6 +512,8 @@ accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
   accel_status_t st = comm_check(c, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
+  /* one rank: the local norm is the norm (bitwise the single-process one for every p) */
+  if (c->size == 1) return accel_multi_tensor_norm(s, tensors, n, norm_type, out_dev);
   /* local norm at gathered[rank], gathered in place, then the norm of the size values */
   float *gathered = NULL;
   st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
