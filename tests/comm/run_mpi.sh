@@ -12,8 +12,9 @@ fi
 if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-# Shared memory + self only (no network probing in containers); no CMA single copy, which
-# needs ptrace rights containers often lack.
+# Shared memory + self only (no network probing in containers). Containers without ptrace
+# rights for CMA need ACCEL_TEST_MPI_ARGS="--mca btl_vader_single_copy_mechanism none" (large
+# messages then cost ~8x more here).
+# shellcheck disable=SC2086
 exec timeout --kill-after=10 "${ACCEL_TEST_OUTER_TIMEOUT:-240}" \
-  mpirun --oversubscribe -np "$np" --mca btl self,vader \
-  --mca btl_vader_single_copy_mechanism none "$@"
+  mpirun --oversubscribe -np "$np" --mca btl self,vader ${ACCEL_TEST_MPI_ARGS:-} "$@"
