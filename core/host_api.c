@@ -5,6 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "accel_cpu_kernels.h"
+#include "accel_kernel_abi_host.h"
+#include "accel_kernel_ids.h"
 #include "fault.h"
 #include "internal.h"
 
@@ -67,6 +70,48 @@ static const char *host_cache_dir(void) {
   return cache_path[0] ? cache_path : NULL;
 }
 
+/* sizeof each kernel's parameter struct, from the kernel table. */
+static const uint32_t kernel_params_size[ACCEL_KERNEL_COUNT] = {
+#define ACCEL_KERNEL(id, name, T, ...) sizeof(T),
+#include "accel_kernel_list.h"
+#undef ACCEL_KERNEL
+};
+
+/* The largest parameter struct, for an aligned private copy of a plugin's block. */
+typedef union kernel_params_storage {
+#define ACCEL_KERNEL(id, name, T, ...) T id;
+#include "accel_kernel_list.h"
+#undef ACCEL_KERNEL
+} kernel_params_storage_t;
+
+/* run_kernel_c: the built-in CPU backend's kernel functions, every block on this thread (any
+ * split of the blocks gives the same bits). The parameter block is copied so that a plugin's
+ * byte buffer need not be aligned for the struct. */
+static accel_status_t host_run_kernel_c(const accel_kernel_launch_t *launch) {
+  static const char fn_name[] = "run_kernel_c";
+  if (!launch || !launch->params)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: launch or its params is NULL",
+                           fn_name);
+  accel_cpu_kernel_fn fn = accel_cpu_kernel_lookup(launch->kernel_id);
+  if (launch->kernel_id >= ACCEL_KERNEL_COUNT || !fn)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: unknown kernel id %u (%s; %u kernels known)", fn_name,
+                           launch->kernel_id, launch->kernel_name ? launch->kernel_name : "?",
+                           (unsigned)ACCEL_KERNEL_COUNT);
+  if (launch->params_size != kernel_params_size[launch->kernel_id])
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: kernel %s takes %u parameter bytes, the launch has %u", fn_name,
+                           accel_kernel_names[launch->kernel_id],
+                           kernel_params_size[launch->kernel_id], launch->params_size);
+  if (launch->num_blocks == 0)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: kernel %s launched with 0 blocks",
+                           fn_name, accel_kernel_names[launch->kernel_id]);
+  kernel_params_storage_t params;
+  memcpy(&params, launch->params, launch->params_size);
+  fn(&params, 0, launch->num_blocks);
+  return ACCEL_OK;
+}
+
 const accel_host_api_t accel_host_api = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(accel_host_api_t),
@@ -74,4 +119,5 @@ const accel_host_api_t accel_host_api = {
     .set_error = host_set_error,
     .fault_should_fail = accel_fault_should_fail,
     .cache_dir = host_cache_dir,
+    .run_kernel_c = host_run_kernel_c,
 };

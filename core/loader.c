@@ -201,6 +201,19 @@ static bool elf_precheck(const char *path, char *why, size_t size) {
 #endif
 }
 
+/* "native, host C" for a kernel_forms value (zero in an older plugin's copy: "none"). */
+static void kernel_forms_text(uintptr_t forms, char *buf, size_t len) {
+  static const struct { uintptr_t bit; const char *name; } names[] = {
+      {ACCEL_KERNEL_FORM_NATIVE, "native"},     {ACCEL_KERNEL_FORM_OPENCL_C, "OpenCL C"},
+      {ACCEL_KERNEL_FORM_SPIRV, "SPIR-V"},      {ACCEL_KERNEL_FORM_HOST_C, "host C"}};
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+    if (forms & names[i].bit)
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i].name);
+  if (!used) snprintf(buf, len, "none");
+}
+
 static const char *file_kind(mode_t mode) {
   return S_ISFIFO(mode)   ? "a FIFO"
          : S_ISDIR(mode)  ? "a directory"
@@ -283,7 +296,10 @@ static void load_plugin(const char *path) {
     return;
   }
   register_backend(vt, path, dl);
-  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u)", vt->abi_version);
+  char forms[96];
+  kernel_forms_text(backends[nbackends - 1].vt->kernel_forms, forms, sizeof forms);
+  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u, kernels: %s)", vt->abi_version,
+             forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
 }
 
@@ -437,11 +453,57 @@ void accel_registry_ensure_loaded(void) { pthread_once(&load_once, load_all); }
 /* ---------------------------------------------------------------------------------------- */
 /* backend init and the public registry API */
 
+/*
+ * backend_shutdown at process teardown. After each successful backend_init an atexit handler
+ * is registered; atexit runs handlers last-in first-out, so each run shuts down the most
+ * recently initialised backend still up, before the exit handlers its vendor runtime registered
+ * during that backend_init (which would otherwise run first and pull the runtime out from under
+ * it). A backend with a device still open (never closed by its user) is not shut down: its
+ * state is in use. Each backend is shut down at most once; afterwards it reports UNAVAILABLE.
+ */
+static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
+static accel_backend_t *initialised[MAX_BACKENDS];
+static int ninitialised;
+
+static void shutdown_latest(void) {
+  pthread_mutex_lock(&shutdown_lock);
+  accel_backend_t *b = ninitialised ? initialised[--ninitialised] : NULL;
+  pthread_mutex_unlock(&shutdown_lock);
+  if (!b) return;
+  pthread_mutex_lock(&b->lock);
+  int open_devices = 0;
+  for (int i = 0; i < b->device_count; ++i) open_devices += b->devices[i] != NULL;
+  if (open_devices) {
+    pthread_mutex_unlock(&b->lock);
+    accel_log(ACCEL_LOG_DEBUG, "loader", "backend '%s' not shut down at exit: %d device(s) "
+              "still open", b->name, open_devices);
+    return;
+  }
+  b->vt->backend_shutdown(b->state);
+  b->state = NULL;
+  free(b->devices);
+  b->devices = NULL;
+  b->device_count = 0;
+  b->init_status = ACCEL_ERROR_UNAVAILABLE;
+  snprintf(b->init_message, sizeof b->init_message, "shut down at process exit");
+  pthread_mutex_unlock(&b->lock);
+}
+
+static void shutdown_at_exit(accel_backend_t *b) {
+  pthread_mutex_lock(&shutdown_lock);
+  initialised[ninitialised++] = b; /* at most once per backend: under its init_done */
+  pthread_mutex_unlock(&shutdown_lock);
+  if (atexit(shutdown_latest) != 0)
+    accel_log(ACCEL_LOG_WARN, "loader", "atexit failed: backend '%s' will not be shut down at "
+              "exit", b->name);
+}
+
 accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
   pthread_mutex_lock(&b->lock);
   if (!b->init_done) {
     accel_clear_error();
     b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
+    if (b->init_status == ACCEL_OK) shutdown_at_exit(b);
     if (b->init_status == ACCEL_OK) {
       b->init_status = b->vt->device_count(b->state, &b->device_count);
       if (b->init_status == ACCEL_OK &&
@@ -570,7 +632,3 @@ accel_status_t accel_plugin_report_get(int index, accel_plugin_report_t *out) {
   *out = reports[index];
   return ACCEL_OK;
 }
-
-/* Probe order for accel_device_open(NULL). */
-const char *const accel_probe_order[] = {"cuda", "hip", "level_zero", "opencl", "cpu"};
-const size_t accel_probe_order_len = sizeof accel_probe_order / sizeof *accel_probe_order;

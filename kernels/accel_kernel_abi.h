@@ -10,6 +10,11 @@
 #ifndef ACCEL_KERNEL_ABI_H
 #define ACCEL_KERNEL_ABI_H
 
+/* Version of this layout, installed as <accel/accel_kernel_abi.h> for out-of-tree plugins.
+ * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
+ * row (a new id, a new params struct) keeps it. */
+#define ACCEL_KERNEL_ABI_VERSION 1u
+
 /* Elements per chunk. A chunk never crosses a tensor boundary; it is one logical block of a
  * launch and one norm partial. Changing it changes norm bits (the reduction order). */
 #define ACC_CHUNK 65536u

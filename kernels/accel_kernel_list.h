@@ -31,8 +31,9 @@
  *             blocks: ACC_ALL_BLOCKS (any block), ACC_BLOCK0 (logical block 0 only) or
  *               ACC_PER_BLOCK(stride) (block b touches [addr + b * stride, + bytes)).
  *
- * Generated from it: the ids and names (accel_kernel_ids.h), the number of table users (the
- * per-stream memo slots, core/kernel_support.h), core's validation descriptors
+ * Generated from it: the ids and names (accel_kernel_ids.h), the installed kernel ABI
+ * <accel/accel_kernel_abi.h> (gen_kernel_abi.py reads the first line of each row), the number
+ * of table users (the per-stream memo slots, core/kernel_support.h), core's validation descriptors
  * (core/kernel_validate.c), the CPU backend's access table (kernels/cpu/accel_cpu_kernels.c);
  * tests/unit/test_kernel_docs.c checks that docs/KERNELS.md lists exactly these kernels, and
  * tests/plugins/check_*.{py,sh} read the symbols from the first line of each row.

@@ -53,6 +53,27 @@ static void print_device(const char *backend, int index) {
   accel_device_close(dev);
 }
 
+/* The order accel_device_open(NULL) tries devices in, and why. */
+static void print_ranking(void) {
+  enum { MAX_SHOWN = 64 };
+  accel_device_rank_t ranks[MAX_SHOWN];
+  int n = 0;
+  if (accel_device_ranking(ranks, MAX_SHOWN, &n) != ACCEL_OK) {
+    printf("\nDevice ranking: unavailable: %s\n", accel_last_error());
+    return;
+  }
+  printf("\nDevice ranking (accel_device_open(NULL) takes the first that opens):\n");
+  for (int i = 0; i < n && i < MAX_SHOWN; ++i) {
+    char selector[48];
+    snprintf(selector, sizeof selector, "%.31s:%d", ranks[i].backend, ranks[i].index);
+    if (ranks[i].index < 0)
+      printf("  -  %-18s %s\n", ranks[i].backend, ranks[i].reason);
+    else
+      printf("  %d. %-18s %s: %s\n", i + 1, selector, ranks[i].name, ranks[i].reason);
+  }
+  if (n > MAX_SHOWN) printf("  ... %d more\n", n - MAX_SHOWN);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     printf("usage: accel-info\nLists plugins considered, backends and devices.\n"
@@ -83,6 +104,7 @@ int main(int argc, char **argv) {
              st == ACCEL_ERROR_UNAVAILABLE ? "UNAVAILABLE" : accel_status_name(st), reason);
     for (int d = 0; d < count; ++d) print_device(accel_backend_name(b), d);
   }
+  print_ranking();
   accel_device_t *dev = NULL;
   if (accel_device_open(NULL, &dev) == ACCEL_OK) {
     accel_device_info_t info;

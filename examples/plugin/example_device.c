@@ -53,7 +53,7 @@ accel_status_t example_device_info(accel_be_backend_t *backend, int index,
   info->index = index;
   info->type = ACCEL_DEVICE_TYPE_OTHER;
   info->compute_units = 1;
-  info->supports_fp16 = 0;  /* no kernels at all */
+  info->supports_fp16 = 0;  /* F16 kernels run (in software): no native support */
   info->supports_bf16 = 0;
   info->native_graphs = 0;  /* graphs replay from the core's recorder */
   info->lazy_default = 0;

@@ -1,21 +1,25 @@
 /*
  * The "example" backend: a complete out-of-tree accel plugin over host memory.
  *
- * Device memory is ordinary host memory and every stream executes its commands immediately, in
- * the calling thread, before the submitting call returns. That makes the backend synchronous:
- * a stream is always idle, an event is complete as soon as it is recorded, and a wait on an
- * event has nothing to wait for. Tensor kernels are refused with ACCEL_ERROR_UNSUPPORTED: an
- * out-of-tree backend has no compiled form of accel's kernels (see docs/PLUGINS.md).
+ * Device memory is ordinary host memory. Every stream is an in-order queue with its own worker
+ * thread, so work is asynchronous as on a real device: a stream is busy while its queue is not
+ * empty, an event completes when the worker reaches its record, and a wait on an event blocks
+ * the waiting stream's worker. Tensor kernels run through the host's portable C kernels
+ * (host->run_kernel_c, kernel form ACCEL_KERNEL_FORM_HOST_C), which need host-accessible
+ * device memory: exactly what this device has.
  *
- * Built only against the installed header <accel/accel_plugin.h>; see the Makefile.
+ * Built only against the installed headers <accel/accel_plugin.h> and
+ * <accel/accel_kernel_abi.h>; see the Makefile.
  */
 #ifndef EXAMPLE_INTERNAL_H
 #define EXAMPLE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <accel/accel_kernel_abi.h>
 #include <accel/accel_plugin.h>
 
 #define EXAMPLE_NAME "example"
@@ -38,15 +42,44 @@ typedef struct example_device {
   int index;
 } example_device_t;
 
+/* One record of an event: completed when the recording stream's worker reaches it. Shared by
+ * the event (its last record), the queued record command and every queued wait on it, each
+ * holding a reference, so an event may be destroyed or re-recorded while they are pending. */
+typedef struct example_fence {
+  atomic_int refs;
+  int done;         /* under the fence lock (example_event.c) */
+  uint64_t done_ns; /* CLOCK_MONOTONIC at completion */
+} example_fence_t;
+
+typedef struct example_cmd example_cmd_t; /* a queued command (example_stream.c) */
+
 typedef struct example_stream {
   example_device_t *device;
+  pthread_t worker;
+  pthread_mutex_t lock;
+  pthread_cond_t changed; /* a command was queued or completed, or stop was set */
+  example_cmd_t *head, *tail;
+  uint64_t submitted, completed; /* commands queued / finished, under lock */
+  int stop;
+  /* A command that failed on the worker (a deferred device error): reported once, by the next
+   * stream_synchronize; the stream stays usable. */
+  accel_status_t deferred;
+  char deferred_message[256];
 } example_stream_t;
 
 typedef struct example_event {
-  /* CLOCK_MONOTONIC time of the last record, in ns. Atomic: one thread may record while
-   * another computes an elapsed time. */
-  _Atomic uint64_t recorded_ns;
+  example_fence_t *last; /* the last record, NULL before the first; under the fence lock */
 } example_event_t;
+
+/* example_event.c: fences */
+example_fence_t *example_fence_new(void);
+void example_fence_release(example_fence_t *fence);
+void example_fence_signal(example_fence_t *fence);
+void example_fence_wait(example_fence_t *fence);
+/* A new reference to event's last record (NULL when never recorded). */
+example_fence_t *example_event_last(example_event_t *event);
+/* Makes fence (one reference passed in) the event's last record. */
+void example_event_set_last(example_event_t *event, example_fence_t *fence);
 
 /* example_device.c: backend and devices */
 accel_status_t example_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
@@ -76,6 +109,8 @@ accel_status_t example_memcpy_async(accel_be_stream_t *stream, void *dst, const 
                                     size_t size, accel_copy_kind_t kind);
 accel_status_t example_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
                                     size_t size);
+/* Queues a record of fence (one reference passed in) on stream (example_event_record). */
+accel_status_t example_stream_record(example_stream_t *stream, example_fence_t *fence);
 accel_status_t example_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn,
                                         void *user);
 accel_status_t example_launch_kernel(accel_be_stream_t *stream,

@@ -14,7 +14,8 @@ static const accel_backend_vtable_t example_vtable = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(accel_backend_vtable_t),
     .name = EXAMPLE_NAME,
-    .description = "example out-of-tree backend: host memory, synchronous streams, no kernels",
+    .description = "example out-of-tree backend: host memory, a worker thread per stream, "
+                   "accel's kernels through the host's portable C form",
 
     .backend_init = example_backend_init,
     .backend_shutdown = example_backend_shutdown,
@@ -48,13 +49,15 @@ static const accel_backend_vtable_t example_vtable = {
 
     /* Optional slots left NULL on purpose, each with the core's fallback:
      *   submit_batch       -> the core issues batched commands one by one (graph replays and
-     *                         lazy flushes included); nothing to gain when every command
-     *                         already runs inline.
+     *                         lazy flushes included); queueing one by one is cheap here.
      *   graph_instantiate,
      *   graph_launch,
      *   graph_destroy      -> graphs replay from the core's recorder (never a no-op).
      *   device_synchronize -> the core synchronizes every stream of the device. */
     .mem_info = example_mem_info,
+    .visible_devices_env = NULL, /* no vendor runtime selecting devices */
+    .kernel_forms = ACCEL_KERNEL_FORM_HOST_C,
+    .device_score = NULL, /* a host-memory device of type OTHER: never ahead of the cpu */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

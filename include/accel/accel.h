@@ -149,10 +149,28 @@ typedef struct accel_device_info {
 } accel_device_info_t;
 
 /* Opens a device. selector: "cpu", "opencl", "cuda:1", "level_zero:0" ... (index defaults to
- * 0). NULL reads ACCEL_BACKEND, else probes cuda -> hip -> level_zero -> opencl (GPU and
- * accelerator devices only) -> cpu, logging (ACCEL_LOG=info) why each was skipped. Opening the
- * same device twice returns the same handle with its reference count raised. */
+ * 0). NULL reads ACCEL_BACKEND, else opens the best device of accel_device_ranking that opens,
+ * logging (ACCEL_LOG=info) why each better-ranked one was passed over. Opening the same device
+ * twice returns the same handle with its reference count raised. */
 ACCEL_API accel_status_t accel_device_open(const char *selector, accel_device_t **out);
+
+/* One device as accel_device_open(NULL) ranks it. */
+typedef struct accel_device_rank {
+  char backend[32];
+  int index;                 /* -1: the backend is unavailable (reason says why) */
+  accel_device_type_t type;
+  int32_t score;             /* the plugin's device score (0 when it gives none) */
+  char name[256];
+  char reason[256];          /* why it has its place, or why it was passed over */
+} accel_device_rank_t;
+
+/* The automatic selection order: every device of every loaded backend, best first. GPU and
+ * accelerator devices of plugins (higher plugin score first, then load order), then the
+ * built-in CPU backend, then CPU- and other-type devices of plugins; unavailable backends last,
+ * with index -1. Fills out[0 .. min(capacity, *count)) and sets *count to the number of
+ * entries; out may be NULL when capacity is 0. Initialises every backend. */
+ACCEL_API accel_status_t accel_device_ranking(accel_device_rank_t *out, int capacity,
+                                              int *count);
 /* Drops one reference; the device is torn down when the last reference, stream, event, graph
  * and pool on it are gone. */
 ACCEL_API accel_status_t accel_device_close(accel_device_t *device);

@@ -59,6 +59,10 @@ typedef enum accel_fault_site {
   ACCEL_FAULT_LAUNCH = 2        /* kernel launch */
 } accel_fault_site_t;
 
+struct accel_kernel_launch; /* below */
+
+/* The host table is static in libaccel: the pointer a plugin receives in accel_plugin_query
+ * (and again in backend_init) stays valid for the life of the process. */
 typedef struct accel_host_api {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -74,6 +78,16 @@ typedef struct accel_host_api {
   /* Directory for on-disk caches (ACCEL_CACHE_DIR, else $XDG_CACHE_HOME/accel or
    * ~/.cache/accel); NULL when none is usable. */
   const char *(*cache_dir)(void);
+
+  /* --- added later: check host->struct_size before use ------------------------------------ */
+  /* Runs a kernel launch to completion on the calling thread with accel's portable C kernels
+   * (the built-in CPU backend's code): for a device whose memory the host can dereference (a
+   * host-memory device, a simulator). Every address in launch->params and in the chunk tables
+   * it points to must be host-accessible. Same bits as every other backend. Returns
+   * INVALID_ARGUMENT (unknown kernel_id, params_size that is not the kernel's, no blocks) with
+   * a message; never fails otherwise. Declare ACCEL_KERNEL_FORM_HOST_C in the vtable's
+   * kernel_forms when launch_kernel uses it. */
+  accel_status_t (*run_kernel_c)(const struct accel_kernel_launch *launch);
 } accel_host_api_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -85,12 +99,13 @@ typedef struct accel_host_api {
 #define ACCEL_KERNEL_BLOCK 256u
 
 /* A kernel launch. Every kernel takes exactly one argument: a by-value parameter struct whose
- * layout is defined in kernels/accel_kernel_abi.h (only 8- and 4-byte fields, no padding, so
- * the layout is identical in C, CUDA, HIP and OpenCL C). Device addresses inside it are
- * uint64 values. Kernels are written grid-stride: any grid of 1..num_blocks blocks computes the
- * same bits, so a backend may launch fewer blocks than num_blocks. */
+ * layout is defined in <accel/accel_kernel_abi.h> (generated from the kernel table; only 8- and
+ * 4-byte fields, no padding, so the layout is identical in C, CUDA, HIP and OpenCL C). Device
+ * addresses inside it are uint64 values. Kernels are written grid-stride: any grid of
+ * 1..num_blocks blocks computes the same bits, so a backend may launch fewer blocks than
+ * num_blocks. */
 typedef struct accel_kernel_launch {
-  uint32_t kernel_id;       /* index in kernels/accel_kernel_list.h */
+  uint32_t kernel_id;       /* ACCEL_KERNEL_ID_* of <accel/accel_kernel_abi.h> */
   uint32_t num_blocks;      /* logical blocks (work units); >= 1 */
   const char *kernel_name;  /* e.g. "accel_k_norm_partial": the symbol in compiled code */
   const void *params;       /* params_size bytes; copy them if the launch is deferred */
@@ -149,6 +164,9 @@ typedef struct accel_backend_vtable {
    * device is absent: return ACCEL_ERROR_UNAVAILABLE with the reason (every path tried) via
    * set_error; the core records it and keeps the plugin listed as unavailable. */
   accel_status_t (*backend_init)(const accel_host_api_t *host, accel_be_backend_t **out);
+  /* Called once at process exit, before the exit handlers the vendor runtime registered during
+   * backend_init, and only when every device of the backend was closed (not while one is
+   * open). Only for a backend whose backend_init returned ACCEL_OK. */
   void (*backend_shutdown)(accel_be_backend_t *backend);
   accel_status_t (*device_count)(accel_be_backend_t *backend, int *count);
   accel_status_t (*device_info)(accel_be_backend_t *backend, int index,
@@ -233,16 +251,35 @@ typedef struct accel_backend_vtable {
   void (*mem_unregister)(accel_be_device_t *device, void *ptr, void *device_ptr);
   accel_status_t (*device_native)(accel_be_device_t *device, accel_native_t *out);
   /* An accel device over a runtime's context; device_close must destroy only what the plugin
-   * created or retained. */
+   * created or retained. *index receives the enumerated device (device_info's index) the
+   * context runs on: the core reads the device's info through it. A device the plugin did not
+   * enumerate (e.g. an OpenCL sub-device) is refused with UNSUPPORTED. */
   accel_status_t (*device_wrap_native)(accel_be_backend_t *backend, const accel_native_t *native,
-                                       accel_be_device_t **out);
+                                       int *index, accel_be_device_t **out);
   accel_status_t (*stream_native)(accel_be_stream_t *stream, accel_native_t *out);
   /* A stream over a runtime's queue; stream_destroy must not destroy that queue. */
   accel_status_t (*stream_wrap_native)(accel_be_device_t *device, const accel_native_t *native,
                                        accel_be_stream_t **out);
   accel_status_t (*event_native)(accel_be_event_t *event, accel_native_t *out);
   accel_status_t (*stream_wait_native_event)(accel_be_stream_t *stream, void *native_event);
+
+  /* --- plugin SDK (docs/PLUGINS.md) ------------------------------------------------------ */
+  /* Which shipped forms of accel's kernels launch_kernel runs: ACCEL_KERNEL_FORM_* bits (0: it
+   * runs none and refuses launches with UNSUPPORTED). Informational: accel-info shows it and
+   * the CTS expects kernel cases to pass when it is nonzero. A pointer-sized integer, like
+   * every slot. */
+  uintptr_t kernel_forms;
+  /* Optional. Rank of device index among devices of the same type for accel_device_open(NULL):
+   * higher is preferred (0 when NULL). Called after backend_init, like device_info; must not
+   * initialise more driver state than device_info does. */
+  accel_status_t (*device_score)(accel_be_backend_t *backend, int index, int32_t *score);
 } accel_backend_vtable_t;
+
+/* Values of kernel_forms. */
+#define ACCEL_KERNEL_FORM_NATIVE 0x1u   /* compiled by accel's own build (in-tree backends) */
+#define ACCEL_KERNEL_FORM_OPENCL_C 0x2u /* <kerneldir>/accel_kernels_flat.cl, built at run time */
+#define ACCEL_KERNEL_FORM_SPIRV 0x4u    /* <kerneldir>/accel_kernels.spv */
+#define ACCEL_KERNEL_FORM_HOST_C 0x8u   /* host->run_kernel_c on host-accessible memory */
 
 typedef accel_status_t (*accel_plugin_query_fn)(uint32_t host_abi, const accel_host_api_t *host,
                                                 const accel_backend_vtable_t **out);

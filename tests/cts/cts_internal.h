@@ -1,7 +1,7 @@
 /*
  * accel CTS: pieces shared by the harness (main.c) and the case files that are not part of the
  * public case API in cts.h: the case registry walk, deferred cleanup of cts_exec resources, the
- * per-backend unsupported-case table, and small helpers used by several case files.
+ * expectation files (unsupported / xfail cases), and small helpers used by several case files.
  */
 #ifndef ACCEL_CTS_INTERNAL_H
 #define ACCEL_CTS_INTERNAL_H
@@ -32,10 +32,24 @@ unsigned cts_stream_flags(const cts_ctx_t *ctx);
  * describes the failure when the case reads it; the harness releases them after the case. */
 void cts_exec_cleanup(void);
 
-/* --- unsupported cases (cts_unsupported.c) -------------------------------------------------- */
+/* --- expectation files (cts_expect.c) ------------------------------------------------------- */
 
-/* Reason why backend cannot run case_name, or NULL when it should run. */
-const char *cts_unsupported_reason(const char *backend, const char *case_name);
+typedef enum cts_expect_kind {
+  CTS_EXPECT_NONE = 0,
+  CTS_EXPECT_UNSUPPORTED = 1, /* not run: SKIP with the reason */
+  CTS_EXPECT_XFAIL = 2        /* run: a failure is XFAIL, a pass is XPASS (fails the run) */
+} cts_expect_kind_t;
+
+/* Appends the lines of an expectation file; 0 with err set when it is unreadable or malformed. */
+int cts_expect_load(const char *path, char *err, size_t errlen);
+/* Marks the lines that match at least one of the cases. */
+void cts_expect_mark_cases(const cts_case_t *cases, size_t ncases);
+/* "file:line" of the first line that matches no case, or NULL. */
+const char *cts_expect_unmatched(void);
+/* The expectation for case_name in mode (a cts_mode_t), with its reason. */
+cts_expect_kind_t cts_expect_find(const char *case_name, int mode, const char **reason);
+size_t cts_expect_count(void);
+void cts_expect_free(void);
 
 /* --- helpers for cases (cts_support.c) ----------------------------------------------------- */
 

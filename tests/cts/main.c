@@ -2,11 +2,14 @@
  * accel-cts: the conformance suite driver.
  *
  *   accel-cts --device SELECTOR --mode eager|graph|lazy [--filter SUBSTR] [--list] [-v]
- *             [--case-timeout SECONDS]
+ *             [--case-timeout SECONDS] [--expect FILE]...
  *
  * Opens one device and runs every registered case (sorted by name) in one mode. Prints one line
- * per case and finally "N passed, N failed, N skipped". Exit status: 0 all good, 1 a case
- * failed, 77 the device is absent (meson reports SKIP), 2 usage error.
+ * per case and finally "N passed, N failed, N skipped" (plus ", N xfail, N xpass" when an
+ * expectation file declared xfail cases). Expectations come from every --expect FILE and from
+ * the device's plugin: libaccel-NAME.cts-expect beside libaccel-NAME.so (cts_expect.c). Exit
+ * status: 0 all good, 1 a case failed or passed unexpectedly (XPASS), 77 the device is absent
+ * (meson reports SKIP), 2 usage error (a malformed expectation file or a line matching no case).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +32,8 @@ typedef struct cts_options {
   int list;
   int verbose;
   unsigned case_timeout_s;
+  const char *expect_files[16];
+  int nexpect;
 } cts_options_t;
 
 static const char *const k_mode_names[] = {"eager", "graph", "lazy"};
@@ -77,7 +82,9 @@ static void usage(FILE *f) {
           "  --filter   run only cases whose name contains SUBSTR\n"
           "  --list     list the cases and their tags, run nothing\n"
           "  -v         print timings and details\n"
-          "  --case-timeout SECONDS  watchdog per case (default %d, 0: none)\n",
+          "  --case-timeout SECONDS  watchdog per case (default %d, 0: none)\n"
+          "  --expect FILE  expectation file: lines 'CASE[@MODE] unsupported|xfail REASON'\n"
+          "             (repeatable; the plugin's libaccel-NAME.cts-expect is read too)\n",
           CTS_DEFAULT_CASE_TIMEOUT_S);
 }
 
@@ -112,6 +119,12 @@ static int parse_args(int argc, char **argv, cts_options_t *o) {
         return 0;
       }
       o->case_timeout_s = (unsigned)v;
+    } else if (strcmp(a, "--expect") == 0 && has_value) {
+      if (o->nexpect == (int)(sizeof(o->expect_files) / sizeof(o->expect_files[0]))) {
+        fprintf(stderr, "accel-cts: too many --expect files\n");
+        return 0;
+      }
+      o->expect_files[o->nexpect++] = argv[++i];
     } else if (strcmp(a, "--list") == 0) {
       o->list = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -206,8 +219,9 @@ static double now_ms(void) {
 static cts_result_t run_case(cts_ctx_t *ctx, const cts_case_t *c, int *kernels_probe,
                              char *kernels_reason, size_t kernels_reason_size) {
   ctx->message[0] = '\0';
-  const char *reason = cts_unsupported_reason(ctx->info.backend, c->name);
-  if (reason) return cts_skip(ctx, "unsupported on %s: %s", ctx->info.backend, reason);
+  const char *reason = NULL;
+  if (cts_expect_find(c->name, ctx->mode, &reason) == CTS_EXPECT_UNSUPPORTED)
+    return cts_skip(ctx, "unsupported on %s: %s", ctx->info.backend, reason);
   if ((c->tags & CTS_TAG_HOST_ACCESS) && !ctx->info.host_accessible)
     return cts_skip(ctx, "device memory is not host accessible");
   if (c->tags & CTS_TAG_KERNELS) {
@@ -266,6 +280,46 @@ static int open_device(cts_ctx_t *ctx) {
   return 0;
 }
 
+/* The expectation file a plugin installs beside itself: libaccel-NAME.cts-expect. */
+static void plugin_expect_file(const char *backend, char *out, size_t size) {
+  out[0] = '\0';
+  int n = accel_plugin_report_count();
+  for (int i = 0; i < n; i++) {
+    accel_plugin_report_t r;
+    if (accel_plugin_report_get(i, &r) != ACCEL_OK || r.outcome != ACCEL_PLUGIN_LOADED ||
+        strcmp(r.backend, backend) != 0)
+      continue;
+    size_t len = strlen(r.path);
+    if (len > 3 && strcmp(r.path + len - 3, ".so") == 0 && len - 3 + 12 < size) {
+      snprintf(out, size, "%.*s.cts-expect", (int)(len - 3), r.path);
+      if (access(out, R_OK) != 0) out[0] = '\0';
+    }
+    return;
+  }
+}
+
+/* Reads every expectation file; 0 after printing why not. */
+static int load_expectations(const cts_options_t *o, const char *plugin_file,
+                             const cts_case_t *cases, size_t ncases) {
+  char err[1024];
+  for (int i = 0; i <= o->nexpect; i++) {
+    const char *path = i < o->nexpect ? o->expect_files[i] : plugin_file;
+    if (!path || !path[0]) continue;
+    if (!cts_expect_load(path, err, sizeof(err))) {
+      fprintf(stderr, "accel-cts: expectation file %s\n", err);
+      return 0;
+    }
+    printf("expectations: %s\n", path);
+  }
+  cts_expect_mark_cases(cases, ncases);
+  const char *stale = cts_expect_unmatched();
+  if (stale) {
+    fprintf(stderr, "accel-cts: %s: matches no case (renamed or removed? see --list)\n", stale);
+    return 0;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   cts_options_t opt;
   if (!parse_args(argc, argv, &opt)) {
@@ -312,12 +366,19 @@ int main(int argc, char **argv) {
   ctx.verbose = opt.verbose;
   int rc = open_device(&ctx);
   if (rc) return rc;
+  char plugin_file[1100];
+  plugin_expect_file(ctx.info.backend, plugin_file, sizeof(plugin_file));
+  if (!load_expectations(&opt, plugin_file, cases, ncases)) {
+    accel_device_close(ctx.dev);
+    cts_expect_free();
+    return CTS_EXIT_USAGE;
+  }
   printf("accel-cts %s: device '%s' (%s:%d), mode %s, %zu of %zu cases\n", accel_version_string(),
          ctx.info.name, ctx.info.backend, ctx.info.index, k_mode_names[opt.mode], nselected,
          ncases);
 
   install_signal_handlers();
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0;
   int kernels_probe = -1;
   char kernels_reason[1024] = "";
   for (size_t i = 0; i < ncases; i++) {
@@ -331,15 +392,31 @@ int main(int argc, char **argv) {
     alarm(0);
     g_running_case = NULL;
     static const char *const labels[] = {"PASS", "FAIL", "SKIP"};
-    printf("%s  %s", labels[r], c->name);
-    if (ctx.message[0] && r != CTS_PASS) printf(": %s", ctx.message);
+    const char *xfail_reason = NULL;
+    int xfail = cts_expect_find(c->name, ctx.mode, &xfail_reason) == CTS_EXPECT_XFAIL;
+    if (xfail && r == CTS_PASS) {
+      printf("XPASS  %s: passed, but expected to fail (%s): remove its expectation line", c->name,
+             xfail_reason);
+      xpassed++;
+    } else if (xfail && r == CTS_FAIL) {
+      printf("XFAIL  %s: %s [expected: %s]", c->name, ctx.message, xfail_reason);
+      xfailed++;
+    } else {
+      printf("%s  %s", labels[r], c->name);
+      if (ctx.message[0] && r != CTS_PASS) printf(": %s", ctx.message);
+      passed += r == CTS_PASS;
+      failed += r == CTS_FAIL;
+      skipped += r == CTS_SKIP;
+    }
     if (opt.verbose) printf("  (%.1f ms)", ms);
     printf("\n");
-    passed += r == CTS_PASS;
-    failed += r == CTS_FAIL;
-    skipped += r == CTS_SKIP;
   }
-  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  if (xfailed || xpassed)
+    printf("%d passed, %d failed, %d skipped, %d xfail, %d xpass\n", passed, failed, skipped,
+           xfailed, xpassed);
+  else
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   accel_device_close(ctx.dev);
-  return failed ? CTS_EXIT_FAIL : 0;
+  cts_expect_free();
+  return failed || xpassed ? CTS_EXIT_FAIL : 0;
 }

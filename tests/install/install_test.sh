@@ -5,10 +5,16 @@
 #   2. examples/optimizer_step.c        compiles warning-free, runs, and its output is checked
 #      (on cpu, and on opencl too when that backend has a device: the output must be identical);
 #      the copy of it in docs/API.md must be the same text
+#   0. the installed accel-info and accel-cts run with a clean environment (relative run path)
 #   3. examples/plugin                  builds out of tree with its Makefile against the staged
 #      headers and installs into the staged plugin dir; tests/install/plugin_check.c opens the
-#      "example" device and checks copies, events, host functions, graphs and kernel refusal;
-#      the staged accel-info lists the plugin as loaded.
+#      "example" device and checks copies, events, host functions, graphs and kernels;
+#      the staged accel-info lists the plugin as loaded
+#   4. the staged accel-cts passes every case on the plugin in eager, graph and lazy modes
+#   5. an expectation file beside the plugin is read; an xfail case that passes fails (XPASS)
+#   6. the "write a plugin in an afternoon" plugin of docs/PLUGINS.md, extracted from the page's
+#      code blocks, builds against the staged tree and passes the CTS (eager) with the
+#      expectation file the page gives
 #
 # usage: install_test.sh BUILD_DIR SOURCE_DIR MESON
 # Environment: CC (default cc). Exit status 77 (skipped) when pkg-config or make is missing.
@@ -62,9 +68,34 @@ echo "libs:   $libs"
 case "$cflags" in *"$stage"*) ;; *) fail "pkg-config --cflags does not point into the stage" ;; esac
 for f in "$libdir/libaccel.so" "$bindir/accel-info" \
          "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
-         "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h"; do
+         "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h" \
+         "$stage$prefix/include/accel/accel_kernel_abi.h"; do
   [ -e "$f" ] || fail "not installed: $f"
 done
+# The shipped kernel forms (docs/PLUGINS.md, Kernels): the OpenCL C source always, the SPIR-V
+# module when this build had clang and llvm-spirv.
+kerneldir=$($pkgconf --variable=kerneldir accel)
+[ -s "$kerneldir/accel_kernels_flat.cl" ] || fail "OpenCL C kernels not installed in $kerneldir"
+grep -q '^ACC_KERNEL(accel_k_norm_partial,' "$kerneldir/accel_kernels_flat.cl" ||
+  fail "$kerneldir/accel_kernels_flat.cl has no accel_k_norm_partial kernel"
+if [ -e "$build/kernels/accel_kernels.spv" ]; then
+  cmp "$build/kernels/accel_kernels.spv" "$kerneldir/accel_kernels.spv" ||
+    fail "SPIR-V module not installed in $kerneldir"
+fi
+# --- 0. the installed tools run from the staged prefix with a clean environment ---------------
+# (their run path is $ORIGIN-relative: no LD_LIBRARY_PATH, no system libaccel needed)
+step "installed tools, clean environment"
+for tool in accel-info accel-cts; do
+  [ -x "$bindir/$tool" ] || fail "not installed: $bindir/$tool"
+done
+env -i PATH=/usr/bin:/bin HOME="$tmp" ACCEL_CACHE_DIR="$tmp/cache" "$bindir/accel-info" \
+  >"$tmp/info-clean.txt" 2>&1 || { cat "$tmp/info-clean.txt"; fail "staged accel-info does not run with a clean environment"; }
+grep -q '^  cpu: available' "$tmp/info-clean.txt" ||
+  { cat "$tmp/info-clean.txt"; fail "staged accel-info (clean environment) lists no cpu backend"; }
+env -i PATH=/usr/bin:/bin HOME="$tmp" "$bindir/accel-cts" --list >/dev/null 2>&1 ||
+  fail "staged accel-cts does not run with a clean environment"
+echo "accel-info and accel-cts run from $bindir with a clean environment"
+
 export LD_LIBRARY_PATH="$libdir"
 # The staged libaccel looks in the real plugin dir; point it at the staged one.
 export ACCEL_PLUGIN_PATH="$plugindir"
@@ -133,15 +164,81 @@ if command -v nm >/dev/null 2>&1; then
 fi
 
 # shellcheck disable=SC2086
-$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/plugin_check.c" $cflags $libs \
+$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/plugin_check.c" $cflags $libs -lm \
   -o "$tmp/plugin_check"
 timeout 60 "$tmp/plugin_check" || fail "plugin_check failed"
 
 timeout 120 "$bindir/accel-info" >"$tmp/info.txt" 2>&1 ||
   { cat "$tmp/info.txt"; fail "staged accel-info failed"; }
-grep -E "^  example +loaded +$plugindir/libaccel-example.so" "$tmp/info.txt" ||
+grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C\)" "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not list the example plugin as loaded"; }
 grep -q '^  example: available, 1 device(s)$' "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not show the example device"; }
+
+# --- 4. the whole CTS against the out-of-tree plugin, with the staged accel-cts ----------------
+step "accel-cts --device example (eager, graph, lazy)"
+for mode in eager graph lazy; do
+  if ! timeout 600 "$bindir/accel-cts" --device example --mode "$mode" >"$tmp/cts-$mode.txt" 2>&1
+  then
+    grep -v '^PASS' "$tmp/cts-$mode.txt"
+    fail "accel-cts --device example --mode $mode failed"
+  fi
+  tail -n 1 "$tmp/cts-$mode.txt"
+  # the one skip allowed: the example, a host-memory device, has no native handles to hand out
+  grep -Eq '^[0-9]+ passed, 0 failed, 1 skipped$' "$tmp/cts-$mode.txt" &&
+    grep -q '^SKIP  native_handles_events_and_queues: .*has no native handles' "$tmp/cts-$mode.txt" ||
+    fail "accel-cts --device example --mode $mode: not every case passed"
+done
+
+# --- 5. an expectation file installed beside the plugin: an xfail case that passes is XPASS ----
+step "libaccel-example.cts-expect beside the plugin"
+printf '# installed by the plugin\ndevice_info_sane  xfail  pretend it fails\n' \
+  >"$plugindir/libaccel-example.cts-expect"
+if timeout 120 "$bindir/accel-cts" --device example --filter device_info >"$tmp/cts-x.txt" 2>&1
+then
+  cat "$tmp/cts-x.txt"
+  fail "an xfail case that passes did not fail accel-cts"
+fi
+grep -q "^expectations: $plugindir/libaccel-example.cts-expect$" "$tmp/cts-x.txt" &&
+  grep -q '^XPASS  device_info_sane' "$tmp/cts-x.txt" ||
+  { cat "$tmp/cts-x.txt"; fail "the plugin's expectation file was not read, or no XPASS"; }
+rm -f "$plugindir/libaccel-example.cts-expect"
+
+# --- 6. docs/PLUGINS.md's "write a plugin in an afternoon", built from the page's code blocks ---
+step "docs/PLUGINS.md: the afternoon plugin, from its code blocks"
+mkdir -p "$tmp/afternoon"
+python3 - "$src/docs/PLUGINS.md" "$tmp/afternoon" <<'EOF_PY' || fail "docs/PLUGINS.md: no afternoon code blocks"
+import sys
+doc, out = open(sys.argv[1]).read(), sys.argv[2]
+def blocks(tag):
+    marker, parts, i = f"<!-- {tag} -->\n```", [], 0
+    while (i := doc.find(marker, i)) >= 0:
+        start = doc.index("\n", i + len(marker)) + 1
+        end = doc.index("```", start)
+        parts.append(doc[start:end])
+        i = end
+    return "".join(parts)
+code, expect = blocks("afternoon.c"), blocks("afternoon.cts-expect")
+if not code or not expect:
+    sys.exit(1)
+open(f"{out}/afternoon.c", "w").write(code)
+open(f"{out}/libaccel-afternoon.cts-expect", "w").write(expect)
+EOF_PY
+# shellcheck disable=SC2086
+$cc -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -Wl,--no-undefined \
+  $cflags "$tmp/afternoon/afternoon.c" -o "$tmp/afternoon/libaccel-afternoon.so" ||
+  fail "the afternoon plugin of docs/PLUGINS.md does not build against the staged tree"
+ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 120 "$bindir/accel-info" >"$tmp/info-afternoon.txt" 2>&1
+grep -Eq "^  afternoon +loaded .*kernels: host C" "$tmp/info-afternoon.txt" ||
+  { cat "$tmp/info-afternoon.txt"; fail "accel-info does not list the afternoon plugin"; }
+if ! ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 600 "$bindir/accel-cts" --device afternoon \
+     --mode eager >"$tmp/cts-afternoon.txt" 2>&1; then
+  grep -v '^PASS' "$tmp/cts-afternoon.txt"
+  fail "accel-cts --device afternoon failed"
+fi
+tail -n 1 "$tmp/cts-afternoon.txt"
+grep -Eq '^[0-9]+ passed, 0 failed, 3 skipped$' "$tmp/cts-afternoon.txt" &&
+  grep -q '^SKIP  native_handles_events_and_queues: .*has no native handles' "$tmp/cts-afternoon.txt" ||
+  fail "the afternoon plugin: expected every case to pass but the 2 it declares unsupported and the native-handle case"
 
 echo "install test passed"

@@ -43,8 +43,10 @@ int main(int argc, char **argv) {
   if (!h) { printf("DLOPEN_FAILED %s\n", dlerror()); return 1; }
   accel_plugin_query_fn q = (accel_plugin_query_fn)dlsym(h, ACCEL_PLUGIN_QUERY_SYMBOL);
   if (!q) { printf("NO_QUERY_SYMBOL\n"); return 1; }
-  accel_host_api_t host = {ACCEL_PLUGIN_ABI_VERSION, sizeof host, fake_log, fake_set_error,
-                           no_fault, no_cache};
+  /* designated: fields added later stay NULL (this harness launches no kernel) */
+  accel_host_api_t host = {.abi_version = ACCEL_PLUGIN_ABI_VERSION, .struct_size = sizeof host,
+                           .log = fake_log, .set_error = fake_set_error,
+                           .fault_should_fail = no_fault, .cache_dir = no_cache};
   const accel_backend_vtable_t *vt = NULL;
   if (q(ACCEL_PLUGIN_ABI_VERSION + 1, &host, &vt) != ACCEL_ERROR_PLUGIN) {
     printf("WRONG_ABI_ACCEPTED\n"); return 1;

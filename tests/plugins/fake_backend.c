@@ -4,6 +4,7 @@
  * to be opened by name and to run copies, memsets, host functions and events; kernels are
  * reported UNSUPPORTED. fake_query.c wraps it into the scenario each test plugin represents.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,10 @@
 
 #ifndef FAKE_NAME
 #define FAKE_NAME "fake"
+#endif
+/* The device type it reports (the ranking tests build GPU- and CPU-type variants). */
+#ifndef FAKE_DEVICE_TYPE
+#define FAKE_DEVICE_TYPE ACCEL_DEVICE_TYPE_OTHER
 #endif
 /* What device_count reports (the negative_count / huge_count plugins lie). */
 #ifndef FAKE_DEVICE_COUNT
@@ -41,7 +46,15 @@ static accel_status_t fake_backend_init(const accel_host_api_t *host, accel_be_b
   return ACCEL_OK;
 }
 
-static void fake_backend_shutdown(accel_be_backend_t *backend) { (void)backend; }
+/* Appends one line to $FAKE_SHUTDOWN_LOG per call: the shutdown test counts them. */
+static void fake_backend_shutdown(accel_be_backend_t *backend) {
+  const char *log = getenv("FAKE_SHUTDOWN_LOG");
+  FILE *f = log ? fopen(log, "a") : NULL;
+  if (f) {
+    fprintf(f, "backend_shutdown %s\n", backend == &g_backend_tag ? "ok" : "wrong backend");
+    fclose(f);
+  }
+}
 
 static accel_status_t fake_device_count(accel_be_backend_t *backend, int *count) {
   (void)backend;
@@ -58,7 +71,7 @@ static accel_status_t fake_device_info(accel_be_backend_t *backend, int index,
   strcpy(info->backend, FAKE_NAME);
   strcpy(info->driver_version, "1");
   info->index = index;
-  info->type = ACCEL_DEVICE_TYPE_OTHER;
+  info->type = FAKE_DEVICE_TYPE;
   info->memory_total = 1ull << 30;
   info->memory_free = 1ull << 30;
   info->compute_units = 1;
@@ -171,12 +184,39 @@ static accel_status_t fake_launch_host_func(accel_be_stream_t *stream, accel_hos
   return ACCEL_OK;
 }
 
+#ifdef FAKE_HOST_KERNELS
+/* Kernels through host->run_kernel_c (synchronously). Before each launch, three malformed
+ * copies of it must be refused with INVALID_ARGUMENT and a message naming run_kernel_c. */
+static accel_status_t expect_refused(accel_kernel_launch_t bad, const char *what) {
+  accel_status_t st = g_host->run_kernel_c(&bad);
+  if (st != ACCEL_ERROR_INVALID_ARGUMENT)
+    return g_host->set_error(ACCEL_ERROR_BACKEND, "fake: run_kernel_c accepted %s (status %d)",
+                             what, (int)st);
+  return ACCEL_OK;
+}
+
+static accel_status_t fake_launch_kernel(accel_be_stream_t *stream,
+                                         const accel_kernel_launch_t *launch) {
+  (void)stream;
+  accel_kernel_launch_t bad = *launch;
+  bad.params_size = launch->params_size - 4;
+  accel_status_t st = expect_refused(bad, "a short parameter block");
+  bad = *launch;
+  bad.kernel_id = 100000;
+  if (st == ACCEL_OK) st = expect_refused(bad, "an unknown kernel id");
+  bad = *launch;
+  bad.num_blocks = 0;
+  if (st == ACCEL_OK) st = expect_refused(bad, "0 blocks");
+  return st == ACCEL_OK ? g_host->run_kernel_c(launch) : st;
+}
+#else
 static accel_status_t fake_launch_kernel(accel_be_stream_t *stream,
                                          const accel_kernel_launch_t *launch) {
   (void)stream;
   return g_host->set_error(ACCEL_ERROR_UNSUPPORTED, "fake: no kernels (asked for %s)",
                            launch->kernel_name);
 }
+#endif
 
 static const accel_backend_vtable_t k_fake_vtable = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,

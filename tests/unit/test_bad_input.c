@@ -99,6 +99,11 @@ static void test_backends(void) {
   EXPECT(accel_plugin_report_get(-1, &r), INVALID_ARGUMENT);
   EXPECT(accel_plugin_report_get(accel_plugin_report_count(), &r), INVALID_ARGUMENT);
   EXPECT(accel_plugin_report_get(0, NULL), INVALID_ARGUMENT);
+  accel_device_rank_t rank;
+  int nranks = 0;
+  EXPECT_MSG(accel_device_ranking(&rank, 1, NULL), INVALID_ARGUMENT, "accel_device_ranking");
+  EXPECT_MSG(accel_device_ranking(NULL, 1, &nranks), INVALID_ARGUMENT, "accel_device_ranking");
+  EXPECT_MSG(accel_device_ranking(&rank, -1, &nranks), INVALID_ARGUMENT, "accel_device_ranking");
 }
 
 static void test_device(const char *selector) {

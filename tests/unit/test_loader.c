@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "accel/accel.h"
+#include "accel/accel_kernels.h"
 #include "check.h"
 #include "accel/accel_plugin.h"
 
@@ -402,12 +404,123 @@ static void scenario_visible_empty(void) {
   }
 }
 
+/* Ranking: a GPU-type plugin device is chosen by accel_device_open(NULL) ahead of the built-in
+ * CPU backend; a CPU-type one is ranked after it and not chosen. */
+static void scenario_rank(int gpu) {
+  accel_device_t *d = NULL;
+  accel_status_t st = accel_device_open(NULL, &d);
+  CHECK(st == ACCEL_OK, "accel_device_open(NULL) -> %s: %s", accel_status_name(st),
+        accel_last_error());
+  if (st == ACCEL_OK) {
+    accel_device_info_t info;
+    CHECK(accel_device_get_info(d, &info) == ACCEL_OK, "get_info: %s", accel_last_error());
+    CHECK(strcmp(info.backend, gpu ? "fake" : "cpu") == 0,
+          "accel_device_open(NULL) chose '%s', want '%s'", info.backend, gpu ? "fake" : "cpu");
+    accel_device_close(d);
+  }
+  accel_device_rank_t ranks[16];
+  int n = 0;
+  st = accel_device_ranking(ranks, 16, &n);
+  CHECK(st == ACCEL_OK && n >= 2, "accel_device_ranking -> %s, %d entries", accel_status_name(st),
+        n);
+  int fake_at = -1, cpu_at = -1;
+  for (int i = 0; i < n && i < 16; ++i) {
+    printf("rank %d: %s:%d %s (%s)\n", i + 1, ranks[i].backend, ranks[i].index, ranks[i].name,
+           ranks[i].reason);
+    if (strcmp(ranks[i].backend, "fake") == 0) fake_at = i;
+    if (strcmp(ranks[i].backend, "cpu") == 0) cpu_at = i;
+  }
+  CHECK(fake_at >= 0 && cpu_at >= 0 && (fake_at < cpu_at) == gpu,
+        "ranking: fake at %d, cpu at %d", fake_at, cpu_at);
+  CHECK(fake_at >= 0 && strstr(ranks[fake_at].reason, gpu ? "GPU-type" : "CPU-type"),
+        "the fake device's reason does not name its type");
+  CHECK(accel_device_ranking(NULL, 0, &n) == ACCEL_OK && n >= 2, "count-only ranking");
+  CHECK(accel_device_ranking(NULL, 1, &n) == ACCEL_ERROR_INVALID_ARGUMENT &&
+            strstr(accel_last_error(), "accel_device_ranking"),
+        "NULL out with capacity 1 accepted");
+}
+
+/* host->run_kernel_c: the fake plugin built with FAKE_HOST_KERNELS runs accel's kernels through
+ * it (after checking that malformed launches are refused); a fill and an L1 norm come out as
+ * computed here. */
+static void scenario_host_kernels(void) {
+  enum { N = 1000 };
+  accel_device_t *d = NULL;
+  accel_stream_t *s = NULL;
+  float *x = NULL, *norm = NULL, host[N], got = -1.0f;
+  accel_status_t st = accel_device_open("fake", &d);
+  if (st == ACCEL_OK) st = accel_stream_create(d, &s);
+  if (st == ACCEL_OK) st = accel_malloc(d, N * sizeof(float), (void **)&x);
+  if (st == ACCEL_OK) st = accel_malloc(d, sizeof(float), (void **)&norm);
+  accel_tensor_t t = {x, N, ACCEL_F32};
+  if (st == ACCEL_OK) st = accel_fill(s, &t, 1, -0.5f);
+  if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &t, 1, 1.0f, norm);
+  if (st == ACCEL_OK) st = accel_memcpy_async(s, host, x, sizeof(host));
+  if (st == ACCEL_OK) st = accel_memcpy_async(s, &got, norm, sizeof(got));
+  if (st == ACCEL_OK) st = accel_stream_synchronize(s);
+  CHECK(st == ACCEL_OK, "kernels on the fake device: %s: %s", accel_status_name(st),
+        accel_last_error());
+  int filled = 1;
+  for (int i = 0; i < N; i++) filled &= host[i] == -0.5f;
+  CHECK(st != ACCEL_OK || (filled && got == 0.5f * N), "fill/norm results: norm %g, want %g",
+        (double)got, 0.5 * N);
+  printf("kernels through run_kernel_c: L1 norm %g (want %g)\n", (double)got, 0.5 * N);
+  if (norm) accel_free(d, norm);
+  if (x) accel_free(d, x);
+  if (s) accel_stream_destroy(s);
+  if (d) accel_device_close(d);
+}
+
+/* Counts the lines of a file (0 when absent). */
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  int n = 0;
+  if (!f) return 0;
+  for (int c; (c = fgetc(f)) != EOF;) n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+/* backend_shutdown runs exactly once at process exit, after every device is closed, and not at
+ * all while a device is still open. Each case runs in a child process that exits normally. */
+static void scenario_shutdown(void) {
+  for (int leave_open = 0; leave_open <= 1; ++leave_open) {
+    char log[PATH_MAX + 32];
+    snprintf(log, sizeof(log), "%s/shutdown-%d.log", g_tmpdir, leave_open);
+    remember(log);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      g_ncreated = 0; /* the parent removes the files */
+      g_tmpdir[0] = '\0';
+      setenv("FAKE_SHUTDOWN_LOG", log, 1);
+      accel_device_t *d = NULL, *d2 = NULL;
+      int ok = accel_device_open("fake", &d) == ACCEL_OK &&
+               accel_device_open("fake", &d2) == ACCEL_OK; /* two references, one device */
+      if (ok) accel_device_close(d2);
+      if (ok && !leave_open) accel_device_close(d);
+      exit(ok && count_lines(log) == 0 ? 0 : 3); /* nothing before exit */
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/waitpid failed");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "child (device %s) failed or shut down early (status %d)",
+          leave_open ? "left open" : "closed", status);
+    int lines = count_lines(log);
+    CHECK(lines == (leave_open ? 0 : 1), "backend_shutdown ran %d time(s) with the device %s",
+          lines, leave_open ? "left open (want 0)" : "closed (want 1)");
+    printf("backend_shutdown at exit, device %s: %d call(s)\n",
+           leave_open ? "left open" : "closed", lines);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
             "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk|"
-            "visible_map|visible_empty PLUGIN.so\n       test_loader not_elf\n");
+            "visible_map|visible_empty|rank_gpu|rank_cpu|shutdown|"
+            "host_kernels PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -485,6 +598,10 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "many_junk") == 0) scenario_many_junk(a, second);
   else if (strcmp(scenario, "visible_map") == 0) scenario_visible_map();
   else if (strcmp(scenario, "visible_empty") == 0) scenario_visible_empty();
+  else if (strcmp(scenario, "rank_gpu") == 0) scenario_rank(1);
+  else if (strcmp(scenario, "rank_cpu") == 0) scenario_rank(0);
+  else if (strcmp(scenario, "shutdown") == 0) scenario_shutdown();
+  else if (strcmp(scenario, "host_kernels") == 0) scenario_host_kernels();
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
