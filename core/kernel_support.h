@@ -61,6 +61,21 @@ accel_status_t accel_enqueue_kernel(accel_stream_t *stream, const accel_kernel_l
                                     accel_keepalive_t *keep, accel_range_fn ranges, void *ctx,
                                     size_t nranges);
 
+/* A host operation: a host function whose lifetime the stream manages (collectives). run(op)
+ * runs in stream order. Recorded (graph capture, lazy queue), the list holds a reference to
+ * keep for as long as the recording exists and run may be called many times; dispatched
+ * eagerly, the stream takes one reference that is dropped after the single run. The caller
+ * keeps its own reference and drops it when it no longer needs op. ranges as for
+ * accel_enqueue_kernel. */
+typedef struct accel_host_op {
+  accel_keepalive_t keep;
+  void (*run)(struct accel_host_op *op);
+  int oneshot; /* set under the stream's lock when dispatched eagerly */
+} accel_host_op_t;
+accel_status_t accel_enqueue_host_op(accel_stream_t *stream, const char *name,
+                                     accel_host_op_t *op, accel_range_fn ranges, void *ctx,
+                                     size_t nranges);
+
 /* Internal device memory outside the caching allocator and the user's memory statistics
  * (chunk tables). Not stream ordered: free only memory no queued work still reads. */
 accel_status_t accel_device_internal_alloc(accel_device_t *device, size_t size, void **ptr);

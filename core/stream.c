@@ -223,6 +223,37 @@ accel_status_t accel_launch_host_func(accel_stream_t *s, accel_host_fn_t fn, voi
   return submit(s, __func__, &c, NULL, 0, NULL, NULL, 0);
 }
 
+static void host_op_trampoline(void *user) {
+  accel_host_op_t *op = user;
+  op->run(op);
+  if (op->oneshot) accel_keepalive_release(&op->keep);
+}
+
+accel_status_t accel_enqueue_host_op(accel_stream_t *s, const char *name, accel_host_op_t *op,
+                                     accel_range_fn ranges, void *ctx, size_t nranges) {
+  accel_status_t st = accel_stream_check(s, name, NULL);
+  if (st != ACCEL_OK) return st;
+  accel_cmd_t c = {.type = ACCEL_CMD_HOST_FUNC};
+  c.u.host_func.fn = host_op_trampoline;
+  c.u.host_func.user = op;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, name);
+  pthread_mutex_lock(&s->lock);
+  const bool captured = s->capture != NULL;
+  if (!captured && !s->lazy) {
+    op->oneshot = 1;
+    accel_keepalive_retain(&op->keep); /* the run's reference */
+    st = dispatch(s, &c);
+    if (st != ACCEL_OK) accel_keepalive_release(&op->keep); /* never runs */
+  } else {
+    st = accel_stream_submit_locked(s, &c, &op->keep);
+    if (st == ACCEL_OK && captured && nranges)
+      st = accel_capture_pin_locked(s, ranges, ctx, nranges, NULL);
+  }
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end_args(&t, "\"captured\":%d", captured);
+  return st;
+}
+
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src) {
   bool d = accel_allocator_contains(dev->mem, dst);
   bool sr = accel_allocator_contains(dev->mem, src);

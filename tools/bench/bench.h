@@ -30,6 +30,7 @@ typedef struct bench_opts {
   const char *python;       /* --python (default /usr/bin/python3) */
   const char *torch_script; /* --torch-script (default: the source tree's copy) */
   size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
+  int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);
@@ -37,6 +38,9 @@ int bench_graph(const bench_opts_t *o);
 int bench_kernels(const bench_opts_t *o);
 int bench_optstep(const bench_opts_t *o);
 int bench_opencl(const bench_opts_t *o); /* built with the OpenCL ICD loader only */
+/* Built with MPI only; run under mpirun (scenario_comm.c, scenario_optstep_dist.c). */
+int bench_comm(const bench_opts_t *o);
+int bench_optstep_dist(const bench_opts_t *o);
 
 /* The hand-written OpenCL host loop of the opencl scenario (bench_opencl_host.c): the OpenCL
  * API without accel, running accel_k_fill + accel_k_scale on one fp32 tensor. Each returns 0,

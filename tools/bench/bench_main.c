@@ -30,6 +30,11 @@ static const struct {
      "                  [--preset tiny|many-small|gpt2] [--tensors N --params M] [--steps N]\n"
      "                  [--torch]; default: many-small then gpt2; --steps N: N - 1 paired\n"
      "                  rounds of the bound and the 4 variants"},
+#ifdef ACCEL_BENCH_HAVE_MPI
+    {"comm", bench_comm,
+     "under mpirun: accel_all_reduce vs a bare MPI_Allreduce loop, 4 KB and 64 MB\n"
+     "                  [--repeat N (15)]; optstep --dist: the ZeRO-2 step (docs/DISTRIBUTED.md)"},
+#endif
 #ifdef ACCEL_BENCH_HAVE_OPENCL
     {"opencl", bench_opencl,
      "on the opencl device: list vs per-tensor norm, eager vs graph optimizer step, accel\n"
@@ -75,6 +80,10 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
     }
     if (!strcmp(a, "--torch")) {
       o->torch = 1;
+      continue;
+    }
+    if (!strcmp(a, "--dist")) {
+      o->dist = 1;
       continue;
     }
     if (!strcmp(a, "--no-torch")) {
@@ -140,6 +149,13 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], scenarios[i].name) != 0) continue;
     if (!parse_args(argc, argv, &o)) {
       usage(stderr);
+      return 2;
+    }
+#ifdef ACCEL_BENCH_HAVE_MPI
+    if (o.dist && scenarios[i].run == bench_optstep) return bench_optstep_dist(&o);
+#endif
+    if (o.dist) {
+      fprintf(stderr, "accel-bench: --dist is for optstep in a build with MPI\n");
       return 2;
     }
     return scenarios[i].run(&o);

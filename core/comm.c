@@ -1,0 +1,539 @@
+/*
+ * Communicators and stream-ordered collectives (include/accel/accel_comm.h).
+ *
+ * A collective on a host engine (MPI) is a host operation of the stream (accel_host_op_t): it
+ * runs in stream order on the stream's thread, is recorded by captures and lazy queues like any
+ * command, and holds a reference to its communicator for as long as a recording of it exists.
+ * A stream engine (NCCL, RCCL, oneCCL) enqueues on the backend's native stream instead; that
+ * path is eager only (see docs/DISTRIBUTED.md).
+ *
+ * Failure model: the first collective that fails when it runs (engine error or
+ * ACCEL_COMM_TIMEOUT) records its status and message in the communicator; later collectives on
+ * it are skipped, so no rank waits on peers that are gone. accel_comm_get_error reports it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_internal.h"
+
+#define DEFAULT_TIMEOUT_S 300.0
+
+struct accel_comm {
+  accel_handle_t hdr;
+  accel_device_t *dev; /* reference held */
+  const accel_comm_engine_vtable_t *ev;
+  accel_ce_comm_t *impl;
+  int rank, size;
+  double timeout_s;
+  pthread_mutex_t lock; /* guards the failure record */
+  atomic_int failed;
+  accel_status_t error;
+  char message[768];
+};
+
+/* One issued collective: what a recording keeps alive. */
+typedef struct comm_cmd {
+  accel_host_op_t op; /* first: the keepalive is the command */
+  accel_comm_t *comm; /* reference held */
+  accel_comm_op_t cop;
+  accel_dtype_t downcast; /* all_gather_downcast: recv dtype; F32 otherwise */
+  const float *downcast_src;
+} comm_cmd_t;
+
+static double comm_timeout(void) {
+  const char *e = accel_env("ACCEL_COMM_TIMEOUT");
+  if (!e) return DEFAULT_TIMEOUT_S;
+  char *end = NULL;
+  double v = strtod(e, &end);
+  if (end == e || *end || !(v > 0) || !isfinite(v)) {
+    accel_log(ACCEL_LOG_WARN, "comm", "ACCEL_COMM_TIMEOUT=%s is not a positive number of "
+              "seconds; using %.0f", e, DEFAULT_TIMEOUT_S);
+    return DEFAULT_TIMEOUT_S;
+  }
+  return v;
+}
+
+static void comm_retain(accel_comm_t *c) { atomic_fetch_add(&c->hdr.refcount, 1); }
+
+static void comm_release(accel_comm_t *c) {
+  if (atomic_fetch_sub(&c->hdr.refcount, 1) != 1) return;
+  c->ev->comm_destroy(c->impl);
+  accel_device_release(c->dev);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+static accel_status_t comm_check(accel_comm_t *c, const char *fn) {
+  return accel_handle_check(c, ACCEL_HANDLE_COMM, fn);
+}
+
+/* Records the first failure (the thread's last error) and returns status. */
+static void comm_fail(accel_comm_t *c, accel_status_t status, const char *what) {
+  pthread_mutex_lock(&c->lock);
+  if (!atomic_load(&c->failed)) {
+    c->error = status;
+    snprintf(c->message, sizeof c->message, "%s", what);
+    atomic_store(&c->failed, 1);
+  }
+  pthread_mutex_unlock(&c->lock);
+  accel_log(ACCEL_LOG_ERROR, "comm", "rank %d: %s", c->rank, what);
+}
+
+static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtable_t *ev,
+                               accel_ce_comm_t *impl, int rank, int size, accel_comm_t **out) {
+  accel_comm_t *c = calloc(1, sizeof *c);
+  if (!c) {
+    ev->comm_destroy(impl);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory (communicator)");
+  }
+  c->dev = dev;
+  accel_device_retain(dev);
+  c->ev = ev;
+  c->impl = impl;
+  c->rank = rank;
+  c->size = size;
+  c->timeout_s = comm_timeout();
+  pthread_mutex_init(&c->lock, NULL);
+  accel_handle_register(&c->hdr, ACCEL_HANDLE_COMM, dev->backend->vt);
+  *out = c;
+  return ACCEL_OK;
+}
+
+static const char *default_engine(accel_device_t *dev) {
+  const char *e = accel_env("ACCEL_COMM_ENGINE");
+  if (e) return e;
+  const char *b = dev->backend->name;
+  if (strcmp(b, "cuda") == 0) return "nccl";
+  if (strcmp(b, "hip") == 0) return "rccl";
+  if (strcmp(b, "level_zero") == 0) return "oneccl";
+  return "mpi";
+}
+
+typedef struct boot_ctx {
+  const accel_comm_engine_vtable_t *hv;
+  accel_ce_comm_t *host;
+  double timeout_s;
+} boot_ctx_t;
+
+static accel_status_t boot_all_gather(void *ctx, const void *send, void *recv, size_t bytes) {
+  boot_ctx_t *b = ctx;
+  return b->hv->host_all_gather(b->host, send, recv, bytes, b->timeout_s);
+}
+
+/* A stream engine over the device's native handles, bootstrapped through an MPI
+ * communicator that is freed once the engine's communicator exists. */
+static accel_status_t create_stream_engine(accel_device_t *dev, const void *mpi_comm,
+                                           const accel_comm_engine_vtable_t *ev,
+                                           accel_ce_comm_t **out, int *rank, int *size) {
+  const accel_backend_vtable_t *bv = dev->backend->vt;
+  if (bv->struct_size < offsetof(accel_backend_vtable_t, device_native) + sizeof(void *) ||
+      !bv->device_native)
+    return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                           "accel_comm_create_mpi: engine '%s' needs the native device of "
+                           "backend '%s', which does not expose it", ev->name,
+                           dev->backend->name);
+  accel_native_t native = {.struct_size = sizeof native};
+  accel_status_t st = bv->device_native(dev->impl, &native);
+  if (st != ACCEL_OK) return st;
+  const accel_comm_engine_vtable_t *hv = NULL;
+  st = accel_comm_engine_get("mpi", "accel_comm_create_mpi", &hv);
+  if (st != ACCEL_OK) return st;
+  boot_ctx_t b = {.hv = hv, .timeout_s = comm_timeout()};
+  st = hv->comm_create_mpi(mpi_comm, &b.host, rank, size);
+  if (st != ACCEL_OK) return st;
+  accel_comm_bootstrap_t boot = {
+      .rank = *rank, .size = *size, .ctx = &b, .all_gather = boot_all_gather};
+  st = ev->comm_create_bootstrap(&boot, &native, out);
+  hv->comm_destroy(b.host);
+  return st;
+}
+
+accel_status_t accel_comm_create_mpi(accel_device_t *dev, const void *mpi_comm,
+                                     const char *engine, accel_comm_t **out) {
+  accel_status_t st = accel_device_check(dev, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
+  st = accel_capture_check_unsafe(__func__, NULL);
+  if (st != ACCEL_OK) return st;
+  const char *name = engine ? engine : default_engine(dev);
+  const accel_comm_engine_vtable_t *ev = NULL;
+  st = accel_comm_engine_get(name, __func__, &ev);
+  if (st != ACCEL_OK) return st;
+  if (ev->host_engine && !dev->info.host_accessible)
+    return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                           "%s: engine '%s' runs on the host and device %s (%s) has memory the "
+                           "host cannot access; use the device's own engine", __func__, name,
+                           dev->info.name, dev->backend->name);
+  accel_ce_comm_t *impl = NULL;
+  int rank = 0, size = 0;
+  st = ev->host_engine ? ev->comm_create_mpi(mpi_comm, &impl, &rank, &size)
+                       : create_stream_engine(dev, mpi_comm, ev, &impl, &rank, &size);
+  if (st != ACCEL_OK) return st;
+  return comm_new(dev, ev, impl, rank, size, out);
+}
+
+accel_status_t accel_comm_split(accel_comm_t *c, int color, int key, accel_comm_t **out) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
+  st = accel_capture_check_unsafe(__func__, NULL);
+  if (st != ACCEL_OK) return st;
+  if (atomic_load(&c->failed))
+    return accel_set_error(c->error, "%s: communicator failed earlier: %s", __func__,
+                           c->message);
+  accel_ce_comm_t *impl = NULL;
+  int rank = 0, size = 0;
+  st = c->ev->comm_split(c->impl, color < 0 ? -1 : color, key, &impl, &rank, &size);
+  if (st != ACCEL_OK) return st;
+  *out = NULL;
+  if (!impl) return ACCEL_OK; /* color < 0: no group */
+  return comm_new(c->dev, c->ev, impl, rank, size, out);
+}
+
+accel_status_t accel_comm_destroy(accel_comm_t *c) {
+  accel_status_t st = accel_handle_drop_user(c, ACCEL_HANDLE_COMM, __func__);
+  if (st != ACCEL_OK) return st;
+  comm_release(c);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_comm_rank(accel_comm_t *c, int *rank) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(rank, __func__, "rank is NULL");
+  *rank = c->rank;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_comm_size(accel_comm_t *c, int *size) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(size, __func__, "size is NULL");
+  *size = c->size;
+  return ACCEL_OK;
+}
+
+const char *accel_comm_engine_name(accel_comm_t *c) {
+  return comm_check(c, __func__) == ACCEL_OK ? c->ev->name : NULL;
+}
+
+accel_status_t accel_comm_get_error(accel_comm_t *c) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  if (!atomic_load(&c->failed)) return ACCEL_OK;
+  pthread_mutex_lock(&c->lock);
+  st = accel_set_error(c->error, "%s: %s", __func__, c->message);
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
+accel_status_t accel_comm_abort(accel_comm_t *c, int errorcode) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  c->ev->abort(c->impl, errorcode);
+  return accel_set_error(ACCEL_ERROR_BACKEND, "%s: engine '%s' did not end the job", __func__,
+                         c->ev->name);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* issuing collectives */
+
+static void cmd_release(accel_keepalive_t *k) {
+  comm_cmd_t *cmd = (comm_cmd_t *)k;
+  comm_release(cmd->comm);
+  free(cmd);
+}
+
+/* Runs in stream order on the stream's thread. */
+static void cmd_run(accel_host_op_t *op) {
+  comm_cmd_t *cmd = (comm_cmd_t *)op;
+  accel_comm_t *c = cmd->comm;
+  if (atomic_load(&c->failed)) return; /* skipped: the peers may be gone */
+  if (cmd->downcast != ACCEL_F32)
+    accel_comm_downcast((char *)cmd->cop.recv + (size_t)c->rank * cmd->cop.count * 2,
+                        cmd->downcast_src, cmd->cop.count, cmd->downcast);
+  accel_clear_error();
+  accel_status_t st = c->ev->run(c->impl, &cmd->cop, c->timeout_s);
+  if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
+}
+
+typedef struct cmd_ranges {
+  const void *p[2];
+  size_t size[2];
+} cmd_ranges_t;
+
+static int cmd_range(void *ctx, size_t i, const void **ptr, size_t *size) {
+  cmd_ranges_t *r = ctx;
+  *ptr = r->p[i];
+  *size = r->size[i];
+  return r->p[i] != NULL && r->size[i] != 0;
+}
+
+static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
+  return a && b && na && nb && (const char *)a < (const char *)b + nb &&
+         (const char *)b < (const char *)a + na;
+}
+
+/* Validates the common arguments; *esize gets the element size. */
+static accel_status_t check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
+                                 const char *fn, size_t *esize) {
+  accel_status_t st = comm_check(c, fn);
+  if (st != ACCEL_OK) return st;
+  accel_device_t *dev = NULL;
+  st = accel_stream_check(s, fn, &dev);
+  if (st != ACCEL_OK) return st;
+  if (dev != c->dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: the stream belongs to another device than the communicator", fn);
+  *esize = accel_dtype_size(dtype);
+  if (!*esize)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)dtype);
+  return ACCEL_OK;
+}
+
+/* A device range of n elements: NULL only when empty, aligned, inside one live allocation. */
+static accel_status_t check_buffer(accel_comm_t *c, const char *fn, const char *what,
+                                   const void *p, size_t n, size_t esize, size_t *bytes) {
+  if (n > SIZE_MAX / esize)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s: %zu elements overflow", fn,
+                           what, n);
+  *bytes = n * esize;
+  if (*bytes == 0) return ACCEL_OK;
+  if (!p) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+  if ((uintptr_t)p % esize)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s %p is not aligned to %zu bytes",
+                           fn, what, p, esize);
+  if (!accel_device_range_is_valid(c->dev, p, *bytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s [%p, +%zu) is not inside one live allocation of the "
+                           "communicator's device", fn, what, p, *bytes);
+  return ACCEL_OK;
+}
+
+static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
+                            const accel_comm_op_t *cop, const cmd_ranges_t *ranges,
+                            accel_dtype_t downcast, const float *downcast_src) {
+  if (!c->ev->host_engine) {
+    /* stream engines: eager only, on the native stream (flushed first when lazy) */
+    int capturing = 0;
+    accel_stream_is_capturing(s, &capturing);
+    if (capturing)
+      return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                             "%s: engine '%s' collectives cannot be captured yet "
+                             "(docs/DISTRIBUTED.md)", fn, c->ev->name);
+    if (downcast != ACCEL_F32)
+      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: engine '%s' has no fused downcast",
+                             fn, c->ev->name);
+    const accel_backend_vtable_t *bv = c->dev->backend->vt;
+    accel_native_t native = {.struct_size = sizeof native};
+    if (bv->struct_size < offsetof(accel_backend_vtable_t, stream_native) + sizeof(void *) ||
+        !bv->stream_native)
+      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: backend '%s' exposes no native "
+                             "stream", fn, c->dev->backend->name);
+    accel_status_t st = accel_stream_flush(s);
+    if (st == ACCEL_OK) st = bv->stream_native(s->impl, &native);
+    return st != ACCEL_OK ? st : c->ev->enqueue(c->impl, cop, &native);
+  }
+  comm_cmd_t *cmd = calloc(1, sizeof *cmd);
+  if (!cmd) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  cmd->op.keep.refcount = 1;
+  cmd->op.keep.release = cmd_release;
+  cmd->op.run = cmd_run;
+  cmd->comm = c;
+  comm_retain(c);
+  cmd->cop = *cop;
+  cmd->downcast = downcast;
+  cmd->downcast_src = downcast_src;
+  cmd_ranges_t r = *ranges;
+  accel_status_t st = accel_enqueue_host_op(s, fn, &cmd->op, cmd_range, &r, 2);
+  accel_keepalive_release(&cmd->op.keep); /* the issuer's reference */
+  return st;
+}
+
+accel_status_t accel_all_reduce(accel_comm_t *c, accel_stream_t *s, const void *send,
+                                void *recv, size_t count, accel_dtype_t dtype,
+                                accel_reduce_op_t op) {
+  size_t es = 0, bytes = 0;
+  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if ((unsigned)op > ACCEL_REDUCE_MIN)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
+                           (int)op);
+  if ((st = check_buffer(c, __func__, "send", send, count, es, &bytes)) != ACCEL_OK ||
+      (st = check_buffer(c, __func__, "recv", recv, count, es, &bytes)) != ACCEL_OK)
+    return st;
+  if (send != recv && overlap(send, bytes, recv, bytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: send and recv overlap (in place needs send == recv)", __func__);
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_REDUCE, .dtype = dtype, .reduce = op,
+                         .send = send, .recv = recv, .count = count};
+  cmd_ranges_t r = {{send, recv}, {bytes, bytes}};
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
+}
+
+accel_status_t accel_reduce_scatter(accel_comm_t *c, accel_stream_t *s, const void *send,
+                                    void *recv, size_t recv_count, accel_dtype_t dtype,
+                                    accel_reduce_op_t op) {
+  size_t es = 0, sbytes = 0, rbytes = 0;
+  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if ((unsigned)op > ACCEL_REDUCE_MIN)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
+                           (int)op);
+  if (recv_count > SIZE_MAX / (size_t)c->size)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size * recv_count overflows",
+                           __func__);
+  if ((st = check_buffer(c, __func__, "send", send, recv_count * (size_t)c->size, es,
+                         &sbytes)) != ACCEL_OK ||
+      (st = check_buffer(c, __func__, "recv", recv, recv_count, es, &rbytes)) != ACCEL_OK)
+    return st;
+  if (overlap(send, sbytes, recv, rbytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: send and recv overlap", __func__);
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_REDUCE_SCATTER, .dtype = dtype, .reduce = op,
+                         .send = send, .recv = recv, .count = recv_count};
+  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}};
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
+}
+
+/* recv of size * send_count elements; send NULL means in place. */
+static accel_status_t gather_args(accel_comm_t *c, const char *fn, const void *send,
+                                  size_t send_bytes, void *recv, size_t send_count, size_t es,
+                                  size_t *rbytes, const void **send_out) {
+  if (send_count > SIZE_MAX / (size_t)c->size)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size * send_count overflows", fn);
+  accel_status_t st = check_buffer(c, fn, "recv", recv, send_count * (size_t)c->size, es,
+                                   rbytes);
+  if (st != ACCEL_OK) return st;
+  const char *own = recv ? (const char *)recv + (size_t)c->rank * send_count * es : NULL;
+  *send_out = send;
+  if (send == own && es * send_count == send_bytes) *send_out = NULL; /* in place */
+  else if (overlap(send, send_bytes, recv, *rbytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: send overlaps recv (in place needs send == recv + rank * "
+                           "send_count)", fn);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_all_gather(accel_comm_t *c, accel_stream_t *s, const void *send,
+                                void *recv, size_t send_count, accel_dtype_t dtype) {
+  size_t es = 0, sbytes = 0, rbytes = 0;
+  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if ((st = check_buffer(c, __func__, "send", send, send_count, es, &sbytes)) != ACCEL_OK)
+    return st;
+  const void *snd = NULL;
+  st = gather_args(c, __func__, send, sbytes, recv, send_count, es, &rbytes, &snd);
+  if (st != ACCEL_OK) return st;
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_GATHER, .dtype = dtype, .send = snd,
+                         .recv = recv, .count = send_count};
+  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}};
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
+}
+
+accel_status_t accel_broadcast(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
+                               accel_dtype_t dtype, int root) {
+  size_t es = 0, bytes = 0;
+  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if (root < 0 || root >= c->size)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: root %d outside [0, %d)", __func__,
+                           root, c->size);
+  if ((st = check_buffer(c, __func__, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_BROADCAST, .dtype = dtype, .peer = root,
+                         .recv = buf, .count = count};
+  cmd_ranges_t r = {{buf, NULL}, {bytes, 0}};
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
+}
+
+static accel_status_t point_to_point(accel_comm_t *c, accel_stream_t *s, const char *fn,
+                                     accel_comm_op_kind_t kind, const void *buf, size_t count,
+                                     accel_dtype_t dtype, int peer) {
+  size_t es = 0, bytes = 0;
+  accel_status_t st = check_args(c, s, dtype, fn, &es);
+  if (st != ACCEL_OK) return st;
+  if (peer < 0 || peer >= c->size || peer == c->rank)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: peer %d is not another rank of [0, %d) (this rank is %d)", fn,
+                           peer, c->size, c->rank);
+  if ((st = check_buffer(c, fn, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
+  accel_comm_op_t cop = {.kind = kind, .dtype = dtype, .peer = peer, .count = count};
+  if (kind == ACCEL_COMM_SEND) cop.send = buf;
+  else cop.recv = (void *)(uintptr_t)buf;
+  cmd_ranges_t r = {{buf, NULL}, {bytes, 0}};
+  return issue(c, s, fn, &cop, &r, ACCEL_F32, NULL);
+}
+
+accel_status_t accel_send(accel_comm_t *c, accel_stream_t *s, const void *buf, size_t count,
+                          accel_dtype_t dtype, int peer) {
+  return point_to_point(c, s, __func__, ACCEL_COMM_SEND, buf, count, dtype, peer);
+}
+
+accel_status_t accel_recv(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
+                          accel_dtype_t dtype, int peer) {
+  return point_to_point(c, s, __func__, ACCEL_COMM_RECV, buf, count, dtype, peer);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* distributed kernels */
+
+accel_status_t accel_all_gather_downcast(accel_comm_t *c, accel_stream_t *s, const float *send,
+                                         void *recv, size_t send_count,
+                                         accel_dtype_t recv_dtype) {
+  size_t es = 0, sbytes = 0, rbytes = 0;
+  accel_status_t st = check_args(c, s, recv_dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if (recv_dtype != ACCEL_BF16 && recv_dtype != ACCEL_F16)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: recv_dtype must be BF16 or F16",
+                           __func__);
+  if ((st = check_buffer(c, __func__, "send", send, send_count, sizeof(float), &sbytes)) !=
+      ACCEL_OK)
+    return st;
+  const void *snd = NULL;
+  st = gather_args(c, __func__, NULL, 0, recv, send_count, es, &rbytes, &snd);
+  if (st != ACCEL_OK) return st;
+  if (overlap(send, sbytes, recv, rbytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: send overlaps recv", __func__);
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_GATHER, .dtype = recv_dtype, .send = NULL,
+                         .recv = recv, .count = send_count};
+  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}};
+  return issue(c, s, __func__, &cop, &r, recv_dtype, send);
+}
+
+accel_status_t accel_comm_overflow_reduce(accel_comm_t *c, accel_stream_t *s,
+                                          float *found_inf_dev) {
+  return accel_all_reduce(c, s, found_inf_dev, found_inf_dev, 1, ACCEL_F32, ACCEL_REDUCE_MAX);
+}
+
+accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
+                                      const accel_tensor_t *tensors, size_t n, float norm_type,
+                                      float *out_dev) {
+  accel_status_t st = comm_check(c, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
+  /* one rank: the local norm is the norm (bitwise the single-process one for every p) */
+  if (c->size == 1) return accel_multi_tensor_norm(s, tensors, n, norm_type, out_dev);
+  /* local norm at gathered[rank], gathered in place, then the norm of the size values */
+  float *gathered = NULL;
+  st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
+  if (st != ACCEL_OK) return st;
+  st = accel_multi_tensor_norm(s, tensors, n, norm_type, gathered + c->rank);
+  if (st == ACCEL_OK)
+    st = accel_all_gather(c, s, gathered + c->rank, gathered, 1, ACCEL_F32);
+  accel_tensor_t all = {gathered, (size_t)c->size, ACCEL_F32};
+  if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &all, 1, norm_type, out_dev);
+  accel_status_t fst = accel_free_async(s, gathered);
+  return st != ACCEL_OK ? st : fst;
+}
+
+accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *c, accel_stream_t *s,
+                                              const accel_tensor_t *tensors, size_t n,
+                                              float max_norm, float norm_type, float eps,
+                                              float *total_norm_out_dev, float *coef_out_dev) {
+  ACCEL_REQUIRE_ARG(total_norm_out_dev, __func__, "total_norm_out_dev is NULL");
+  accel_status_t st = accel_comm_global_norm(c, s, tensors, n, norm_type, total_norm_out_dev);
+  if (st != ACCEL_OK) return st;
+  return accel_clip_by_global_norm(s, tensors, n, max_norm, total_norm_out_dev, eps,
+                                   coef_out_dev);
+}

@@ -1,0 +1,19 @@
+/*
+ * Communicators (core/comm.c) and their engines (core/comm_loader.c).
+ */
+#ifndef ACCEL_CORE_COMM_INTERNAL_H
+#define ACCEL_CORE_COMM_INTERNAL_H
+
+#include "accel/accel_comm.h"
+#include "accel/accel_comm_engine.h"
+#include "internal.h"
+
+/* The engine named name, loaded and initialised once: ACCEL_OK, or UNAVAILABLE / PLUGIN (an
+ * engine whose runtime is absent stays UNAVAILABLE) with a message naming fn. */
+accel_status_t accel_comm_engine_get(const char *name, const char *fn,
+                                     const accel_comm_engine_vtable_t **out);
+
+/* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
+void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);
+
+#endif

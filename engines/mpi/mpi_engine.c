@@ -1,0 +1,469 @@
+/*
+ * The MPI collective engine (libaccelcomm-mpi.so), built against the system MPI.
+ *
+ * A host engine: the core calls `run` from a host function in stream order, on the stream's
+ * thread, with host-accessible device memory. ACCEL_COMM_TIMEOUT bounds every collective in
+ * one of two ways (ACCEL_COMM_MPI_WAIT):
+ *  - block (default): the blocking MPI call (MPI_Allreduce...: the library's tuned algorithms,
+ *    as fast as a bare MPI loop), watched by a watchdog thread. A call still running at its
+ *    deadline is reported ("rank R: ... did not complete within T s") and, after a grace of
+ *    1 s that lets the other ranks report too, the job is ended with MPI_Abort: a blocking MPI call cannot be interrupted, and an error return would
+ *    leave the stream's thread stuck inside it.
+ *  - poll: the nonblocking call (MPI_Iallreduce...) polled with MPI_Test until it completes
+ *    or the deadline passes; then run returns an error, the core marks the communicator failed
+ *    and the application decides (accel_comm_get_error, accel_comm_abort). The incomplete
+ *    request cannot be cancelled (MPI has no cancel for collectives), so that communicator is
+ *    never freed. Open MPI's nonblocking collectives (libnbc) cost several microseconds more
+ *    per small operation than the blocking ones: accel-bench comm measures both.
+ *
+ * F16 and BF16 travel as 16-bit words; their reductions are user-defined MPI operations that
+ * widen to fp32, combine, and round back to nearest even with the kernels' conversions.
+ */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accel/accel_comm_engine.h"
+#include "prelude_c.h"
+#include "accel_kernel_abi.h"
+#include "convert.h"
+
+static const accel_host_api_t *host;
+static int poll_mode; /* ACCEL_COMM_MPI_WAIT=poll */
+
+typedef struct mpi_comm {
+  MPI_Comm comm;
+  int rank, size;
+  atomic_int stuck; /* a request timed out: the communicator cannot be freed safely */
+} mpi_comm_t;
+
+/* ---------------------------------------------------------------------------------------- */
+/* F16 / BF16 reductions */
+
+typedef acc_f32 (*widen_fn)(acc_u32);
+typedef acc_u32 (*narrow_fn)(acc_f32);
+
+static void reduce16(const void *in, void *inout, int len, widen_fn w, narrow_fn nrw, int op) {
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < len; ++i) {
+    const float x = w(a[i]), y = w(b[i]);
+    float r = op == ACCEL_REDUCE_SUM ? x + y
+            : op == ACCEL_REDUCE_MAX ? (x > y || x != x ? x : y)
+                                     : (x < y || x != x ? x : y);
+    b[i] = (uint16_t)nrw(r);
+  }
+}
+
+#define REDUCE16(NAME, W, N, OP)                                                               \
+  static void NAME(void *in, void *inout, int *len, MPI_Datatype *dt) {                        \
+    (void)dt;                                                                                  \
+    reduce16(in, inout, *len, W, N, OP);                                                       \
+  }
+REDUCE16(f16_sum, acc_f16_to_f32, acc_f32_to_f16, ACCEL_REDUCE_SUM)
+REDUCE16(f16_max, acc_f16_to_f32, acc_f32_to_f16, ACCEL_REDUCE_MAX)
+REDUCE16(f16_min, acc_f16_to_f32, acc_f32_to_f16, ACCEL_REDUCE_MIN)
+REDUCE16(bf16_sum, acc_bf16_to_f32, acc_f32_to_bf16, ACCEL_REDUCE_SUM)
+REDUCE16(bf16_max, acc_bf16_to_f32, acc_f32_to_bf16, ACCEL_REDUCE_MAX)
+REDUCE16(bf16_min, acc_bf16_to_f32, acc_f32_to_bf16, ACCEL_REDUCE_MIN)
+
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+static MPI_Op ops16[2][3]; /* [bf16][reduce] */
+static int ops_status = MPI_SUCCESS;
+
+static void create_ops(void) {
+  MPI_User_function *fns[2][3] = {{f16_sum, f16_max, f16_min}, {bf16_sum, bf16_max, bf16_min}};
+  for (int d = 0; d < 2; ++d)
+    for (int o = 0; o < 3; ++o)
+      if (ops_status == MPI_SUCCESS) ops_status = MPI_Op_create(fns[d][o], 1, &ops16[d][o]);
+}
+
+static MPI_Datatype mpi_type(uint32_t dtype) {
+  return dtype == ACCEL_F32 ? MPI_FLOAT : MPI_UINT16_T;
+}
+
+static MPI_Op mpi_op(uint32_t dtype, uint32_t reduce) {
+  if (dtype == ACCEL_F32)
+    return reduce == ACCEL_REDUCE_SUM ? MPI_SUM : reduce == ACCEL_REDUCE_MAX ? MPI_MAX : MPI_MIN;
+  return ops16[dtype == ACCEL_BF16][reduce];
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static accel_status_t mpi_error(const char *call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "?");
+  return host->set_error(ACCEL_ERROR_BACKEND, "%s: %s (MPI error %d)", call, text, code);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Polls req to completion or the deadline. Spins first (latency), then yields (an
+ * oversubscribed node, where the peer needs this core to make progress). */
+static accel_status_t wait_req(mpi_comm_t *c, MPI_Request *req, const char *call,
+                               double timeout_s, MPI_Status *status) {
+  const double deadline = now_s() + timeout_s;
+  for (unsigned long i = 0;; ++i) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, status);
+    if (rc != MPI_SUCCESS) return mpi_error(call, rc);
+    if (done) return ACCEL_OK;
+    if (i > 2000) sched_yield();
+    if ((i & 255u) == 0 && now_s() > deadline) {
+      atomic_store(&c->stuck, 1);
+      return host->set_error(ACCEL_ERROR_BACKEND,
+                             "%s on rank %d of %d did not complete within %.3g s "
+                             "(ACCEL_COMM_TIMEOUT): a peer is dead, missing or issued a "
+                             "different sequence of collectives",
+                             call, c->rank, c->size, timeout_s);
+    }
+  }
+}
+
+/* A receive must get the count it asked for (MPI itself only refuses longer messages). */
+static accel_status_t check_count(mpi_comm_t *c, const accel_comm_op_t *op,
+                                  const MPI_Status *status) {
+  int got = 0;
+  MPI_Get_count(status, mpi_type(op->dtype), &got);
+  if ((size_t)got == op->count) return ACCEL_OK;
+  return host->set_error(ACCEL_ERROR_BACKEND,
+                         "accel_recv on rank %d: %d elements arrived from rank %d, %zu were "
+                         "expected (mismatched count)", c->rank, got, op->peer, op->count);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the watchdog of blocking calls */
+
+typedef struct watch {
+  struct watch *next;
+  double deadline;
+  double timeout_s;
+  const char *call;
+  mpi_comm_t *comm;
+} watch_t;
+
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond;
+static watch_t *wd_list;
+static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
+static int wd_started;
+
+/* Wakes every period (never woken by arm/disarm, which stay two uncontended lock pairs per
+ * collective) and ends the job when a watched call is past its deadline. */
+static double wd_period = 1.0; /* guarded by wd_lock: a tenth of the shortest timeout armed */
+
+static void *watchdog(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&wd_lock);
+  for (;;) {
+    const double wake = now_s() + wd_period;
+    struct timespec ts;
+    ts.tv_sec = (time_t)wake;
+    ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&wd_cond, &wd_lock, &ts); /* CLOCK_MONOTONIC (cond attr) */
+    const double now = now_s();
+    watch_t *late = NULL;
+    for (watch_t *w = wd_list; w && !late; w = w->next)
+      if (now > w->deadline) late = w;
+    if (!late) continue;
+    /* report on this rank, then end the job through MPI */
+    fprintf(stderr,
+            "[accel:error] comm: rank %d: %s on rank %d of %d did not complete within %.3g s "
+            "(ACCEL_COMM_TIMEOUT): a peer is dead, missing or issued a different sequence of "
+            "collectives; ending the job (MPI_Abort)\n",
+            late->comm->rank, late->call, late->comm->rank, late->comm->size, late->timeout_s);
+    fflush(stderr);
+    MPI_Comm comm = late->comm->comm;
+    pthread_mutex_unlock(&wd_lock);
+    /* the peers' deadlines fall within moments of this one: a short grace lets each of them
+     * report before the first abort takes the job down */
+    sleep(1);
+    MPI_Abort(comm, 1);
+    pthread_mutex_lock(&wd_lock);
+  }
+  return NULL;
+}
+
+static void start_watchdog(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&wd_cond, &attr);
+  pthread_condattr_destroy(&attr);
+  pthread_t t;
+  pthread_attr_t ta;
+  pthread_attr_init(&ta);
+  pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+  wd_started = pthread_create(&t, &ta, watchdog, NULL) == 0;
+  pthread_attr_destroy(&ta);
+}
+
+/* Arms w (on the caller's stack); 0 when no watchdog could be started. */
+static int watch_arm(watch_t *w) {
+  pthread_once(&wd_once, start_watchdog);
+  if (!wd_started) return 0;
+  pthread_mutex_lock(&wd_lock);
+  w->next = wd_list;
+  wd_list = w;
+  const double period = w->timeout_s / 10 < 0.05 ? 0.05 : w->timeout_s / 10;
+  if (period < wd_period) wd_period = period;
+  pthread_mutex_unlock(&wd_lock);
+  return 1;
+}
+
+static void watch_disarm(watch_t *w) {
+  pthread_mutex_lock(&wd_lock);
+  for (watch_t **p = &wd_list; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      break;
+    }
+  pthread_mutex_unlock(&wd_lock);
+}
+
+/* The blocking form of op under the watchdog. */
+static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, double timeout_s,
+                                   MPI_Status *status) {
+  const int n = (int)op->count;
+  const MPI_Datatype t = mpi_type(op->dtype);
+  static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
+                                      "MPI_Allgather", "MPI_Bcast", "MPI_Send", "MPI_Recv"};
+  watch_t w = {.deadline = now_s() + timeout_s, .timeout_s = timeout_s,
+               .call = calls[op->kind], .comm = c};
+  if (!watch_arm(&w))
+    return host->set_error(ACCEL_ERROR_BACKEND, "MPI: no watchdog thread for %s (set "
+                           "ACCEL_COMM_MPI_WAIT=poll)", w.call);
+  int rc = MPI_SUCCESS;
+  switch (op->kind) {
+    case ACCEL_COMM_ALL_REDUCE:
+      rc = MPI_Allreduce(op->send == op->recv ? MPI_IN_PLACE : op->send, op->recv, n, t,
+                         mpi_op(op->dtype, op->reduce), c->comm);
+      break;
+    case ACCEL_COMM_REDUCE_SCATTER:
+      rc = MPI_Reduce_scatter_block(op->send, op->recv, n, t, mpi_op(op->dtype, op->reduce),
+                                    c->comm);
+      break;
+    case ACCEL_COMM_ALL_GATHER:
+      rc = op->send ? MPI_Allgather(op->send, n, t, op->recv, n, t, c->comm)
+                    : MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->recv, n, t,
+                                    c->comm);
+      break;
+    case ACCEL_COMM_BROADCAST:
+      rc = MPI_Bcast(op->recv, n, t, op->peer, c->comm);
+      break;
+    case ACCEL_COMM_SEND:
+      rc = MPI_Send(op->send, n, t, op->peer, 0, c->comm);
+      break;
+    default: /* ACCEL_COMM_RECV */
+      rc = MPI_Recv(op->recv, n, t, op->peer, 0, c->comm, status);
+      break;
+  }
+  watch_disarm(&w);
+  return rc == MPI_SUCCESS ? ACCEL_OK : mpi_error(w.call, rc);
+}
+
+static accel_status_t mpi_run(accel_ce_comm_t *cc, const accel_comm_op_t *op, double timeout_s) {
+  mpi_comm_t *c = cc;
+  if (op->count > (size_t)INT32_MAX)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: count %zu exceeds an MPI int",
+                           op->count);
+  if (op->kind > ACCEL_COMM_RECV)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: unknown collective %u", op->kind);
+  const int n = (int)op->count;
+  const MPI_Datatype t = mpi_type(op->dtype);
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Status status;
+  if (!poll_mode) {
+    accel_status_t st = run_blocking(c, op, timeout_s, &status);
+    return st == ACCEL_OK && op->kind == ACCEL_COMM_RECV ? check_count(c, op, &status) : st;
+  }
+  const char *call = "?";
+  int rc = MPI_SUCCESS;
+  switch (op->kind) {
+    case ACCEL_COMM_ALL_REDUCE:
+      call = "MPI_Iallreduce";
+      rc = MPI_Iallreduce(op->send == op->recv ? MPI_IN_PLACE : op->send, op->recv, n, t,
+                          mpi_op(op->dtype, op->reduce), c->comm, &req);
+      break;
+    case ACCEL_COMM_REDUCE_SCATTER:
+      call = "MPI_Ireduce_scatter_block";
+      rc = MPI_Ireduce_scatter_block(op->send, op->recv, n, t, mpi_op(op->dtype, op->reduce),
+                                     c->comm, &req);
+      break;
+    case ACCEL_COMM_ALL_GATHER:
+      call = "MPI_Iallgather";
+      rc = op->send ? MPI_Iallgather(op->send, n, t, op->recv, n, t, c->comm, &req)
+                    : MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->recv, n, t,
+                                     c->comm, &req);
+      break;
+    case ACCEL_COMM_BROADCAST:
+      call = "MPI_Ibcast";
+      rc = MPI_Ibcast(op->recv, n, t, op->peer, c->comm, &req);
+      break;
+    case ACCEL_COMM_SEND:
+      call = "MPI_Isend";
+      rc = MPI_Isend(op->send, n, t, op->peer, 0, c->comm, &req);
+      break;
+    default: /* ACCEL_COMM_RECV */
+      call = "MPI_Irecv";
+      rc = MPI_Irecv(op->recv, n, t, op->peer, 0, c->comm, &req);
+      break;
+  }
+  if (rc != MPI_SUCCESS) return mpi_error(call, rc);
+  accel_status_t st = wait_req(c, &req, call, timeout_s, &status);
+  return st == ACCEL_OK && op->kind == ACCEL_COMM_RECV ? check_count(c, op, &status) : st;
+}
+
+static accel_status_t mpi_host_all_gather(accel_ce_comm_t *cc, const void *send, void *recv,
+                                          size_t bytes, double timeout_s) {
+  mpi_comm_t *c = cc;
+  if (bytes > (size_t)INT32_MAX)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: %zu bytes exceed an MPI int", bytes);
+  MPI_Request req;
+  int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Iallgather", rc);
+  MPI_Status status;
+  return wait_req(c, &req, "MPI_Iallgather", timeout_s, &status);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* communicators */
+
+static void finalize_at_exit(void) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+static accel_status_t ensure_mpi(void) {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return host->set_error(ACCEL_ERROR_STATE, "MPI: MPI_Finalize was already called");
+  int provided = 0;
+  if (!inited) {
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
+    atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_MULTIPLE)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                           "MPI: thread level %d < MPI_THREAD_MULTIPLE (collectives run on the "
+                           "stream's thread): initialise MPI with MPI_Init_thread(..., "
+                           "MPI_THREAD_MULTIPLE, ...)", provided);
+  pthread_once(&ops_once, create_ops);
+  return ops_status == MPI_SUCCESS ? ACCEL_OK : mpi_error("MPI_Op_create", ops_status);
+}
+
+static accel_status_t wrap(MPI_Comm comm, accel_ce_comm_t **out, int *rank, int *size) {
+  mpi_comm_t *c = calloc(1, sizeof *c);
+  if (!c) {
+    MPI_Comm_free(&comm);
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "MPI: out of host memory");
+  }
+  c->comm = comm;
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm, &c->rank);
+  MPI_Comm_size(comm, &c->size);
+  *rank = c->rank;
+  *size = c->size;
+  *out = c;
+  return ACCEL_OK;
+}
+
+static accel_status_t mpi_comm_create(const void *mpi_comm, accel_ce_comm_t **out, int *rank,
+                                      int *size) {
+  accel_status_t st = ensure_mpi();
+  if (st != ACCEL_OK) return st;
+  MPI_Comm dup;
+  int rc = MPI_Comm_dup(mpi_comm ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD, &dup);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
+  return wrap(dup, out, rank, size);
+}
+
+static accel_status_t mpi_comm_split(accel_ce_comm_t *cc, int color, int key,
+                                     accel_ce_comm_t **out, int *rank, int *size) {
+  mpi_comm_t *c = cc;
+  MPI_Comm sub;
+  int rc = MPI_Comm_split(c->comm, color < 0 ? MPI_UNDEFINED : color, key, &sub);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split", rc);
+  *out = NULL;
+  if (sub == MPI_COMM_NULL) return ACCEL_OK;
+  return wrap(sub, out, rank, size);
+}
+
+static void mpi_comm_destroy(accel_ce_comm_t *cc) {
+  mpi_comm_t *c = cc;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  /* a communicator with a request that never completed is left to the process's end */
+  if (!finalized && !atomic_load(&c->stuck)) MPI_Comm_free(&c->comm);
+  free(c);
+}
+
+static void mpi_abort(accel_ce_comm_t *cc, int code) {
+  mpi_comm_t *c = cc;
+  MPI_Abort(c->comm, code);
+}
+
+static accel_status_t mpi_engine_init(const accel_host_api_t *h) {
+  host = h;
+  const char *wait = getenv("ACCEL_COMM_MPI_WAIT");
+  poll_mode = wait && strcmp(wait, "poll") == 0;
+  if (wait && *wait && !poll_mode && strcmp(wait, "block") != 0)
+    host->log(ACCEL_LOG_WARN, "comm", "ACCEL_COMM_MPI_WAIT=%s is not block or poll; using block",
+              wait);
+  /* Open MPI opens its own components with dlopen and they expect libmpi's symbols to be
+   * global; this plugin was opened RTLD_LOCAL, so promote the already loaded libmpi. */
+  Dl_info info;
+  if (dladdr((void *)MPI_Init_thread, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  char *nl = strchr(version, '\n');
+  if (nl) *nl = '\0';
+  host->log(ACCEL_LOG_INFO, "comm", "MPI engine (%s waits): %s", poll_mode ? "poll" : "block",
+            version);
+  return ACCEL_OK;
+}
+
+static const accel_comm_engine_vtable_t vtable = {
+    .abi_version = ACCEL_COMM_ENGINE_ABI_VERSION,
+    .struct_size = sizeof(accel_comm_engine_vtable_t),
+    .name = "mpi",
+    .description = "MPI (nonblocking collectives polled against ACCEL_COMM_TIMEOUT)",
+    .host_engine = 1,
+    .engine_init = mpi_engine_init,
+    .comm_create_mpi = mpi_comm_create,
+    .comm_split = mpi_comm_split,
+    .comm_destroy = mpi_comm_destroy,
+    .run = mpi_run,
+    .abort = mpi_abort,
+    .host_all_gather = mpi_host_all_gather,
+};
+
+ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,
+                                                           const accel_host_api_t *h,
+                                                           const accel_comm_engine_vtable_t **out) {
+  if (host_abi != ACCEL_COMM_ENGINE_ABI_VERSION)
+    return h->set_error(ACCEL_ERROR_PLUGIN, "MPI engine: ABI %u, host has %u",
+                        ACCEL_COMM_ENGINE_ABI_VERSION, host_abi);
+  *out = &vtable;
+  return ACCEL_OK;
+}

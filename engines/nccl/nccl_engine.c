@@ -1,0 +1,211 @@
+/*
+ * The NCCL engine (libaccelcomm-nccl.so) and, built from this file with ACCEL_CCL_RCCL, the
+ * RCCL engine (libaccelcomm-rccl.so): stream engines that enqueue every collective on the
+ * CUDA / HIP stream under the accel stream (the backend's stream_native slot). The library is
+ * dlopen'ed with a symbol table (vendor_nccl.h), so the engine loads anywhere and reports
+ * UNAVAILABLE without it. Bootstrap: rank 0's ncclUniqueId is all-gathered over MPI (the
+ * core's bootstrap), then ncclCommInitRank on the thread that creates the communicator, whose
+ * current CUDA/HIP device must be the accel device's.
+ *
+ * Verified here only by compiling, loading and reporting UNAVAILABLE (no GPU, no libnccl).
+ * Not done: capture of these collectives into accel graphs (the core refuses it with
+ * UNSUPPORTED), ACCEL_COMM_TIMEOUT (NCCL's own NCCL_TIMEOUT / async error applies), and a
+ * fused downcast (the core refuses accel_all_gather_downcast on stream engines).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accel/accel_comm_engine.h"
+#include "vendor_lib.h"
+#include "vendor_nccl.h"
+
+#ifdef ACCEL_CCL_RCCL
+#define ENGINE_NAME "rccl"
+#define ENGINE_LIBS {"librccl.so.1", "librccl.so"}
+#else
+#define ENGINE_NAME "nccl"
+#define ENGINE_LIBS {"libnccl.so.2", "libnccl.so"}
+#endif
+
+static const accel_host_api_t *host;
+
+static struct {
+#define CCL_FIELD(field, symbol, ret, params) ret(*field) params;
+  CCL_API_TABLE(CCL_FIELD, CCL_FIELD)
+#undef CCL_FIELD
+} ccl;
+
+typedef struct ccl_engine_comm {
+  ccl_comm_t comm;
+  int rank, size;
+} ccl_engine_comm_t;
+
+static accel_status_t ccl_error(const char *call, ccl_result_t r) {
+  return host->set_error(ACCEL_ERROR_BACKEND, "%s: %s (%u)", call, ccl.GetErrorString(r), r);
+}
+
+static accel_status_t ccl_init(const accel_host_api_t *h) {
+  host = h;
+  static const char *const names[] = ENGINE_LIBS;
+  const char *chosen = NULL;
+  char tried[1024];
+  void *lib = accel_vendor_open(names, sizeof names / sizeof names[0], &chosen, tried,
+                                sizeof tried);
+  if (!lib)
+    return host->set_error(ACCEL_ERROR_UNAVAILABLE, ENGINE_NAME " engine: %s", tried);
+  static const accel_vendor_symbol_t syms[] = {
+#define CCL_REQ(field, symbol, ret, params) {symbol, symbol, (void **)&ccl.field, 1},
+#define CCL_OPT(field, symbol, ret, params) {symbol, symbol, (void **)&ccl.field, 0},
+      CCL_API_TABLE(CCL_REQ, CCL_OPT)
+#undef CCL_REQ
+#undef CCL_OPT
+  };
+  char missing[512];
+  if (accel_vendor_resolve(lib, NULL, NULL, syms, sizeof syms / sizeof syms[0], missing,
+                           sizeof missing))
+    return host->set_error(ACCEL_ERROR_UNAVAILABLE, ENGINE_NAME " engine: %s lacks %s", chosen,
+                           missing);
+  int version = 0;
+  ccl.GetVersion(&version);
+  host->log(ACCEL_LOG_INFO, "comm", ENGINE_NAME " engine: %s, version %d", chosen, version);
+  return ACCEL_OK;
+}
+
+static accel_status_t wrap(ccl_comm_t comm, accel_ce_comm_t **out) {
+  ccl_engine_comm_t *c = calloc(1, sizeof *c);
+  if (!c) {
+    ccl.CommDestroy(comm);
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, ENGINE_NAME ": out of host memory");
+  }
+  c->comm = comm;
+  ccl.CommUserRank(comm, &c->rank);
+  ccl.CommCount(comm, &c->size);
+  *out = c;
+  return ACCEL_OK;
+}
+
+static accel_status_t ccl_create(const accel_comm_bootstrap_t *boot, const accel_native_t *dev,
+                                 accel_ce_comm_t **out) {
+  (void)dev; /* the calling thread's current device is the one NCCL uses */
+  ccl_unique_id_t id;
+  memset(&id, 0, sizeof id);
+  if (boot->rank == 0) {
+    ccl_result_t r = ccl.GetUniqueId(&id);
+    if (r != CCL_SUCCESS) return ccl_error("ncclGetUniqueId", r);
+  }
+  ccl_unique_id_t *all = calloc((size_t)boot->size, sizeof id);
+  if (!all) return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, ENGINE_NAME ": out of memory");
+  accel_status_t st = boot->all_gather(boot->ctx, &id, all, sizeof id);
+  if (st == ACCEL_OK) id = all[0];
+  free(all);
+  if (st != ACCEL_OK) return st;
+  ccl_comm_t comm = NULL;
+  ccl_result_t r = ccl.CommInitRank(&comm, boot->size, id, boot->rank);
+  return r == CCL_SUCCESS ? wrap(comm, out) : ccl_error("ncclCommInitRank", r);
+}
+
+static accel_status_t ccl_split(accel_ce_comm_t *cc, int color, int key, accel_ce_comm_t **out,
+                                int *rank, int *size) {
+  ccl_engine_comm_t *c = cc;
+  if (!ccl.CommSplit)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED, ENGINE_NAME ": ncclCommSplit is absent "
+                           "(NCCL < 2.18)");
+  ccl_comm_t sub = NULL;
+  ccl_result_t r = ccl.CommSplit(c->comm, color < 0 ? CCL_SPLIT_NOCOLOR : color, key, &sub, NULL);
+  if (r != CCL_SUCCESS) return ccl_error("ncclCommSplit", r);
+  *out = NULL;
+  if (!sub) return ACCEL_OK;
+  accel_status_t st = wrap(sub, out);
+  if (st == ACCEL_OK) {
+    *rank = ((ccl_engine_comm_t *)*out)->rank;
+    *size = ((ccl_engine_comm_t *)*out)->size;
+  }
+  return st;
+}
+
+static void ccl_destroy(accel_ce_comm_t *cc) {
+  ccl_engine_comm_t *c = cc;
+  ccl.CommDestroy(c->comm);
+  free(c);
+}
+
+static ccl_datatype_t dtype_of(uint32_t dt) {
+  return dt == ACCEL_F32 ? CCL_FLOAT32 : dt == ACCEL_F16 ? CCL_FLOAT16 : CCL_BFLOAT16;
+}
+
+static accel_status_t ccl_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op,
+                                  const accel_native_t *stream) {
+  ccl_engine_comm_t *c = cc;
+  ccl_stream_t s = (ccl_stream_t)stream->queue;
+  const ccl_datatype_t t = dtype_of(op->dtype);
+  const ccl_redop_t red = op->reduce == ACCEL_REDUCE_SUM   ? CCL_SUM
+                          : op->reduce == ACCEL_REDUCE_MAX ? CCL_MAX
+                                                           : CCL_MIN;
+  const size_t es = op->dtype == ACCEL_F32 ? 4 : 2;
+  ccl_result_t r = CCL_SUCCESS;
+  const char *call = "?";
+  switch (op->kind) {
+    case ACCEL_COMM_ALL_REDUCE:
+      call = "ncclAllReduce";
+      r = ccl.AllReduce(op->send, op->recv, op->count, t, red, c->comm, s);
+      break;
+    case ACCEL_COMM_REDUCE_SCATTER:
+      call = "ncclReduceScatter";
+      r = ccl.ReduceScatter(op->send, op->recv, op->count, t, red, c->comm, s);
+      break;
+    case ACCEL_COMM_ALL_GATHER: /* in place: NCCL's convention is send == recv + rank block */
+      call = "ncclAllGather";
+      r = ccl.AllGather(op->send ? op->send : (char *)op->recv + (size_t)c->rank * op->count * es,
+                        op->recv, op->count, t, c->comm, s);
+      break;
+    case ACCEL_COMM_BROADCAST:
+      call = "ncclBroadcast";
+      r = ccl.Broadcast(op->recv, op->recv, op->count, t, op->peer, c->comm, s);
+      break;
+    case ACCEL_COMM_SEND:
+      call = "ncclSend";
+      r = ccl.Send(op->send, op->count, t, op->peer, c->comm, s);
+      break;
+    default:
+      call = "ncclRecv";
+      r = ccl.Recv(op->recv, op->count, t, op->peer, c->comm, s);
+      break;
+  }
+  return r == CCL_SUCCESS ? ACCEL_OK : ccl_error(call, r);
+}
+
+static void ccl_abort(accel_ce_comm_t *cc, int code) {
+  ccl_engine_comm_t *c = cc;
+  ccl.CommAbort(c->comm); /* the peers see the failure through their own async error */
+  _exit(code);
+}
+
+static const accel_comm_engine_vtable_t vtable = {
+    .abi_version = ACCEL_COMM_ENGINE_ABI_VERSION,
+    .struct_size = sizeof(accel_comm_engine_vtable_t),
+    .name = ENGINE_NAME,
+#ifdef ACCEL_CCL_RCCL
+    .description = "RCCL on HIP streams (dlopen librccl)",
+#else
+    .description = "NCCL on CUDA streams (dlopen libnccl)",
+#endif
+    .host_engine = 0,
+    .engine_init = ccl_init,
+    .comm_create_bootstrap = ccl_create,
+    .comm_split = ccl_split,
+    .comm_destroy = ccl_destroy,
+    .enqueue = ccl_enqueue,
+    .abort = ccl_abort,
+};
+
+ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,
+                                                           const accel_host_api_t *h,
+                                                           const accel_comm_engine_vtable_t **out) {
+  if (host_abi != ACCEL_COMM_ENGINE_ABI_VERSION)
+    return h->set_error(ACCEL_ERROR_PLUGIN, ENGINE_NAME " engine: ABI %u, host has %u",
+                        ACCEL_COMM_ENGINE_ABI_VERSION, host_abi);
+  *out = &vtable;
+  return ACCEL_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * Fault test (run by check_fault.sh under mpirun): the last rank dies (--fault exit) or stops
+ * taking part (--fault hang) in the middle of a step of collectives; every other rank must see
+ * the failure through accel_comm_get_error within ACCEL_COMM_TIMEOUT, print
+ * "rank R: comm error: ..." and end the job with accel_comm_abort (after a grace of 2 s, so
+ * that every survivor's report is in the log). A rank that finishes all
+ * steps prints "rank R: no error" (a test failure: the fault went unnoticed).
+ */
+#include <accel/accel.h>
+#include <accel/accel_comm.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  const char *fault = argc > 2 && strcmp(argv[1], "--fault") == 0 ? argv[2] : "exit";
+  int provided = 0, rank = 0, size = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  accel_device_t *dev = NULL;
+  accel_stream_t *s = NULL;
+  accel_comm_t *comm = NULL;
+  float *buf = NULL;
+  if (accel_device_open("cpu", &dev) != ACCEL_OK ||
+      accel_comm_create_mpi(dev, NULL, "mpi", &comm) != ACCEL_OK ||
+      accel_stream_create(dev, &s) != ACCEL_OK || accel_malloc(dev, 1 << 16, (void **)&buf)) {
+    fprintf(stderr, "rank %d: setup failed: %s\n", rank, accel_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (int step = 0; step < 10; ++step) {
+    if (step == 3 && rank == size - 1) {
+      if (strcmp(fault, "hang") == 0)
+        for (;;) pause(); /* alive but never joins the collective */
+      _exit(3);           /* dies without MPI_Finalize */
+    }
+    /* one step: a few collectives, then the host looks at the result */
+    for (int k = 0; k < 4; ++k)
+      accel_all_reduce(comm, s, buf, buf, 1 << 14, ACCEL_F32, ACCEL_REDUCE_SUM);
+    accel_stream_synchronize(s);
+    if (accel_comm_get_error(comm) != ACCEL_OK) {
+      fprintf(stderr, "rank %d: comm error at step %d: %s\n", rank, step, accel_last_error());
+      fflush(stderr);
+      /* the survivors time out within moments of each other: let each one report before the
+       * first abort ends the job (an application would abort at once) */
+      sleep(2);
+      accel_comm_abort(comm, 2);
+    }
+  }
+  printf("rank %d: no error\n", rank);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,105 @@
+/*
+ * comm (under mpirun): accel_all_reduce against a bare MPI_Allreduce loop on the same buffers
+ * (fp32 sum, 4 KB and 64 MB), interleaved: each repetition times K back-to-back operations of
+ * one kind then K of the other (order alternating), from a barrier to the slowest rank's end;
+ * accel's K operations are issued on a stream and waited for once. Target (issue 21): the
+ * median overhead of accel over MPI is <= 5% at both sizes.
+ */
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "bench_dist.h"
+
+#define TARGET_OVERHEAD 0.05
+
+static const struct { size_t bytes; int ops; } sizes[] = {{4096, 200}, {64u << 20, 3}};
+#define NUM_SIZES (sizeof sizes / sizeof sizes[0])
+
+/* Seconds per operation of K operations of one kind (the slowest rank's). */
+static double time_ops(bench_dist_t *d, MPI_Comm bare, int use_accel, float *a, float *b,
+                       size_t n, int k, int *rc) {
+  bench_dist_barrier();
+  uint64_t t0 = bench_now_ns();
+  for (int i = 0; i < k; ++i) {
+    if (use_accel) {
+      accel_status_t st = accel_all_reduce(d->comm, d->s, a, b, n, ACCEL_F32, ACCEL_REDUCE_SUM);
+      if (st != ACCEL_OK) *rc = bench_fail(st, "accel_all_reduce");
+    } else {
+      MPI_Allreduce(a, b, (int)n, MPI_FLOAT, MPI_SUM, bare);
+    }
+  }
+  if (use_accel) {
+    accel_status_t st = accel_stream_synchronize(d->s);
+    if (st != ACCEL_OK) *rc = bench_fail(st, "accel_stream_synchronize");
+  }
+  double dt = (double)(bench_now_ns() - t0) * 1e-9 / k;
+  return bench_dist_max(dt);
+}
+
+int bench_comm(const bench_opts_t *o) {
+  bench_dist_t d = {0};
+  if (bench_dist_open(o, &d)) return 1;
+  int rc = 0;
+  const int repeat = o->repeat ? o->repeat : 15;
+  MPI_Comm bare;
+  MPI_Comm_dup(MPI_COMM_WORLD, &bare);
+  accel_device_info_t info;
+  accel_device_get_info(d.dev, &info);
+  bench_machine_t m;
+  FILE *f = d.rank == 0 ? bench_report_begin(o, d.dev, &m) : NULL;
+  bench_json_t j;
+  bench_json_init(&j, o->json && d.rank == 0 ? stdout : NULL);
+  bench_json_begin_object(&j, NULL);
+  bench_json_str(&j, "scenario", "comm");
+  if (d.rank == 0) bench_json_machine(&j, &m);
+  bench_json_int(&j, "ranks", d.size);
+  bench_json_str(&j, "engine", accel_comm_engine_name(d.comm));
+  bench_json_int(&j, "repeat", repeat);
+  bench_json_begin_array(&j, "rows");
+  if (f)
+    fprintf(f, "all_reduce fp32 sum, %d ranks, engine %s, %d repetitions (medians, interleaved)\n"
+               "%10s %6s %14s %14s %10s\n", d.size, accel_comm_engine_name(d.comm), repeat,
+            "bytes", "ops", "MPI us/op", "accel us/op", "overhead");
+  for (size_t si = 0; si < NUM_SIZES && rc == 0; ++si) {
+    const size_t n = sizes[si].bytes / 4;
+    float *a = NULL, *b = NULL;
+    if (accel_malloc(d.dev, n * 4, (void **)&a) != ACCEL_OK ||
+        accel_malloc(d.dev, n * 4, (void **)&b) != ACCEL_OK) {
+      rc = bench_fail(ACCEL_ERROR_OUT_OF_MEMORY, "accel_malloc");
+      break;
+    }
+    accel_tensor_t t = {a, n, ACCEL_F32};
+    accel_fill(d.s, &t, 1, 1.0f);
+    accel_stream_synchronize(d.s);
+    double *mpi = calloc((size_t)repeat, sizeof *mpi), *acc = calloc((size_t)repeat, sizeof *acc);
+    time_ops(&d, bare, 1, a, b, n, 1, &rc); /* warm both paths */
+    time_ops(&d, bare, 0, a, b, n, 1, &rc);
+    for (int r = 0; r < repeat && rc == 0; ++r) {
+      const int accel_first = r & 1;
+      double x = time_ops(&d, bare, accel_first, a, b, n, sizes[si].ops, &rc);
+      double y = time_ops(&d, bare, !accel_first, a, b, n, sizes[si].ops, &rc);
+      acc[r] = accel_first ? x : y;
+      mpi[r] = accel_first ? y : x;
+    }
+    bench_stats_t sm = bench_stats(mpi, (size_t)repeat), sa = bench_stats(acc, (size_t)repeat);
+    const double overhead = sa.median / sm.median - 1.0;
+    if (f)
+      fprintf(f, "%10zu %6d %14.2f %14.2f %9.1f%% %s\n", sizes[si].bytes, sizes[si].ops,
+              sm.median * 1e6, sa.median * 1e6, overhead * 100,
+              overhead <= TARGET_OVERHEAD ? "(target met)" : "(target missed)");
+    bench_json_begin_object(&j, NULL);
+    bench_json_int(&j, "bytes", (long long)sizes[si].bytes);
+    bench_json_int(&j, "ops_per_sample", sizes[si].ops);
+    bench_json_stats(&j, "mpi_s_per_op", &sm);
+    bench_json_stats(&j, "accel_s_per_op", &sa);
+    bench_json_num(&j, "overhead", overhead);
+    bench_json_bool(&j, "target_met", overhead <= TARGET_OVERHEAD);
+    bench_json_end_object(&j);
+    free(mpi), free(acc);
+    accel_free(d.dev, a), accel_free(d.dev, b);
+  }
+  bench_json_end_array(&j);
+  bench_json_end_object(&j);
+  MPI_Comm_free(&bare);
+  return bench_dist_close(&d, rc);
+}
