@@ -26,7 +26,7 @@ static const struct {
      "                  [--size-mb MB (1024)] [--repeat N (5)] [--no-torch]"},
     {"optstep", bench_optstep,
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
-     "                  [--preset tiny|many-small|gpt2|gpt2-fp16|gpt2-bf16] [--tensors N --params M] [--steps N]\n"
+     "                  [--preset tiny|many-small|gpt2[-fp16|-bf16]] [--tensors N --params M] [--steps N]\n"
      "                  [--torch]; default: many-small then gpt2"},
 #ifdef ACCEL_BENCH_HAVE_OPENCL
     {"opencl", bench_opencl,

@@ -1,13 +1,16 @@
 /*
- * optstep presets gpt2-fp16 and gpt2-bf16 (issue 22): the whole mixed-precision step of a
- * DeepSpeed-style fp16 / bf16 optimizer on GPT-2 small's tensors, captured once, with
+ * optstep presets gpt2-fp16 and gpt2-bf16 (issue 22; also many-small-* and tiny-*, where the
+ * host's share of a step is larger): the whole mixed-precision step of a DeepSpeed-style fp16 /
+ * bf16 optimizer on the model preset's tensors, captured once, with
  *   fresh grads: lp = pristine (device copy; the stand-in for backward), fp16: lp *= scale
  *   hp = 0, hp += float(lp), lp = 0; fp16: hp *= 1/scale + found_inf; norm + clip to 1.0;
  *   AdamW on the fp32 master weights; model = lp(master); all skipped on overflow.
- * The pristine fp16 grads hold one element of 1.0, so from a scale of 2^15 that grows every
+ * The pristine fp16 grads hold one element of 1.0 (element 5 of the largest tensor), so from a scale of 2^15 that grows every
  * GROWTH_INTERVAL clean steps, every (GROWTH_INTERVAL + 1)-th step overflows (1.0 * 2^16 >
  * 65504) and is skipped, and the scale backs off: the overflow schedule the benchmark controls.
- * Three variants, same graph work, same bits at the end (digest):
+ * Three variants, same graph work, same bits at the end (digest), run in turn for --repeat
+ * rounds (default 3) so that the machine's slow phases spread over all three; the speedup is of
+ * mean step times (the loop has no per-step time), medians are shown beside:
  *   host scalars  today's way: before each replay the host uploads step, lr, scale and
  *                 1/scale and zeroes found_inf (one accel_memcpy_async); fp16 also reads
  *                 found_inf back (a copy + synchronize) to skip the step count and update the
@@ -119,9 +122,10 @@ static accel_status_t host_step(amp_bench_t *b, accel_stream_t *s, accel_graph_t
   return ACCEL_OK;
 }
 
-/* Runs variant v for steps steps (the first a warm-up); buf[k]: ms of step k. */
-static int run_v(amp_bench_t *b, accel_stream_t *s, int v, int steps, double *buf,
-                 bench_stats_t *ms, uint64_t *digest, int *skipped) {
+/* Runs variant v for steps steps from the initial state (the first step a warm-up) and
+ * appends its samples (ms per step; the device loop: one, the loop's mean) to samples[*ns]. */
+static int run_v(amp_bench_t *b, accel_stream_t *s, int v, int steps, double *samples,
+                 size_t *ns, uint64_t *digest, int *skipped) {
   accel_graph_t *g = NULL;
   int rc = 1;
   if (!reset(b, s)) return 1;
@@ -136,9 +140,7 @@ static int run_v(amp_bench_t *b, accel_stream_t *s, int v, int steps, double *bu
     uint64_t t0 = bench_now_ns();
     for (int k = 1; k < steps; k++) BENCH_TRY(accel_graph_replay(g, s));
     BENCH_TRY(accel_stream_synchronize(s));
-    const double per = (double)(bench_now_ns() - t0) / 1e6 / (steps - 1);
-    for (int k = 0; k < steps - 1; k++) buf[k] = per; /* one sample: the loop's mean */
-    *ms = bench_stats(buf, 1);
+    samples[(*ns)++] = (double)(bench_now_ns() - t0) / 1e6 / (steps - 1);
   } else {
     for (int k = 0; k < steps; k++) {
       bench_progress("optstep %s: %s step %d/%d", b->md.name, vnames[v], k + 1, steps);
@@ -149,9 +151,8 @@ static int run_v(amp_bench_t *b, accel_stream_t *s, int v, int steps, double *bu
         BENCH_TRY(accel_graph_replay(g, s));
       }
       BENCH_TRY(accel_stream_synchronize(s));
-      buf[k] = (double)(bench_now_ns() - t0) / 1e6;
+      if (k > 0) samples[(*ns)++] = (double)(bench_now_ns() - t0) / 1e6;
     }
-    *ms = bench_stats(buf + 1, (size_t)steps - 1);
   }
   amp_scalars_t end;
   BENCH_TRY(accel_memcpy(b->md.dev, &end, b->d, sizeof end));
@@ -167,16 +168,20 @@ int bench_optstep_amp(const bench_opts_t *o, accel_device_t *dev, const char *pr
                       bench_json_t *j, FILE *f, int *agree) {
   amp_bench_t b;
   memset(&b, 0, sizeof b);
-  b.lp_dtype = strstr(preset, "fp16") ? ACCEL_F16 : ACCEL_BF16;
+  b.lp_dtype = !strcmp(preset + strlen(preset) - 5, "-fp16") ? ACCEL_F16 : ACCEL_BF16;
   accel_stream_t *s = NULL;
-  const int steps = o->steps ? o->steps : 2 * (GROWTH_INTERVAL + 1) + 1;
-  double *buf = calloc((size_t)steps + 1, sizeof *buf);
+  const int steps = o->steps > 1 ? o->steps : 2 * (GROWTH_INTERVAL + 1) + 1;
+  const int rounds = o->repeat ? o->repeat : 3;
+  double *buf = calloc((size_t)NUM_V * (size_t)rounds * (size_t)steps, sizeof *buf);
+  size_t nsamples[NUM_V] = {0};
   bench_stats_t ms[NUM_V];
-  uint64_t digest[NUM_V];
-  int skipped[NUM_V], rc = 1;
+  uint64_t digest[NUM_V], round_digest;
+  int skipped[NUM_V], round_skipped, rc = 1, same = 1;
   bench_torch_result_t torch;
   memset(&torch, 0, sizeof torch);
-  if (!buf || !os_model_sizes(&b.md, "gpt2", 0, 0) || !os_model_alloc(&b.md, dev)) goto done;
+  char model[64];
+  snprintf(model, sizeof model, "%.*s", (int)(strlen(preset) - 5), preset); /* "-fp16" off */
+  if (!buf || !os_model_sizes(&b.md, model, 0, 0) || !os_model_alloc(&b.md, dev)) goto done;
   snprintf(b.md.name, sizeof b.md.name, "%s", preset);
   os_model_t *md = &b.md;
   /* the lp grads and their pristine copy in the preset's dtype: small values and one 1.0 */
@@ -191,46 +196,67 @@ int bench_optstep_amp(const bench_opts_t *o, accel_device_t *dev, const char *pr
   BENCH_TRY(accel_stream_synchronize(s));
   {
     const uint16_t one = b.lp_dtype == ACCEL_F16 ? 0x3c00u : 0x3f80u;
-    BENCH_TRY(accel_memcpy(dev, md->pristine + md->offsets[2] + 5, &one, 2));
+    size_t big = 0; /* element 5 of the (first) largest tensor */
+    for (size_t i = 1; i < md->n; i++) big = md->sizes[i] > md->sizes[big] ? i : big;
+    BENCH_TRY(accel_memcpy(dev, md->pristine + md->offsets[big] + 5, &one, 2));
   }
   BENCH_TRY(accel_malloc(dev, md->flat * 2, (void **)&b.model));
   bench_make_list(b.model, b.lp_dtype, md->sizes, md->offsets, md->n, b.MODEL);
   BENCH_TRY(accel_malloc(dev, sizeof *b.d, (void **)&b.d));
   BENCH_TRY(accel_host_alloc(dev, sizeof *b.host, (void **)&b.host));
   BENCH_TRY(accel_host_alloc(dev, sizeof(float), (void **)&b.host_found_inf));
-  for (int v = 0; v < NUM_V; v++)
-    if (run_v(&b, s, v, steps, buf, &ms[v], &digest[v], &skipped[v])) goto fail;
-  int same = 1;
-  for (int v = 1; v < NUM_V; v++) same &= digest[v] == digest[0] && skipped[v] == skipped[0];
+  /* rounds of the three variants in turn, so the machine's slow phases spread over all */
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < NUM_V; v++) {
+      double *samples = buf + (size_t)v * (size_t)rounds * (size_t)steps;
+      if (run_v(&b, s, v, steps, samples, &nsamples[v], &round_digest, &round_skipped)) goto fail;
+      if (r == 0) {
+        digest[v] = round_digest;
+        skipped[v] = round_skipped;
+      }
+      same &= round_digest == digest[0] && round_skipped == skipped[0];
+    }
+  /* the loop gives only means: every variant gets a mean (of its steps' times), the speedup is
+   * of means; the medians of the per-step variants show how much of a mean is outliers */
+  double mean[NUM_V];
+  for (int v = 0; v < NUM_V; v++) {
+    double *samples = buf + (size_t)v * (size_t)rounds * (size_t)steps, sum = 0;
+    for (size_t k = 0; k < nsamples[v]; k++) sum += samples[k];
+    mean[v] = nsamples[v] ? sum / (double)nsamples[v] : NAN;
+    ms[v] = bench_stats(samples, nsamples[v]);
+  }
   if (!same) *agree = 0;
   if (o->torch == 1) {
     bench_progress("optstep %s: PyTorch", md->name);
     bench_torch_run(o, b.lp_dtype == ACCEL_F16 ? "ampstep-fp16" : "ampstep-bf16",
                     o->torch_threads ? o->torch_threads : (size_t)bench_online_cpus(), md->sizes,
-                    md->n, steps - 1, &torch);
+                    md->n, rounds * (steps - 1), &torch);
   } else {
     snprintf(torch.reason, sizeof torch.reason, "not requested (--torch)");
   }
   bench_progress_done();
-  fprintf(f, "\npreset %s: %zu tensors, %zu params, %d steps (first is warm-up), %d overflowed "
-             "and skipped (every %d-th)\n", md->name, md->n, md->numel, steps, skipped[0],
-          GROWTH_INTERVAL + 1);
-  fprintf(f, "%-19s %-30s %8s\n", "variant", "ms/step median [min..max]", "speedup");
+  fprintf(f, "\npreset %s: %zu tensors, %zu params, %d rounds of %d steps per variant (first "
+             "is warm-up), %d overflowed and skipped (every %d-th)\n", md->name, md->n,
+          md->numel, rounds, steps, skipped[0], GROWTH_INTERVAL + 1);
+  fprintf(f, "%-19s %-30s %9s %8s\n", "variant", "ms/step median [min..max]", "mean",
+          "speedup");
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "preset", md->name);
   bench_json_int(j, "tensors", (long long)md->n);
   bench_json_int(j, "params", (long long)md->numel);
   bench_json_int(j, "steps", steps);
+  bench_json_int(j, "rounds", rounds);
   bench_json_int(j, "overflowed_steps", skipped[0]);
   bench_json_begin_array(j, "variants");
   for (int v = 0; v < NUM_V; v++) {
-    fprintf(f, "%-19s %9.3f [%8.3f..%8.3f] %7.2fx%s\n", vnames[v], ms[v].median, ms[v].min,
-            ms[v].max, ms[V_HOST].median / ms[v].median,
-            v == V_DEVICE_LOOP ? "  (mean of the loop)" : "");
+    fprintf(f, "%-19s %9.3f [%8.3f..%8.3f] %9.3f %7.2fx%s\n", vnames[v], ms[v].median,
+            ms[v].min, ms[v].max, mean[v], mean[V_HOST] / mean[v],
+            v == V_DEVICE_LOOP ? "  (samples: each round's loop mean)" : "");
     bench_json_begin_object(j, NULL);
     bench_json_str(j, "name", vnames[v]);
     bench_json_stats(j, "ms", &ms[v]);
-    bench_json_num(j, "speedup_vs_host_scalars", ms[V_HOST].median / ms[v].median);
+    bench_json_num(j, "mean_ms", mean[v]);
+    bench_json_num(j, "speedup_vs_host_scalars", mean[V_HOST] / mean[v]);
     char hex[17];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest[v]);
     bench_json_str(j, "digest", hex);
@@ -243,9 +269,9 @@ int bench_optstep_amp(const bench_opts_t *o, accel_device_t *dev, const char *pr
   bench_torch_json(j, "torch", &torch);
   if (torch.available)
     fprintf(f, "PyTorch %s (%d threads, scaler bookkeeping + AdamW foreach + clip_grad_norm_ + "
-               "master->model copy): %.3f ms/step [%.3f..%.3f]; device sync/step is %.2fx "
-               "faster\n", torch.version, torch.threads, torch.ms.median, torch.ms.min,
-            torch.ms.max, torch.ms.median / ms[V_DEVICE_SYNC].median);
+               "master->model copy): %.3f ms/step median [%.3f..%.3f]; the device step (sync "
+               "per step) is %.2fx faster (medians)\n", torch.version, torch.threads,
+            torch.ms.median, torch.ms.min, torch.ms.max, torch.ms.median / ms[V_DEVICE_SYNC].median);
   else
     fprintf(f, "PyTorch peer skipped: %s\n", torch.reason);
   bench_json_end_object(j);

@@ -1,5 +1,5 @@
-/* optstep presets gpt2-fp16 / gpt2-bf16: the whole mixed-precision step on the device
- * (scenario_ampstep.c). */
+/* optstep presets <model>-fp16 / <model>-bf16 (model: gpt2, many-small, tiny): the whole
+ * mixed-precision step on the device (scenario_ampstep.c). */
 #ifndef ACCEL_BENCH_SCENARIO_AMPSTEP_H
 #define ACCEL_BENCH_SCENARIO_AMPSTEP_H
 
@@ -8,9 +8,10 @@
 
 #include "bench.h"
 
-/* 1 for the presets bench_optstep_amp runs. */
+/* 1 for the presets bench_optstep_amp runs: a model preset with -fp16 or -bf16 appended. */
 static inline int bench_optstep_is_amp(const char *preset) {
-  return preset && (!strcmp(preset, "gpt2-fp16") || !strcmp(preset, "gpt2-bf16"));
+  const size_t n = preset ? strlen(preset) : 0;
+  return n > 5 && (!strcmp(preset + n - 5, "-fp16") || !strcmp(preset + n - 5, "-bf16"));
 }
 
 /* One preset end to end: table to f, one run object to j; *agree cleared when the variants
