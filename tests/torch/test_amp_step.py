@@ -220,7 +220,7 @@ def replay(prog, device, out):
 
 def main():
     prog, device, out, what = sys.argv[1:5]
-    out = os.path.join(out, device)
+    out = os.path.join(out, device, what)  # the two tests of a device may run at once
     os.makedirs(out, exist_ok=True)
     return sequence(prog, device, out) if what == "sequence" else replay(prog, device, out)
 
