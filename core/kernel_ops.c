@@ -211,3 +211,52 @@ accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, scale_body, scale_dev);
 }
+
+/* The one-block kernels of the mixed-precision step: two device scalars, no tensors. */
+static accel_status_t one_block_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  (void)e;
+  const acc_amp_begin_params_t p = {0, ADDR(r->scalars[0]), ADDR(r->scalars[1]), 0, 0};
+  _Static_assert(sizeof(acc_amp_update_params_t) == sizeof p &&
+                     sizeof(acc_step_count_params_t) == sizeof p,
+                 "the one-block kernels share one parameter layout");
+  return kop_launch(r, *(const uint32_t *)user, 1, &p, sizeof p, NULL);
+}
+
+static accel_status_t one_block_op(kop_req_t *r) {
+  accel_status_t st = kop_validate(r);
+  if (st != ACCEL_OK) return st;
+  return kop_run(r, one_block_body, &r->op);
+}
+
+accel_status_t accel_amp_begin_step(accel_stream_t *stream, accel_loss_scaler_t *scaler_dev,
+                                    float *found_inf_dev) {
+  kop_req_t r = {KOP_REQ(AMP_BEGIN), .stream = stream, .scalars = {scaler_dev, found_inf_dev}};
+  return one_block_op(&r);
+}
+
+accel_status_t accel_amp_update_scale(accel_stream_t *stream, accel_loss_scaler_t *scaler_dev,
+                                      const float *found_inf_dev) {
+  kop_req_t r = {KOP_REQ(AMP_UPDATE), .stream = stream, .scalars = {scaler_dev, found_inf_dev}};
+  return one_block_op(&r);
+}
+
+accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
+                                const float *skip_if_dev) {
+  kop_req_t r = {KOP_REQ(STEP_COUNT), .stream = stream, .scalars = {step_dev, skip_if_dev}};
+  return one_block_op(&r);
+}
+
+static accel_status_t cast_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const acc_cast_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
+                               (acc_u32)r->lists[0][0].dtype, (acc_u32)r->lists[1][0].dtype, 0};
+  return kop_launch(r, ACCEL_KERNEL_CAST, e->num_chunks, &p, sizeof p, e);
+}
+
+accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
+                          const accel_tensor_t *dst, size_t n, const float *skip_if_dev) {
+  kop_req_t r = {KOP_REQ(CAST), .stream = stream, .lists = {src, dst}, .n = n,
+                 .scalars = {skip_if_dev}};
+  accel_status_t st = kop_validate(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, cast_body, skip_if_dev);
+}

@@ -24,6 +24,15 @@ _Static_assert(ACC_BLOCK == ACCEL_KERNEL_BLOCK, "ACC_BLOCK and ACCEL_KERNEL_BLOC
 _Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
                    offsetof(accel_adam_args_t, found_inf) == offsetof(acc_adam_args_t, found_inf),
                "accel_adam_args_t and acc_adam_args_t differ");
+_Static_assert(sizeof(accel_loss_scaler_t) == sizeof(acc_amp_scaler_t) &&
+                   offsetof(accel_loss_scaler_t, inv_scale) == offsetof(acc_amp_scaler_t, inv_scale) &&
+                   offsetof(accel_loss_scaler_t, growth_tracker) ==
+                       offsetof(acc_amp_scaler_t, growth_tracker) &&
+                   offsetof(accel_loss_scaler_t, growth_interval) ==
+                       offsetof(acc_amp_scaler_t, growth_interval) &&
+                   offsetof(accel_loss_scaler_t, backoff_factor) ==
+                       offsetof(acc_amp_scaler_t, backoff_factor),
+               "accel_loss_scaler_t and acc_amp_scaler_t differ");
 
 size_t accel_dtype_size(accel_dtype_t dtype) {
   switch (dtype) {

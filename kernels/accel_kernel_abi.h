@@ -134,4 +134,58 @@ typedef struct acc_scale_params {
   acc_u32 dtype;
 } acc_scale_params_t;
 
+/* Dynamic loss scaler state (accel_loss_scaler_t in accel_kernels.h; kept in sync by a static
+ * assert in core/kernel_validate.c), torch.cuda.amp.GradScaler's tensors and settings. */
+typedef struct acc_amp_scaler {
+  acc_f32 scale;
+  acc_f32 inv_scale; /* 1 / scale, stored by accel_k_amp_begin */
+  acc_u32 growth_tracker;
+  acc_u32 growth_interval;
+  acc_f32 growth_factor;
+  acc_f32 backoff_factor;
+} acc_amp_scaler_t;
+
+/* accel_k_amp_begin: one logical block, no chunks (chunks = num_chunks = 0: the fields every
+ * table user has). found_inf[0] = 0; scaler->inv_scale = 1 / scaler->scale. */
+typedef struct acc_amp_begin_params {
+  acc_u64 chunks;
+  acc_u64 scaler;
+  acc_u64 found_inf;
+  acc_u32 num_chunks;
+  acc_u32 reserved;
+} acc_amp_begin_params_t;
+
+/* accel_k_amp_update: one logical block, no chunks. torch._amp_update_scale_: on found_inf[0]
+ * != 0 scale *= backoff_factor and growth_tracker = 0; else growth_tracker + 1 reaching
+ * growth_interval multiplies scale by growth_factor (kept only when finite) and restarts the
+ * tracker at 0, any other count is stored. */
+typedef struct acc_amp_update_params {
+  acc_u64 chunks;
+  acc_u64 scaler;
+  acc_u64 found_inf;
+  acc_u32 num_chunks;
+  acc_u32 reserved;
+} acc_amp_update_params_t;
+
+/* accel_k_step_count: one logical block, no chunks. step[0] += 1 unless skip_if != 0 and
+ * skip_if[0] != 0. */
+typedef struct acc_step_count_params {
+  acc_u64 chunks;
+  acc_u64 step;
+  acc_u64 skip_if; /* 0: never skipped */
+  acc_u32 num_chunks;
+  acc_u32 reserved;
+} acc_step_count_params_t;
+
+/* accel_k_cast: ptr[0] = src (src_dtype), ptr[1] = dst (dst_dtype). dst = src converted
+ * through f32 (round to nearest even), unless skip_if != 0 and skip_if[0] != 0. */
+typedef struct acc_cast_params {
+  acc_u64 chunks;
+  acc_u64 skip_if; /* 0: never skipped */
+  acc_u32 num_chunks;
+  acc_u32 src_dtype;
+  acc_u32 dst_dtype;
+  acc_u32 reserved;
+} acc_cast_params_t;
+
 #endif

@@ -20,5 +20,10 @@ _Static_assert(sizeof(acc_adam_params_t) == 24, "adam params padded");
 _Static_assert(sizeof(acc_adam_args_t) == 32, "adam args padded");
 _Static_assert(sizeof(acc_fill_params_t) == 24, "fill params padded");
 _Static_assert(sizeof(acc_scale_params_t) == 24, "scale params padded");
+_Static_assert(sizeof(acc_amp_scaler_t) == 24, "amp scaler padded");
+_Static_assert(sizeof(acc_amp_begin_params_t) == 32, "amp_begin params padded");
+_Static_assert(sizeof(acc_amp_update_params_t) == 32, "amp_update params padded");
+_Static_assert(sizeof(acc_step_count_params_t) == 32, "step_count params padded");
+_Static_assert(sizeof(acc_cast_params_t) == 32, "cast params padded");
 
 #endif

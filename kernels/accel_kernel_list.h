@@ -77,6 +77,25 @@ ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_OP("accel_fill", ACC_TAB
 ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_OP("accel_scale", ACC_TABLE_SHARED),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("scale_dev", ACC_FIELD(scale), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))
+/* The mixed-precision step's bookkeeping (kernels/amp.h): one block each, no chunk table. */
+ACCEL_KERNEL(AMP_BEGIN, accel_k_amp_begin, acc_amp_begin_params_t,
+             ACC_OP("accel_amp_begin_step", ACC_TABLE_SHARED), (),
+             (ACC_SCALAR("scaler_dev", ACC_FIELD(scaler), sizeof(acc_amp_scaler_t), RW,
+                         ACC_REQUIRED, ACC_BLOCK0),
+              ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_REQUIRED, ACC_BLOCK0)))
+ACCEL_KERNEL(AMP_UPDATE, accel_k_amp_update, acc_amp_update_params_t,
+             ACC_OP("accel_amp_update_scale", ACC_TABLE_SHARED), (),
+             (ACC_SCALAR("scaler_dev", ACC_FIELD(scaler), sizeof(acc_amp_scaler_t), RW,
+                         ACC_REQUIRED, ACC_BLOCK0),
+              ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, R, ACC_REQUIRED, ACC_BLOCK0)))
+ACCEL_KERNEL(STEP_COUNT, accel_k_step_count, acc_step_count_params_t,
+             ACC_OP("accel_step_count", ACC_TABLE_SHARED), (),
+             (ACC_SCALAR("step_dev", ACC_FIELD(step), 4, RW, ACC_REQUIRED, ACC_BLOCK0),
+              ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
+ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_OP("accel_cast", ACC_TABLE_SHARED),
+             (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(src_dtype), ACC_NO_ALIAS),
+              ACC_LIST("dst", ACC_IO(W), ACC_ANY_DT(dst_dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS)))
 #ifdef ACCEL_TEST_EXTRA_KERNEL
 /* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
 #include "accel_test_extra_kernel.h"

@@ -8,5 +8,6 @@
 #include "norm.h"
 #include "elementwise.h"
 #include "adam.h"
+#include "amp.h"
 
 #endif

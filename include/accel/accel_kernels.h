@@ -106,6 +106,57 @@ ACCEL_API accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t
 ACCEL_API accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors,
                                      size_t n, const float *scale_dev);
 
+/* ---- The mixed-precision step on the device ------------------------------------------------
+ * torch.cuda.amp.GradScaler's state lives in device memory and kernels update it, so a step
+ * captured once replays with no host write and no host sync: accel_amp_begin_step at the start
+ * (found_inf = 0, inv_scale = 1/scale), accel_unscale_and_check (sets found_inf), the step
+ * counter (accel_step_count), the optimizer (accel_fused_adam reads found_inf) and the cast of
+ * the master weights (accel_cast) skip themselves on overflow, accel_amp_update_scale at the
+ * end. docs/KERNELS.md ("The mixed-precision step") shows the whole step. */
+
+/* Dynamic loss scaler, in device memory (one 4-byte aligned struct). Initialise it as
+ * GradScaler(init_scale, growth_factor, backoff_factor, growth_interval) does: scale =
+ * init_scale, growth_tracker = 0; inv_scale is written by accel_amp_begin_step. */
+typedef struct accel_loss_scaler {
+  float scale;              /* the loss scale (multiply the loss by it before backward) */
+  float inv_scale;          /* 1 / scale for accel_unscale_and_check */
+  int32_t growth_tracker;   /* steps without overflow since the scale last changed */
+  int32_t growth_interval;  /* grow after this many steps without overflow (torch: 2000) */
+  float growth_factor;      /* torch: 2.0 */
+  float backoff_factor;     /* torch: 0.5 */
+} accel_loss_scaler_t;
+
+/* The start of a step: found_inf_dev[0] = 0 and scaler_dev->inv_scale = 1 / scale (fp32
+ * division, correctly rounded; torch forms the reciprocal in double: the same for every scale
+ * that is a power of two, which all scales are from a power-of-two init with the default
+ * factors). One one-block launch. */
+ACCEL_API accel_status_t accel_amp_begin_step(accel_stream_t *stream,
+                                              accel_loss_scaler_t *scaler_dev,
+                                              float *found_inf_dev);
+
+/* torch._amp_update_scale_ on the device: when found_inf_dev[0] != 0 (NaN counts as set),
+ * scale *= backoff_factor and growth_tracker = 0; otherwise growth_tracker += 1, and when it
+ * reaches growth_interval scale *= growth_factor (kept only when finite) and growth_tracker =
+ * 0. The products are fp32 (torch: fp32 * double, rounded: equal for power-of-two factors). */
+ACCEL_API accel_status_t accel_amp_update_scale(accel_stream_t *stream,
+                                                accel_loss_scaler_t *scaler_dev,
+                                                const float *found_inf_dev);
+
+/* step_dev[0] += 1 unless skip_if_dev is given and skip_if_dev[0] != 0 (an overflowed step is
+ * not counted, as GradScaler skips optimizer.step()). Point step_dev at accel_adam_args_t.step
+ * (0 before the first step) and run it before accel_fused_adam: Adam then sees the step being
+ * taken with no host write. skip_if_dev may be NULL (always counts). */
+ACCEL_API accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
+                                          const float *skip_if_dev);
+
+/* dst[i] = src[i] converted through fp32 for every pair (any dtypes: fp32 master -> bf16/fp16
+ * model weights rounds to nearest even; bf16/fp16 -> fp32 is exact, for initialisation).
+ * Skipped entirely when skip_if_dev is given and skip_if_dev[0] != 0 (the model keeps its
+ * weights on an overflowed step). src and dst must not overlap; pair i has equal numel. */
+ACCEL_API accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
+                                    const accel_tensor_t *dst, size_t n,
+                                    const float *skip_if_dev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -236,6 +236,26 @@ static void p_scale(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
   memcpy(pp, &p, sizeof p);
 }
 
+/* cast: list 0 = src (f32), list 1 = dst; skip_if = scalars[1] (0: cast) or scalars[0] (0.5:
+ * skipped). */
+static void p_cast_bf16(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_cast_params_t p = {c, sc + 4, nc, ACC_DT_F32, ACC_DT_BF16, 0};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_cast_f16(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  (void)sc; /* never skipped */
+  acc_cast_params_t p = {c, 0, nc, ACC_DT_F32, ACC_DT_F16, 0};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_cast_widen(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_cast_params_t p = {c, sc + 4, nc, ACC_DT_BF16, ACC_DT_F32, 0};
+  memcpy(pp, &p, sizeof p);
+}
+static void p_cast_skipped(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_cast_params_t p = {c, sc, nc, ACC_DT_F32, ACC_DT_F16, 0};
+  memcpy(pp, &p, sizeof p);
+}
+
 static void test_elementwise(const ew_case_t *ec) {
   const uint32_t nc = total_chunks();
   enum { NRUN = 2
@@ -358,6 +378,105 @@ static void r_fill(void *const *const *L, const float *s) {
 static void r_scale(void *const *const *L, const float *s) {
   FOR_ALL(k, i) st(L[0][k], i, ACC_DT_F32, (float)((double)ld(L[0][k], i, 0) * s[0]));
 }
+/* st() narrows with the compiler's _Float16 conversion / an integer bf16 rounding. */
+static void r_cast_bf16(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(k, i) st(L[1][k], i, ACC_DT_BF16, ld(L[0][k], i, ACC_DT_F32));
+}
+static void r_cast_f16(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(k, i) st(L[1][k], i, ACC_DT_F16, ld(L[0][k], i, ACC_DT_F32));
+}
+static void r_cast_widen(void *const *const *L, const float *s) {
+  (void)s;
+  FOR_ALL(k, i) st(L[1][k], i, ACC_DT_F32, ld(L[0][k], i, ACC_DT_BF16));
+}
+static void r_nothing(void *const *const *L, const float *s) {
+  (void)L;
+  (void)s;
+}
+
+/* torch._amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu), products in double as
+ * torch forms them, and the step counter / start of step, for the one-block kernels. */
+typedef struct amp_state {
+  acc_amp_scaler_t sc;
+  float found_inf;
+  acc_u32 step;
+} amp_state_t;
+
+static void ref_amp_update(acc_amp_scaler_t *s, float found_inf) {
+  if (found_inf) {
+    s->scale = (float)((double)s->scale * s->backoff_factor);
+    s->growth_tracker = 0;
+  } else if (s->growth_tracker + 1 == s->growth_interval) {
+    const float grown = (float)((double)s->scale * s->growth_factor);
+    if (isfinite(grown)) s->scale = grown;
+    s->growth_tracker = 0;
+  } else {
+    s->growth_tracker += 1;
+  }
+}
+
+/* Runs the three one-block kernels over a set of states (CPU form, and OpenCL with grids of 1
+ * and 2 work-groups) against the reference. */
+static void test_amp(void) {
+  static const float founds[] = {0.0f, 1.0f, NAN, -0.0f};
+  static const float scales[] = {65536.0f, 1.0f, 3.0e38f, 0.5f, 3.0f};
+  static const acc_u32 trackers[] = {0, 1, 1999, 4};
+  for (size_t f = 0; f < sizeof founds / sizeof founds[0]; ++f)
+    for (size_t c = 0; c < sizeof scales / sizeof scales[0]; ++c)
+      for (size_t g = 0; g < sizeof trackers / sizeof trackers[0]; ++g)
+        for (int form = 0; form < 3; ++form) {
+#ifndef KT_OPENCL
+          if (form > 0) break;
+#else
+          if (form > 0 && !g_cl_ok) break;
+#endif
+          amp_state_t *d = xalloc(sizeof *d);
+          const acc_amp_scaler_t init = {scales[c], -1.0f, trackers[g], 2000, 2.0f, 0.5f};
+          d->sc = init;
+          d->found_inf = founds[f];
+          d->step = 41;
+          const acc_u64 sc = (acc_u64)(uintptr_t)&d->sc, fi = (acc_u64)(uintptr_t)&d->found_inf,
+                        stp = (acc_u64)(uintptr_t)&d->step;
+          const acc_amp_update_params_t up = {0, sc, fi, 0, 0};
+          const acc_step_count_params_t cp = {0, stp, fi, 0, 0};
+          const acc_step_count_params_t cp_always = {0, stp, 0, 0, 0};
+          const acc_amp_begin_params_t bp = {0, sc, fi, 0, 0};
+          amp_state_t want = *d;
+          ref_amp_update(&want.sc, want.found_inf);
+          want.step += (want.found_inf == 0.0f) + 1u;
+          want.sc.inv_scale = (float)(1.0 / (double)want.sc.scale); /* exact for 2^k */
+          want.found_inf = 0.0f;
+          const struct { uint32_t id; const void *p; size_t size; } launches[4] = {
+              {ACCEL_KERNEL_AMP_UPDATE, &up, sizeof up},
+              {ACCEL_KERNEL_STEP_COUNT, &cp, sizeof cp},
+              {ACCEL_KERNEL_STEP_COUNT, &cp_always, sizeof cp_always},
+              {ACCEL_KERNEL_AMP_BEGIN, &bp, sizeof bp}};
+          for (int k = 0; k < 4; ++k) {
+            if (form == 0) run_cpu(launches[k].id, launches[k].p, 1, 0);
+#ifdef KT_OPENCL
+            else run_cl(launches[k].id, launches[k].p, launches[k].size, (uint32_t)form);
+#else
+            (void)launches[k].size;
+#endif
+          }
+          const int inv_exact = frexpf(want.sc.scale, &(int){0}) == 0.5f;
+          KT_CHECK(memcmp(&d->sc.scale, &want.sc.scale, 4) == 0 &&
+                       d->sc.growth_tracker == want.sc.growth_tracker &&
+                       d->step == want.step && d->found_inf == 0.0f &&
+                       signbit(d->found_inf) == 0 &&
+                       (!inv_exact || d->sc.inv_scale == want.sc.inv_scale),
+                   "amp form %d found %g scale %g tracker %u: got scale %a tracker %u step %u "
+                   "inv %a found %g; want %a %u %u %a", form, founds[f], scales[c],
+                   trackers[g], d->sc.scale, d->sc.growth_tracker, d->step, d->sc.inv_scale,
+                   d->found_inf, want.sc.scale, want.sc.growth_tracker, want.step,
+                   want.sc.inv_scale);
+          KT_CHECK(d->sc.growth_interval == 2000 && d->sc.growth_factor == 2.0f &&
+                       d->sc.backoff_factor == 0.5f, "amp: settings changed");
+          xfree(d);
+        }
+}
 
 int main(void) {
 #ifdef KT_OPENCL
@@ -381,8 +500,13 @@ int main(void) {
       {ACCEL_KERNEL_ADAM, 4, {0, ACC_DT_BF16, 0, 0}, {1, 1, 0.1f, 0.01f}, sizeof(acc_adam_params_t), p_adam, r_adam, 1e-10},
       {ACCEL_KERNEL_FILL, 1, {ACC_DT_BF16}, {1}, sizeof(acc_fill_params_t), p_fill, r_fill, 0},
       {ACCEL_KERNEL_SCALE, 1, {0}, {1}, sizeof(acc_scale_params_t), p_scale, r_scale, 0},
+      {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_BF16}, {3e4f, 1}, sizeof(acc_cast_params_t), p_cast_bf16, r_cast_bf16, 0},
+      {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {7e4f, 1}, sizeof(acc_cast_params_t), p_cast_f16, r_cast_f16, 0},
+      {ACCEL_KERNEL_CAST, 2, {ACC_DT_BF16, 0}, {1e3f, 1}, sizeof(acc_cast_params_t), p_cast_widen, r_cast_widen, 0},
+      {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {1, 1}, sizeof(acc_cast_params_t), p_cast_skipped, r_nothing, 0},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) test_elementwise(&cases[c]);
+  test_amp();
   if (kt_failures) {
     fprintf(stderr, "test_kernels: %d failures\n", kt_failures);
     return 1;

@@ -992,3 +992,246 @@ CTS_CASE(kernels_cross_block_order, CTS_TAG_KERNELS) {
   for (int i = 0; i < 4; ++i) cts_dev_free(ctx, &hp[i]);
   return r;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The mixed-precision step on the device: cast, loss scaler, step counter
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cast_ref {
+  const kc_list_t *src;
+  int skipped;
+} cast_ref_t;
+
+/* dst = src converted through fp32 (round to nearest even), or the old dst when skipped. */
+static uint32_t want_cast(const kc_list_t *dst, size_t t, size_t i, const void *u) {
+  const cast_ref_t *r = u;
+  if (r->skipped) return raw_get(dst->host[t], i, dst->dtype);
+  return ref_narrow(val(r->src->host[t], i, r->src->dtype), dst->dtype);
+}
+
+static accel_status_t body_cast(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_cast(s, j->a, j->b, j->n, j->s0);
+}
+
+/* Every dtype pair, every size, with no flag, a clear flag and a set flag (then nothing is
+ * written); values up to 1e5 so that F16 overflows to Inf, plus NaN and Inf sources. */
+CTS_CASE(kernels_cast, CTS_TAG_KERNELS) {
+  for (int sd = 0; sd < 3; ++sd)
+    for (int dd = 0; dd < 3; ++dd)
+      for (int flag = 0; flag < 3; ++flag) {
+        kc_list_t S, D;
+        CTS_OK(kc_make(ctx, &S, NSIZES, kSizes, NSIZES, kDtypes[sd], 1e5f, 61 + sd));
+        CTS_OK(kc_make(ctx, &D, NSIZES, kSizes, NSIZES, kDtypes[dd], 1.0f, 71 + dd));
+        raw_set(S.host[9], 17, kDtypes[sd], ref_narrow(NAN, kDtypes[sd]));
+        raw_set(S.host[9], 18, kDtypes[sd], ref_narrow(-INFINITY, kDtypes[sd]));
+        raw_set(S.host[9], 19, kDtypes[sd], ref_narrow(1e-7f, kDtypes[sd])); /* F16 subnormal */
+        CTS_OK(kc_push(ctx, &S, 9));
+        const float flags[2] = {0.0f, 1.0f};
+        kc_scalars_t F;
+        CTS_OK(kc_scalars(ctx, &F, flags, sizeof flags));
+        kc_job_t j = {.a = S.t, .b = D.t, .n = NSIZES, .s0 = flag == 0 ? NULL : F.dev + (flag - 1)};
+        CTS_OK(cts_exec(ctx, body_cast, &j, 2));
+        const cast_ref_t r = {&S, flag == 2};
+        cts_result_t res = kc_expect(ctx, &D, want_cast, &r, "cast");
+        if (res == CTS_PASS) res = kc_expect(ctx, &S, want_cast, &(cast_ref_t){&S, 1}, "cast src");
+        CTS_CHECK(cts_dev_guard_ok(ctx, &F.buf), "flag guards overwritten");
+        kc_free(ctx, &S);
+        kc_free(ctx, &D);
+        cts_dev_free(ctx, &F.buf);
+        if (res != CTS_PASS) return res;
+      }
+  return CTS_PASS;
+}
+
+/* Device state of the step: the scaler, then Adam's arguments (found_inf and the step counter
+ * live there, as a real step keeps them). */
+typedef struct amp_dev {
+  accel_loss_scaler_t scaler;
+  uint32_t pad[2];
+  accel_adam_args_t adam;
+} amp_dev_t;
+_Static_assert(sizeof(amp_dev_t) == 64, "amp_dev_t fills one kc_scalars block");
+
+/* One step's bookkeeping: begin, unscale the gradients (sets found_inf), count the step, update
+ * the scale. */
+static accel_status_t body_amp_step(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  amp_dev_t *d = (amp_dev_t *)(void *)j->s0;
+  accel_status_t st = accel_amp_begin_step(s, &d->scaler, &d->adam.found_inf);
+  if (st == ACCEL_OK) st = accel_unscale_and_check(s, j->a, j->n, &d->scaler.inv_scale,
+                                                   &d->adam.found_inf);
+  if (st == ACCEL_OK) st = accel_step_count(s, &d->adam.step, &d->adam.found_inf);
+  if (st == ACCEL_OK) st = accel_amp_update_scale(s, &d->scaler, &d->adam.found_inf);
+  return st;
+}
+
+/* torch._amp_update_scale_ on the host (products in double, as torch forms them). */
+static void ref_update_scale(accel_loss_scaler_t *s, int found_inf) {
+  if (found_inf) {
+    s->scale = (float)((double)s->scale * s->backoff_factor);
+    s->growth_tracker = 0;
+  } else if (s->growth_tracker + 1 == s->growth_interval) {
+    const float grown = (float)((double)s->scale * s->growth_factor);
+    if (isfinite(grown)) s->scale = grown;
+    s->growth_tracker = 0;
+  } else {
+    s->growth_tracker++;
+  }
+}
+
+/* 12 steps with overflows at steps 2, 5, 6 and 11 (Inf, NaN, Inf in F16 from a large scaled
+ * value, NaN) and growth_interval 3, each step its own cts_exec (one capture and replay in
+ * graph mode), then 4 replays of one capture with finite gradients: scale, growth tracker,
+ * found_inf, the step counter and the unscaled gradients checked after each. */
+CTS_CASE(kernels_amp_scaler, CTS_TAG_KERNELS) {
+  const accel_dtype_t dt = ACCEL_F16;
+  kc_list_t G;
+  CTS_OK(kc_make(ctx, &G, NSIZES, kSizes, NSIZES, dt, 10.0f, 81));
+  amp_dev_t init = {{1024.0f, 0.0f, 0, 3, 2.0f, 0.5f}, {0, 0}, {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, 1, 1.0f}};
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, &init, sizeof init));
+  accel_loss_scaler_t want = init.scaler;
+  uint32_t want_step = 0;
+  for (int step = 0; step < 13; ++step) {
+    const int replays = step == 12 ? 4 : 1;
+    const int bad = step == 2 || step == 5 || step == 6 || step == 11;
+    for (size_t t = 0; t < G.n; ++t) { /* fresh gradients every step */
+      uint64_t seed = 1000u + (uint64_t)step * 17u + t;
+      for (size_t i = 0; i < G.t[t].numel; ++i)
+        raw_set(G.host[t], i, dt, ref_narrow(cts_rand_uniform(&seed, -10.0f, 10.0f), dt));
+    }
+    if (bad) raw_set(G.host[8], 3, dt, ref_narrow(step == 2 ? INFINITY : step == 5 ? 65504.0f : NAN, dt));
+    if (step == 5) { /* 65504 * (1/2048) is finite: the overflow must come from an Inf */
+      raw_set(G.host[8], 4, dt, ref_narrow(-INFINITY, dt));
+    }
+    for (size_t t = 0; t < G.n; ++t) CTS_OK(kc_push(ctx, &G, t));
+    const float inv = 1.0f / want.scale; /* a power of two: exact */
+    kc_job_t j = {.a = G.t, .n = G.n, .s0 = S.dev};
+    CTS_OK(cts_exec(ctx, body_amp_step, &j, replays));
+    for (int r = 0; r < replays; ++r) {
+      ref_update_scale(&want, bad);
+      want_step += !bad;
+    }
+    amp_dev_t got;
+    CTS_OK(cts_download(ctx, &got, S.dev, sizeof got));
+    CTS_CHECK(f32_bits(got.scaler.scale) == f32_bits(want.scale) &&
+                  got.scaler.growth_tracker == want.growth_tracker &&
+                  got.adam.step == want_step && got.adam.found_inf == (bad ? 1.0f : 0.0f) &&
+                  got.scaler.growth_interval == 3 && got.scaler.growth_factor == 2.0f &&
+                  got.scaler.backoff_factor == 0.5f,
+              "step %d (overflow %d, %d replays): scale %g tracker %d step %u found_inf %g; "
+              "want %g %d %u %d", step, bad, replays, (double)got.scaler.scale,
+              (int)got.scaler.growth_tracker, (unsigned)got.adam.step,
+              (double)got.adam.found_inf, (double)want.scale, (int)want.growth_tracker,
+              (unsigned)want_step, bad);
+    /* inv_scale is the last begin's: 1 / (the scale before the last replay's update) */
+    if (replays == 1) {
+      CTS_CHECK(got.scaler.inv_scale == inv, "step %d: inv_scale %g, want %g", step,
+                (double)got.scaler.inv_scale, (double)inv);
+      if (!bad) {
+        cts_result_t res = kc_expect(ctx, &G, want_mul, &inv, "amp unscale");
+        if (res != CTS_PASS) return res;
+      }
+    }
+  }
+  CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "scalar guards overwritten");
+  kc_free(ctx, &G);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+static accel_status_t body_step_count(accel_stream_t *s, void *u) {
+  const kc_job_t *j = u;
+  return accel_step_count(s, (uint32_t *)(void *)j->s0, j->s1);
+}
+
+/* The step counter without a flag counts every replay; with a set flag none. */
+CTS_CASE(kernels_step_count, CTS_TAG_KERNELS) {
+  const uint32_t init[4] = {7, 0, 0x3f800000u /* 1.0f */, 0};
+  kc_scalars_t S;
+  CTS_OK(kc_scalars(ctx, &S, init, sizeof init));
+  kc_job_t j = {.s0 = S.dev, .s1 = NULL};
+  CTS_OK(cts_exec(ctx, body_step_count, &j, 3));
+  uint32_t got[4];
+  CTS_OK(cts_download(ctx, got, S.dev, sizeof got));
+  CTS_CHECK(got[0] == 10, "no flag, 3 runs: step %u, want 10", (unsigned)got[0]);
+  j.s1 = S.dev + 2; /* set */
+  CTS_OK(cts_exec(ctx, body_step_count, &j, 2));
+  j.s1 = S.dev + 1; /* clear */
+  CTS_OK(cts_exec(ctx, body_step_count, &j, 2));
+  CTS_OK(cts_download(ctx, got, S.dev, sizeof got));
+  CTS_CHECK(got[0] == 12 && got[1] == 0 && got[2] == 0x3f800000u && got[3] == 0,
+            "flags: step %u (want 12), flags %08x %08x %08x", (unsigned)got[0], got[1], got[2], got[3]);
+  CTS_CHECK(cts_dev_guard_ok(ctx, &S.buf), "scalar guards overwritten");
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}
+
+CTS_CASE(kernels_amp_bad_input, CTS_TAG_KERNELS) {
+  accel_stream_t *s;
+  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
+  const size_t sizes[] = {100, 300};
+  kc_list_t A, B;
+  CTS_OK(kc_make(ctx, &A, 2, sizes, 2, ACCEL_F32, 1.0f, 1));
+  CTS_OK(kc_make(ctx, &B, 2, sizes, 2, ACCEL_F16, 1.0f, 2));
+  kc_scalars_t S;
+  const amp_dev_t init = {{1024.0f, 0.0f, 0, 3, 2.0f, 0.5f}, {0, 0}, {.lr = 0.0f}};
+  CTS_OK(kc_scalars(ctx, &S, &init, sizeof init));
+  amp_dev_t *d = (amp_dev_t *)(void *)S.dev;
+  accel_loss_scaler_t host_scaler = init.scaler;
+  float host_flag = 0.0f;
+  uint32_t host_step = 0;
+  accel_tensor_t t[2];
+  const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
+
+  CTS_STATUS(accel_amp_begin_step(NULL, &d->scaler, &d->adam.found_inf), ACCEL_ERROR_INVALID_HANDLE);
+  CTS_STATUS(accel_amp_begin_step(s, NULL, &d->adam.found_inf), BAD);
+  CTS_STATUS(accel_amp_begin_step(s, &d->scaler, NULL), BAD);
+  CTS_STATUS(accel_amp_begin_step(s, &host_scaler, &d->adam.found_inf), BAD);
+  CTS_STATUS(accel_amp_begin_step(s, &d->scaler, &host_flag), BAD);
+  CTS_STATUS(accel_amp_begin_step(s, &d->scaler, &d->scaler.inv_scale), BAD); /* overlap */
+  CTS_STATUS(accel_amp_begin_step(s, (accel_loss_scaler_t *)(void *)((char *)S.dev + 2),
+                                  &d->adam.found_inf), BAD); /* misaligned */
+  CTS_STATUS(accel_amp_begin_step(s, (accel_loss_scaler_t *)(void *)((char *)S.dev + 48),
+                                  &d->adam.found_inf), BAD); /* past the allocation */
+  CTS_STATUS(accel_amp_update_scale(NULL, &d->scaler, &d->adam.found_inf), ACCEL_ERROR_INVALID_HANDLE);
+  CTS_STATUS(accel_amp_update_scale(s, NULL, &d->adam.found_inf), BAD);
+  CTS_STATUS(accel_amp_update_scale(s, &d->scaler, NULL), BAD);
+  CTS_STATUS(accel_amp_update_scale(s, &d->scaler, &d->scaler.backoff_factor), BAD);
+  CTS_STATUS(accel_amp_update_scale(s, &d->scaler, (const float *)A.t[0].data), ACCEL_OK);
+  CTS_STATUS(accel_amp_update_scale(s, (accel_loss_scaler_t *)A.t[0].data, &d->adam.found_inf),
+             ACCEL_OK); /* any live device memory */
+  CTS_STATUS(accel_step_count(NULL, &d->adam.step, NULL), ACCEL_ERROR_INVALID_HANDLE);
+  CTS_STATUS(accel_step_count(s, NULL, &d->adam.found_inf), BAD);
+  CTS_STATUS(accel_step_count(s, &host_step, NULL), BAD);
+  CTS_STATUS(accel_step_count(s, &d->adam.step, &host_flag), BAD);
+  CTS_STATUS(accel_step_count(s, &d->adam.step, (const float *)(void *)&d->adam.step), BAD);
+  CTS_STATUS(accel_step_count(s, &d->adam.step, NULL), ACCEL_OK);
+  CTS_STATUS(accel_cast(NULL, A.t, B.t, 2, NULL), ACCEL_ERROR_INVALID_HANDLE);
+  CTS_STATUS(accel_cast(s, NULL, B.t, 2, NULL), BAD);
+  CTS_STATUS(accel_cast(s, A.t, NULL, 2, NULL), BAD);
+  CTS_STATUS(accel_cast(s, A.t, A.t, 2, NULL), BAD); /* in place is not allowed */
+  CTS_STATUS(accel_cast(s, A.t, B.t, 2, &host_flag), BAD);
+  CTS_STATUS(accel_cast(s, A.t, B.t, 2, (const float *)B.t[1].data), BAD); /* flag in dst */
+  memcpy(t, B.t, sizeof t);
+  t[1].numel = 299;
+  CTS_STATUS(accel_cast(s, A.t, t, 2, NULL), BAD); /* numel mismatch */
+  t[1] = A.t[1]; /* mixed dtypes in dst */
+  t[1].numel = 300;
+  CTS_STATUS(accel_cast(s, A.t, t, 2, NULL), BAD);
+  memcpy(t, B.t, sizeof t);
+  t[0].dtype = (accel_dtype_t)5;
+  CTS_STATUS(accel_cast(s, A.t, t, 2, NULL), BAD);
+  memcpy(t, B.t, sizeof t);
+  t[1].data = (char *)t[1].data + 1; /* misaligned */
+  CTS_STATUS(accel_cast(s, A.t, t, 2, NULL), BAD);
+  CTS_STATUS(accel_cast(s, NULL, NULL, 0, NULL), ACCEL_OK);
+  CTS_STATUS(accel_cast(s, A.t, B.t, 2, &d->adam.found_inf), ACCEL_OK);
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, &A);
+  kc_free(ctx, &B);
+  cts_dev_free(ctx, &S.buf);
+  return CTS_PASS;
+}

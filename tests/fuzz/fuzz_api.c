@@ -66,6 +66,9 @@ static accel_device_t *dev;
 static accel_stream_t *default_stream;
 static float *scratch; /* NSLOTS slots of SLOT_FLOATS floats */
 static float *scalars; /* [0] scale, [1] norm output */
+/* The mixed-precision step's state: accel_loss_scaler_t at 0, found_inf at 24, step at 28. */
+static unsigned char *amp_state;
+#define AMP_STATE_BYTES 32
 static float host_buf[SLOT_FLOATS];
 static accel_memory_stats_t baseline;
 static int next_arena_id;
@@ -119,7 +122,8 @@ static void ensure_device(void) {
   if (accel_device_open("cpu", &dev) != ACCEL_OK ||
       accel_stream_default(dev, &default_stream) != ACCEL_OK ||
       accel_malloc(dev, SCRATCH_BYTES, (void **)&scratch) != ACCEL_OK ||
-      accel_malloc(dev, 2 * sizeof(float), (void **)&scalars) != ACCEL_OK)
+      accel_malloc(dev, 2 * sizeof(float), (void **)&scalars) != ACCEL_OK ||
+      accel_malloc(dev, AMP_STATE_BYTES, (void **)&amp_state) != ACCEL_OK)
     fail("setup: %s", accel_last_error());
   const float one = 1.0f;
   if (accel_memcpy(dev, scalars, &one, sizeof one) != ACCEL_OK) fail("setup copy");
@@ -131,6 +135,7 @@ void fuzz_api_teardown(void) {
   if (!dev) return;
   accel_free(dev, scratch);
   accel_free(dev, scalars);
+  accel_free(dev, amp_state);
   if (accel_device_close(dev) != ACCEL_OK) fail("device close");
   dev = NULL;
 }
@@ -419,6 +424,88 @@ static void op_kernel(void) {
     st = accel_multi_tensor_norm(h, n ? t : NULL, n, norm_type, scalars + 1);
   }
   expect(name, st, want);
+}
+
+/* accel_cast over pairs of scratch slots: any dtype pair, numel mismatches, misaligned
+ * sources, a destination sharing a slot with another tensor, and the skip flag valid, NULL,
+ * in host memory or misaligned. */
+static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
+  size_t n = u8() % 5;
+  accel_tensor_t src[4], dst[4];
+  unsigned src_slot[4], dst_slot[4];
+  int invalid = 0;
+  uint64_t chunks = 0;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned b = u8(), c = u8(), sdt = (b >> 3) % 8, ddt = (c >> 3) % 8;
+    int misalign = (b >> 6) == 3, mismatch = (c >> 6) == 3;
+    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
+    src_slot[i] = b % NSLOTS;
+    dst_slot[i] = c % NSLOTS;
+    src[i] = (accel_tensor_t){(char *)(scratch + src_slot[i] * SLOT_FLOATS) + misalign, numel,
+                              sdt < 7 ? (accel_dtype_t)(sdt % 3) : (accel_dtype_t)9};
+    dst[i] = (accel_tensor_t){scratch + dst_slot[i] * SLOT_FLOATS, numel + (size_t)mismatch,
+                              ddt < 7 ? (accel_dtype_t)(ddt % 3) : (accel_dtype_t)9};
+    if (accel_dtype_size(src[i].dtype) == 0 || src[i].dtype != src[0].dtype) invalid = 1;
+    if (accel_dtype_size(dst[i].dtype) == 0 || dst[i].dtype != dst[0].dtype) invalid = 1;
+    if ((numel > 0 && misalign) || mismatch) invalid = 1;
+    chunks += numel > 0;
+  }
+  /* a written destination may share its slot with no other non-empty tensor */
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < n && dst[i].numel > 0; ++k) {
+      if (src[k].numel > 0 && src_slot[k] == dst_slot[i]) invalid = 1;
+      if (k != i && dst[k].numel > 0 && dst_slot[k] == dst_slot[i]) invalid = 1;
+    }
+  const float *flag = NULL;
+  switch (u8() % 4) {
+    case 0: break;
+    case 1: flag = (const float *)(void *)(amp_state + 24); break;
+    case 2: flag = host_buf; invalid = 1; break;
+    default: flag = (const float *)(void *)(amp_state + 25); invalid = 1; break;
+  }
+  accel_status_t want = hs;
+  if (want == ACCEL_OK && invalid) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  else if (want == ACCEL_OK && chunks > 0) want = submit_status(s);
+  expect("accel_cast", accel_cast(h, n ? src : NULL, n ? dst : NULL, n, flag), want);
+}
+
+/* The one-block calls of the mixed-precision step on the state block, each pointer valid,
+ * NULL, in host memory, misaligned, or overlapping the other. */
+static void op_amp(void) {
+  int s;
+  accel_stream_t *h;
+  accel_status_t hs;
+  if (!pick_stream(&s, &h, &hs)) return;
+  const unsigned which = u8() % 4; /* begin, update, step count, cast */
+  if (which == 3) {
+    op_cast(s, h, hs);
+    return;
+  }
+  /* first: the scaler (begin, update) or the step (count); second: found_inf / the flag */
+  unsigned char *first_ok = which == 2 ? amp_state + 28 : amp_state;
+  unsigned char *second_ok = amp_state + 24;
+  void *ptr[2];
+  int invalid = 0;
+  for (int k = 0; k < 2; ++k) {
+    unsigned char *ok = k == 0 ? first_ok : second_ok;
+    switch (u8() % 6) {
+      case 2: ptr[k] = NULL; invalid |= which != 2 || k == 0; break; /* the flag is optional */
+      case 3: ptr[k] = host_buf; invalid = 1; break;
+      case 4: ptr[k] = ok + 2; invalid = 1; break;
+      case 5: ptr[k] = k == 0 ? ok : (void *)(first_ok + 4 * (which != 2)); /* overlaps first */
+        invalid |= k == 1;
+        break;
+      default: ptr[k] = ok; break;
+    }
+  }
+  accel_status_t want = hs;
+  if (want == ACCEL_OK) want = invalid ? ACCEL_ERROR_INVALID_ARGUMENT : submit_status(s);
+  if (which == 0)
+    expect("accel_amp_begin_step", accel_amp_begin_step(h, ptr[0], ptr[1]), want);
+  else if (which == 1)
+    expect("accel_amp_update_scale", accel_amp_update_scale(h, ptr[0], ptr[1]), want);
+  else
+    expect("accel_step_count", accel_step_count(h, ptr[0], ptr[1]), want);
 }
 
 static int pick_graph(accel_status_t *hs) {
@@ -908,9 +995,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   in_size = size;
   in_pos = 0;
   for (op_index = 0; in_pos < in_size && op_index < 256; ++op_index) {
-    /* op bytes 240..255 select the interop operations, so the corpus written before them
-     * (op bytes below 240) decodes as it did */
+    /* op bytes 240..255 select the operations added later (interop 240..247, mixed precision
+     * 248..255), so the corpus written before them (op bytes below 240) decodes as it did */
     const unsigned op = u8();
+    if (op >= 248) {
+      op_amp();
+      continue;
+    }
     switch (op < 240 ? op % 24 : 24 + (op - 240) % 5) {
       case 0: case 1: op_stream_create(); break;
       case 2: op_stream_destroy(); break;

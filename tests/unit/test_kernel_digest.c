@@ -4,7 +4,8 @@
  * ACC_CHUNK-1, ACC_CHUNK, ACC_CHUNK+1 elements, a multi-tensor list and n = 0), every byte of
  * its inputs, outputs and device scalars afterwards is hashed (FNV-1a 64), and the digest of
  * each (operation, dtype) must equal the one recorded below. The digests were recorded from the
- * code before the kernel table refactor, so any change of bits (CPU or PoCL) shows here.
+ * code before the kernel table refactor (those of accel_cast and the mixed-precision
+ * bookkeeping when they were added), so any change of bits (CPU or PoCL) shows here.
  * Where docs/KERNELS.md promises bitwise identity across backends (everything but norms with
  * p other than 1, 2, inf) the OpenCL digest must also equal the CPU one.
  *
@@ -71,16 +72,32 @@ static const recorded_t recorded[] = {
     {"scale/F32", 0xd0a26573d06fdb56ull, 0xd0a26573d06fdb56ull},
     {"scale/F16", 0x5190624b7cb03aaeull, 0x5190624b7cb03aaeull},
     {"scale/BF16", 0x0094911f217b8680ull, 0x0094911f217b8680ull},
+    /* issue 22: recorded from the code that added them (cast, the amp bookkeeping) */
+    {"cast_down/F32", 0x1c4cd9fa9c2ce2f5ull, 0x1c4cd9fa9c2ce2f5ull},
+    {"cast_down/F16", 0xa65c3aaa358625d8ull, 0xa65c3aaa358625d8ull},
+    {"cast_down/BF16", 0x8db9b9f5ef33b098ull, 0x8db9b9f5ef33b098ull},
+    {"cast_up/F32", 0x2b724124556134bdull, 0x2b724124556134bdull},
+    {"cast_up/F16", 0xf6b9218eec5eb8bdull, 0xf6b9218eec5eb8bdull},
+    {"cast_up/BF16", 0x392a0b5740d31b1dull, 0x392a0b5740d31b1dull},
+    {"cast_skipped/F32", 0x9b03e363eb95dbfeull, 0x9b03e363eb95dbfeull},
+    {"cast_skipped/F16", 0xb02bf5ff6f834211ull, 0xb02bf5ff6f834211ull},
+    {"cast_skipped/BF16", 0xd4301ab2ed72d4a6ull, 0xd4301ab2ed72d4a6ull},
+    {"amp_step/F32", 0xe2d5989d1a40f7f9ull, 0xe2d5989d1a40f7f9ull},
+    {"amp_step/F16", 0x8a5f3da329918a2dull, 0x8a5f3da329918a2dull},
+    {"amp_step/BF16", 0x6ac000a980da43f2ull, 0x6ac000a980da43f2ull},
 };
 
 typedef enum op {
   OP_NORM1, OP_NORM2, OP_NORMINF, OP_NORM3, OP_CLIP, OP_HP, OP_HP_ZERO, OP_UNSCALE,
-  OP_UNSCALE_INF, OP_ADAM, OP_ADAMW, OP_FILL, OP_SCALE, OP_COUNT
+  OP_UNSCALE_INF, OP_ADAM, OP_ADAMW, OP_FILL, OP_SCALE,
+  /* issue 22 (recorded when they were added) */
+  OP_CAST_DOWN, OP_CAST_UP, OP_CAST_SKIPPED, OP_AMP_STEP, OP_COUNT
 } op_t;
 
 static const char *const op_names[OP_COUNT] = {
     "norm_p1", "norm_p2", "norm_pinf", "norm_p3", "clip", "update_hp", "update_hp_zero",
-    "unscale", "unscale_overflow", "adam", "adamw", "fill", "scale"};
+    "unscale", "unscale_overflow", "adam", "adamw", "fill", "scale",
+    "cast_down", "cast_up", "cast_skipped", "amp_step"};
 
 /* Lists per operation, and which of them take the dtype under test (the others are F32). */
 static int op_lists(op_t op, int *varies) {
@@ -89,6 +106,9 @@ static int op_lists(op_t op, int *varies) {
   case OP_HP_ZERO: varies[0] = 1; varies[1] = 0; return 2;
   case OP_ADAM:
   case OP_ADAMW: varies[0] = 0; varies[1] = 1; varies[2] = 0; varies[3] = 0; return 4;
+  case OP_CAST_DOWN:
+  case OP_CAST_SKIPPED: varies[0] = 0; varies[1] = 1; return 2;
+  case OP_CAST_UP: varies[0] = 1; varies[1] = 0; return 2;
   default: varies[0] = 1; return 1;
   }
 }
@@ -176,6 +196,10 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   const accel_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3u,
                                   op == OP_ADAMW ? 1u : 0u, 0.0f};
   memcpy(&sc[8], &args, sizeof args);
+  /* [16..21] the loss scaler of amp_step (only there: the other digests hash these bytes as
+   * they were recorded): 1/scale = 2^120 overflows F16 (found_inf), not F32 */
+  const accel_loss_scaler_t scaler = {ldexpf(1.0f, -120), 0.0f, 0, 1, 2.0f, 0.5f};
+  if (op == OP_AMP_STEP) memcpy(&sc[16], &scaler, sizeof scaler);
   accel_status_t st = accel_memcpy(dev, dmem, host, total + scal_bytes);
   float *dsc = (float *)((char *)dmem + total);
   const accel_tensor_t *t0 = n ? lists[0] : NULL, *t1 = n ? lists[1] : NULL;
@@ -197,6 +221,18 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
       break;
     case OP_FILL: st = accel_fill(s, t0, n, 1.2345678f); break;
     case OP_SCALE: st = accel_scale(s, t0, n, dsc + 2); break;
+    case OP_CAST_DOWN:
+    case OP_CAST_UP: st = accel_cast(s, t0, t1, n, dsc + 1); break;
+    case OP_CAST_SKIPPED: st = accel_cast(s, t0, t1, n, dsc + 2); break;
+    case OP_AMP_STEP: {
+      accel_loss_scaler_t *dscaler = (accel_loss_scaler_t *)(void *)(dsc + 16);
+      accel_adam_args_t *dargs = (accel_adam_args_t *)(void *)(dsc + 8);
+      st = accel_amp_begin_step(s, dscaler, dsc + 1);
+      if (st == ACCEL_OK) st = accel_unscale_and_check(s, t0, n, &dscaler->inv_scale, dsc + 1);
+      if (st == ACCEL_OK) st = accel_step_count(s, &dargs->step, dsc + 1);
+      if (st == ACCEL_OK) st = accel_amp_update_scale(s, dscaler, dsc + 1);
+      break;
+    }
     case OP_COUNT: break;
     }
   }

@@ -27,6 +27,7 @@
 #include "bench_baseline.h"
 #include "bench_torch.h"
 #include "optstep_model.h"
+#include "scenario_ampstep.h"
 
 #define MAX_NORM 1.0f
 #define CLIP_EPS 1e-6f
@@ -396,7 +397,8 @@ int bench_optstep(const bench_opts_t *o) {
   bench_json_begin_array(&j, "runs");
   int agree = 1, rc = 0;
   for (size_t i = 0; i < npresets && rc == 0; i++)
-    rc = run_preset(o, dev, presets[i], &j, f, &agree);
+    rc = bench_optstep_is_amp(presets[i]) ? bench_optstep_amp(o, dev, presets[i], &j, f, &agree)
+                                          : run_preset(o, dev, presets[i], &j, f, &agree);
   bench_json_end_array(&j);
   bench_json_bool(&j, "agreement", agree && rc == 0);
   bench_json_end_object(&j);
