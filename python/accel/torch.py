@@ -283,6 +283,14 @@ class AdamW(torch.optim.Optimizer):
                 t.add_(1)
         return loss
 
+    def state_dict(self):
+        """torch's AdamW state_dict: a step tensor of its own per parameter (torch.optim.AdamW
+        increments each one, so loading shared ones there would count a step many times)."""
+        sd = super().state_dict()
+        sd["state"] = {k: (dict(v, step=v["step"].clone()) if "step" in v else v)
+                       for k, v in sd["state"].items()}
+        return sd
+
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
         # torch's AdamW keeps one step tensor per parameter: share one per group again (they
