@@ -16,6 +16,31 @@ import sys
 
 import cffi
 
+# C-side helpers compiled into the module (declared here, defined in HELPER_SOURCE).
+HELPER_CDEF = """
+accel_status_t accel_py_replay_timed(accel_graph_t *graph, accel_stream_t *stream, size_t n,
+                                     double *ms);
+"""
+HELPER_SOURCE = r"""
+#include <time.h>
+/* Graph.replay_timed: n replays driven from C, each followed by a stream synchronize, with the
+ * wall time of each in ms[i]: the reference that a Python-driven step is measured against. */
+static accel_status_t accel_py_replay_timed(accel_graph_t *graph, accel_stream_t *stream,
+                                            size_t n, double *ms) {
+  for (size_t i = 0; i < n; i++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    accel_status_t st = accel_graph_replay(graph, stream);
+    if (st == ACCEL_OK) st = accel_stream_synchronize(stream);
+    if (st != ACCEL_OK) return st;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  }
+  return ACCEL_OK;
+}
+"""
+
+
 def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     return re.sub(r"//[^\n]*", " ", text)
@@ -63,9 +88,9 @@ def main(argv):
     out, headers = argv[1], argv[2:]
     cdef = "\n".join(header_cdef(open(h, encoding="utf-8").read()) for h in headers)
     ffi = cffi.FFI()
-    ffi.cdef(cdef)
+    ffi.cdef(cdef + HELPER_CDEF)
     includes = "".join(f"#include <accel/{h.rsplit('/', 1)[-1]}>\n" for h in headers)
-    ffi.set_source("accel._accel_cffi", includes)
+    ffi.set_source("accel._accel_cffi", includes + HELPER_SOURCE)
     ffi.emit_c_code(out)
 
 

@@ -339,6 +339,12 @@ class Graph(_Handle):
     def replay(self, stream):
         check(lib.accel_graph_replay(self._handle(), stream._handle()))
 
+    def replay_timed(self, stream, n):
+        """n replays driven from C (replay + synchronize each): their wall times in ms."""
+        ms = ffi.new("double[]", n)
+        check(lib.accel_py_replay_timed(self._handle(), stream._handle(), n, ms))
+        return list(ms)
+
     def reset(self):
         check(lib.accel_graph_reset(self._handle()))
         self._keep = []
