@@ -42,11 +42,23 @@ struct block {
   uint8_t bin;
 };
 
+/* What a registration (external memory) adds to its segment. */
+typedef struct external {
+  void *device_ptr;        /* the address the backend gave at registration */
+  bool read_only;
+  const void *owner;       /* NULL: the user's; else the DLPack import that made it */
+  const char *holder_kind; /* the latest pinner still holding it (for messages), or NULL */
+  const void *holder;
+  void (*done)(void *ctx, void *device_ptr); /* released by its owner while pinned */
+  void *done_ctx;
+} external_t;
+
 struct segment {
   uintptr_t base;
   size_t size;
   accel_allocator_arena_t *arena;
   block_t *first;
+  external_t *ext; /* a registration: one block, memory that is not the backend's */
 };
 
 typedef struct bins {
@@ -74,6 +86,9 @@ struct accel_allocator {
   accel_be_device_t *impl;
   accel_allocator_arena_t default_arena;
   accel_allocator_arena_t *pools; /* graph pool arenas */
+  accel_allocator_arena_t external_arena; /* registrations */
+  size_t nexternal;             /* registrations among segs */
+  size_t nread_only;            /* read-only ones (atomic reads: the common case has none) */
   segment_t **segs;             /* sorted by base */
   size_t nsegs, capsegs;
   accel_hashtab_t live;         /* allocated blocks: address -> block_t * */
@@ -307,6 +322,7 @@ accel_status_t accel_allocator_create(const accel_backend_vtable_t *vt, accel_be
   m->impl = impl;
   m->live.min_cap = 1024;
   arena_init(&m->default_arena, m, false);
+  arena_init(&m->external_arena, m, false);
   *out = m;
   return ACCEL_OK;
 }
@@ -315,6 +331,8 @@ static void arena_free_state(accel_allocator_arena_t *a) { free(a->bins); }
 
 void accel_allocator_destroy(accel_allocator_t *m) {
   if (!m) return;
+  void *dp;
+  while (accel_allocator_take_registration(m, &dp)) {} /* the caller ended them already */
   while (m->nsegs) seg_release(m, m->segs[m->nsegs - 1]);
   for (accel_allocator_arena_t *a = m->pools, *n; a; a = n) {
     n = a->next;
@@ -532,12 +550,14 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
   pthread_mutex_lock(&m->lock);
   size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
   if (j == SIZE_MAX) {
-    bool inside = seg_containing(m, (uintptr_t)ptr) != NULL;
+    const segment_t *s = seg_containing(m, (uintptr_t)ptr);
     pthread_mutex_unlock(&m->lock);
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           inside ? "%p is not the start of a live allocation (already freed, "
-                                    "or an interior pointer)"
-                                  : "%p was not allocated by this device's allocator",
+                           s && s->ext ? "%p lies in registered memory (not accel's to free; "
+                                         "end the registration with accel_memory_unregister)"
+                           : s ? "%p is not the start of a live allocation (already freed, "
+                                 "or an interior pointer)"
+                               : "%p was not allocated by this device's allocator",
                            ptr);
   }
   block_t *blk = live_block(m, j);
@@ -566,6 +586,24 @@ static accel_status_t pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
   return ACCEL_OK;
 }
 
+static void ext_unlink(accel_allocator_t *m, segment_t *s);
+static void ext_free(accel_allocator_t *m, segment_t *s);
+
+/* Pins registration s for pins when [lo, hi) touches it (lock held). */
+static accel_status_t pin_external(segment_t *s, uintptr_t lo, uintptr_t hi,
+                                   accel_allocator_pins_t *pins) {
+  block_t *b = s->first;
+  if (b->deferred || b->addr + b->size <= lo || b->addr >= hi) return ACCEL_OK;
+  if (pins->n && pins->blocks[pins->n - 1] == b) return ACCEL_OK;
+  accel_status_t st = pins_reserve(pins, 1);
+  if (st != ACCEL_OK) return st;
+  b->pins++;
+  pins->blocks[pins->n++] = b;
+  s->ext->holder_kind = pins->owner_kind;
+  s->ext->holder = pins->owner;
+  return ACCEL_OK;
+}
+
 accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
                                    accel_allocator_pins_t *pins) {
   if (size == 0) return ACCEL_OK;
@@ -577,6 +615,10 @@ accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t
   if (i == SIZE_MAX) i = 0;
   for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
     /* graph-pool blocks live with their pool, which the graph holds already */
+    if (m->segs[i]->arena == &m->external_arena) {
+      st = pin_external(m->segs[i], lo, hi, pins);
+      continue;
+    }
     if (m->segs[i]->arena != &m->default_arena) continue;
     for (block_t *b = m->segs[i]->first; b && b->addr < hi; b = b->next) {
       if (!b->allocated || b->deferred || b->addr + b->size <= lo) continue;
@@ -596,23 +638,49 @@ accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_alloc
   if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < from->n; ++i) {
-    ((block_t *)from->blocks[i])->pins++;
-    to->blocks[to->n++] = from->blocks[i];
+    block_t *b = from->blocks[i];
+    b->pins++;
+    to->blocks[to->n++] = b;
+    if (b->seg->ext) {
+      b->seg->ext->holder_kind = to->owner_kind;
+      b->seg->ext->holder = to->owner;
+    }
   }
   pthread_mutex_unlock(&m->lock);
   return ACCEL_OK;
 }
 
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
+  segment_t *ended = NULL; /* released registrations whose last pin this was */
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < pins->n; ++i) {
     block_t *b = pins->blocks[i];
-    /* default-arena blocks only: completing a deferred free makes no zombie arena */
-    if (--b->pins == 0 && b->deferred) free_block(m, b, b->deferred_key, NULL);
+    external_t *x = b->seg->ext;
+    if (x && x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL;
+    if (--b->pins || !b->deferred) continue;
+    if (x && x->done) {
+      segment_t *s = b->seg;
+      ext_unlink(m, s);
+      s->first->next = (block_t *)ended; /* the segment's only block links the list */
+      ended = s;
+    } else if (!x) { /* default-arena blocks: completing a deferred free makes no zombie arena */
+      free_block(m, b, b->deferred_key, NULL);
+    }
   }
   pthread_mutex_unlock(&m->lock);
+  while (ended) {
+    segment_t *s = ended;
+    ended = (segment_t *)s->first->next;
+    external_t x = *s->ext;
+    ext_free(m, s);
+    x.done(x.done_ctx, x.device_ptr);
+  }
+  const char *kind = pins->owner_kind;
+  const void *owner = pins->owner;
   free(pins->blocks);
   memset(pins, 0, sizeof *pins);
+  pins->owner_kind = kind;
+  pins->owner = owner;
 }
 
 /* 1 when [p, p + size) lies inside the bytes asked for when allocated block b was made: the
@@ -655,11 +723,11 @@ size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_alloca
   for (size_t i = 0; i < n && bad == SIZE_MAX; ++i) {
     const void *ptr;
     size_t size;
-    if (!range(ctx, i, &ptr, &size)) continue;
+    const int access = range(ctx, i, &ptr, &size);
+    if (!access) continue;
     const uintptr_t p = (uintptr_t)ptr;
-    if (last && block_has(last, p, size)) continue;
-    last = block_holding(m, p, size);
-    if (!last) bad = i;
+    if (!last || !block_has(last, p, size)) last = block_holding(m, p, size);
+    if (!last || (access == 2 && last->seg->ext && last->seg->ext->read_only)) bad = i;
   }
   pthread_mutex_unlock(&m->lock);
   return bad;
@@ -759,7 +827,7 @@ void accel_allocator_retag(accel_allocator_t *m, accel_allocator_arena_t *arena,
 void accel_allocator_stats(accel_allocator_t *m, accel_memory_stats_t *out) {
   pthread_mutex_lock(&m->lock);
   *out = m->stats;
-  out->segment_count = m->nsegs;
+  out->segment_count = m->nsegs - m->nexternal;
   pthread_mutex_unlock(&m->lock);
 }
 
@@ -774,4 +842,209 @@ void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
   release_free_segments(m, &m->default_arena, epoch);
   pthread_mutex_unlock(&m->lock);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* registrations */
+
+/* Takes registration s out of the segment list (lock held); its range is free from now on. */
+static void ext_unlink(accel_allocator_t *m, segment_t *s) {
+  size_t i = seg_index(m, s->base);
+  memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
+  m->nsegs--;
+  m->nexternal--;
+  if (s->ext->read_only) __atomic_sub_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
+}
+
+static void ext_free(accel_allocator_t *m, segment_t *s) {
+  pthread_mutex_lock(&m->lock);
+  block_recycle(m, s->first);
+  pthread_mutex_unlock(&m->lock);
+  free(s->ext);
+  free(s);
+}
+
+static const char *describe_segment(const segment_t *s) {
+  return s->ext ? "registration" : "allocation segment";
+}
+
+accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
+                                        void *device_ptr, bool read_only, const void *owner) {
+  segment_t *s = calloc(1, sizeof *s);
+  external_t *x = calloc(1, sizeof *x);
+  if (!s || !x) {
+    free(s);
+    free(x);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  const uintptr_t lo = (uintptr_t)ptr, last = lo + (size - 1);
+  accel_status_t st = ACCEL_OK;
+  pthread_mutex_lock(&m->lock);
+  size_t i = seg_index(m, last); /* the only segment that can reach into the range */
+  block_t *b = NULL;
+  if (i != SIZE_MAX && m->segs[i]->base + m->segs[i]->size > lo) {
+    const segment_t *o = m->segs[i];
+    st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "[%p, +%zu) overlaps the device's %s [%p, +%zu)", ptr, size,
+                         describe_segment(o), (void *)o->base, o->size);
+  } else if (m->nsegs == m->capsegs) {
+    size_t cap = m->capsegs ? m->capsegs * 2 : 16;
+    segment_t **ns = realloc(m->segs, cap * sizeof *ns);
+    if (ns) {
+      m->segs = ns;
+      m->capsegs = cap;
+    }
+  }
+  if (st == ACCEL_OK && (m->nsegs == m->capsegs || !(b = block_new(m))))
+    st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
+  if (st == ACCEL_OK) {
+    x->device_ptr = device_ptr;
+    x->read_only = read_only;
+    x->owner = owner;
+    s->base = lo;
+    s->size = size;
+    s->arena = &m->external_arena;
+    s->first = b;
+    s->ext = x;
+    b->addr = lo;
+    b->size = size;
+    b->requested = size;
+    b->seg = s;
+    b->allocated = true;
+    const size_t at = i + 1; /* SIZE_MAX + 1 == 0 */
+    memmove(&m->segs[at + 1], &m->segs[at], (m->nsegs - at) * sizeof *m->segs);
+    m->segs[at] = s;
+    m->nsegs++;
+    m->nexternal++;
+    if (read_only) __atomic_add_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (st != ACCEL_OK) {
+    free(s);
+    free(x);
+  }
+  return st;
+}
+
+/* The registration starting at ptr, or NULL with an error naming why (lock held). */
+static segment_t *registration_at(accel_allocator_t *m, void *ptr, const void *owner) {
+  segment_t *s = seg_containing(m, (uintptr_t)ptr);
+  if (!s || !s->ext) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                    s ? "%p is memory accel allocated, not a registration"
+                      : "%p is not registered with the device (never, or unregistered already)",
+                    ptr);
+    return NULL;
+  }
+  if (s->base != (uintptr_t)ptr) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                    "%p is inside the registration [%p, +%zu), not its start", ptr,
+                    (void *)s->base, s->size);
+    return NULL;
+  }
+  if (s->first->deferred) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%p is being unregistered already", ptr);
+    return NULL;
+  }
+  if (s->ext->owner != owner) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                    "%p was registered by DLPack import %p; accel_dlpack_release ends it", ptr,
+                    s->ext->owner);
+    return NULL;
+  }
+  return s;
+}
+
+bool accel_allocator_registration_pinned(accel_allocator_t *m, void *ptr, const void *owner) {
+  pthread_mutex_lock(&m->lock);
+  segment_t *s = registration_at(m, ptr, owner);
+  bool pinned = s && s->first->pins;
+  pthread_mutex_unlock(&m->lock);
+  return pinned;
+}
+
+accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
+                                                const void *owner) {
+  accel_status_t st = ACCEL_OK;
+  pthread_mutex_lock(&m->lock);
+  segment_t *s = registration_at(m, ptr, owner);
+  if (!s) {
+    st = ACCEL_ERROR_INVALID_ARGUMENT;
+  } else if (s->first->pins) {
+    const external_t *x = s->ext;
+    if (x->holder)
+      st = accel_set_error(ACCEL_ERROR_STATE,
+                           "[%p, +%zu) is in use by %s %p%s (release it first: a captured graph "
+                           "by accel_graph_reset or accel_graph_destroy)",
+                           ptr, s->size, x->holder_kind, x->holder,
+                           s->first->pins > 1 ? " and others" : "");
+    else
+      st = accel_set_error(ACCEL_ERROR_STATE,
+                           "[%p, +%zu) is in use by %u captured graph(s), open capture(s) or "
+                           "DLPack import(s); release them first",
+                           ptr, s->size, (unsigned)s->first->pins);
+  } else {
+    s->first->deferred = true;
+    __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE); /* cached validations */
+  }
+  pthread_mutex_unlock(&m->lock);
+  return st;
+}
+
+void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr) {
+  pthread_mutex_lock(&m->lock);
+  segment_t *s = seg_containing(m, (uintptr_t)ptr);
+  ext_unlink(m, s);
+  pthread_mutex_unlock(&m->lock);
+  *device_ptr = s->ext->device_ptr;
+  ext_free(m, s);
+}
+
+bool accel_allocator_release_owned(accel_allocator_t *m, void *ptr, const void *owner,
+                                   void (*done)(void *ctx, void *device_ptr), void *ctx,
+                                   void **device_ptr) {
+  pthread_mutex_lock(&m->lock);
+  segment_t *s = registration_at(m, ptr, owner);
+  if (!s) { /* not the owner's: a bug in the caller, reported, nothing ended */
+    pthread_mutex_unlock(&m->lock);
+    return false;
+  }
+  bool now = !s->first->pins;
+  s->first->deferred = true;
+  __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
+  if (now) {
+    ext_unlink(m, s);
+  } else {
+    s->ext->done = done;
+    s->ext->done_ctx = ctx;
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (now) {
+    *device_ptr = s->ext->device_ptr;
+    ext_free(m, s);
+  }
+  return now;
+}
+
+bool accel_allocator_range_read_only(accel_allocator_t *m, const void *ptr, size_t size) {
+  if (!__atomic_load_n(&m->nread_only, __ATOMIC_RELAXED)) return false;
+  pthread_mutex_lock(&m->lock);
+  const block_t *b = block_holding(m, (uintptr_t)ptr, size);
+  bool ro = b && b->seg->ext && b->seg->ext->read_only;
+  pthread_mutex_unlock(&m->lock);
+  return ro;
+}
+
+void *accel_allocator_take_registration(accel_allocator_t *m, void **device_ptr) {
+  segment_t *found = NULL;
+  pthread_mutex_lock(&m->lock);
+  for (size_t i = 0; i < m->nsegs && !found; ++i)
+    if (m->segs[i]->ext) found = m->segs[i];
+  if (found) ext_unlink(m, found);
+  pthread_mutex_unlock(&m->lock);
+  if (!found) return NULL;
+  void *base = (void *)found->base;
+  *device_ptr = found->ext->device_ptr;
+  ext_free(m, found);
+  return base;
 }

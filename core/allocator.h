@@ -63,16 +63,50 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
 typedef struct accel_allocator_pins {
   void **blocks;
   size_t n, cap;
+  /* who holds them, named when a registration they pin cannot be unregistered */
+  const char *owner_kind; /* "graph", "DLPack import", ... */
+  const void *owner;
 } accel_allocator_pins_t;
-/* Pins every live block of the default arena that [ptr, ptr+size) touches (other memory is
- * ignored: graph-pool blocks live as long as their pool, which the graph holds). */
+/* Pins every live block of the default arena or registration that [ptr, ptr+size) touches
+ * (other memory is ignored: graph-pool blocks live as long as their pool, which the graph
+ * holds). */
 accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
                                    accel_allocator_pins_t *pins);
 /* Pins the blocks of from once more, into to (a graph replayed inside another's capture). */
 accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
                                          accel_allocator_pins_t *to);
-/* Drops the pins (completing deferred frees) and empties the list. */
+/* Drops the pins (completing deferred frees and deferred registration releases, whose done
+ * callbacks run after the allocator's lock is dropped) and empties the list. */
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins);
+
+/* Registrations (external memory, accel_memory_register): ranges accel did not allocate, kept
+ * as segments of their own with one block, so that every range check, overlap test, copy kind
+ * and pin treats them as allocations. They never count in the memory statistics and never go
+ * back to the backend's mem_free. owner: NULL for the user's, else the DLPack import that made
+ * it (which alone may end it). INVALID_ARGUMENT when the range shares a byte with a segment or
+ * another registration. */
+accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
+                                        void *device_ptr, bool read_only, const void *owner);
+/* First half of ending a user registration (owner NULL) starting at ptr: refused with STATE,
+ * naming a holder, while it is pinned; otherwise ranges in it are invalid from now on (the free
+ * generation moves). The caller then drains the device, holding no lock, and calls
+ * accel_allocator_unregister_end. */
+accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
+                                                const void *owner);
+/* 1 when the registration starting at ptr (owned by owner) is pinned. */
+bool accel_allocator_registration_pinned(accel_allocator_t *m, void *ptr, const void *owner);
+/* Removes the registration begun above; *device_ptr gets its device address. */
+void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr);
+/* Ends the registration at ptr that owner made (no queued work uses it any more): at once when
+ * nothing pins it (returns true and *device_ptr: the caller finishes), else at its last unpin, which calls
+ * done(ctx, device_ptr) with no lock held (returns false). */
+bool accel_allocator_release_owned(accel_allocator_t *m, void *ptr, const void *owner,
+                                   void (*done)(void *ctx, void *device_ptr), void *ctx,
+                                   void **device_ptr);
+/* Whether [ptr, ptr+size) lies in a read-only registration. */
+bool accel_allocator_range_read_only(accel_allocator_t *m, const void *ptr, size_t size);
+/* Ends every registration left at device teardown: returns them one by one (NULL: none left). */
+void *accel_allocator_take_registration(accel_allocator_t *m, void **device_ptr);
 
 /* Counts the frees of live blocks: a range found inside live blocks stays inside them for as
  * long as this value is unchanged (allocations never invalidate a range). Lock-free. */
@@ -80,7 +114,8 @@ uint64_t accel_allocator_free_generation(accel_allocator_t *m);
 /* 1 when [ptr, ptr+size) lies inside one live block. */
 bool accel_allocator_range_valid(accel_allocator_t *m, const void *ptr, size_t size);
 /* Range i of a list checked by accel_allocator_ranges_valid; returns 0 when range i is to be
- * skipped (an empty tensor accesses nothing). */
+ * skipped (an empty tensor accesses nothing), 2 when it is written (it must not lie in a
+ * read-only registration), 1 otherwise. */
 typedef int (*accel_allocator_range_fn)(void *ctx, size_t i, const void **ptr, size_t *size);
 /* accel_allocator_range_valid for ranges 0..n-1 under one lock: the index of the first range that
  * is not inside one live allocation, or SIZE_MAX when every one is. */

@@ -144,6 +144,8 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
   c->mode = mode;
   c->thread = pthread_self();
   c->pool = pool;
+  c->pins.owner_kind = "graph"; /* the pins move to the graph at capture end */
+  c->pins.owner = g;
   accel_cmdlist_init(&c->cmds);
   accel_stream_retain(s);
   c->streams[0] = s;

@@ -311,7 +311,8 @@ static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
   const accel_tensor_t *t = &r->lists[k / r->n][k % r->n];
   *ptr = t->data;
   *size = t->numel * accel_dtype_size(t->dtype);
-  return t->numel != 0;
+  if (t->numel == 0) return 0;
+  return (r->written >> (k / r->n)) & 1 ? 2 : 1; /* written: not in read-only memory */
 }
 
 size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "external_memory.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -33,6 +34,7 @@ static void device_teardown(accel_device_t *dev) {
   if (dev->upload_stream) accel_stream_release(dev->upload_stream);
   if (dev->default_stream) accel_stream_release(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
+  accel_external_teardown(dev); /* registrations the user never ended */
   accel_allocator_destroy(dev->mem);
   /* host blocks the user never freed go back with the device */
   for (size_t i = 0; i < dev->host_allocs.cap; ++i)

@@ -30,7 +30,8 @@ typedef enum accel_handle_kind {
   ACCEL_HANDLE_STREAM,
   ACCEL_HANDLE_EVENT,
   ACCEL_HANDLE_GRAPH,
-  ACCEL_HANDLE_POOL
+  ACCEL_HANDLE_POOL,
+  ACCEL_HANDLE_DLPACK_IMPORT
 } accel_handle_kind_t;
 
 /* Ownership (docs/RELIABILITY.md): refcount counts every reference to the object, the user's

@@ -41,6 +41,8 @@ accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn,
 /* 1 when [ptr, ptr + size) lies inside one live device allocation of device (size 0: ptr must
  * be inside or one past a live allocation). */
 int accel_device_range_is_valid(accel_device_t *device, const void *ptr, size_t size);
+/* 1 when [ptr, ptr + size) lies in a read-only registration (accel_memory_register). */
+int accel_device_range_is_read_only(accel_device_t *device, const void *ptr, size_t size);
 /* Changes whenever a live device allocation is freed: ranges found valid stay valid while it
  * is unchanged (lock-free; see accel_allocator_free_generation). */
 uint64_t accel_device_free_generation(accel_device_t *device);

@@ -132,6 +132,11 @@ static accel_status_t check_overlaps(const kop_req_t *r, kop_interval_t *iv, siz
 
 static accel_status_t not_live_error(const kop_req_t *r, int l, size_t i) {
   const accel_tensor_t *t = &r->lists[l][i];
+  const size_t bytes = t->numel * accel_dtype_size(t->dtype);
+  if (accel_device_range_is_valid(r->dev, t->data, bytes)) /* then it failed as written */
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] [%p, +%zu bytes) is written but lies in a read-only "
+                           "registration", r->fn, r->desc->lists[l].name, i, t->data, bytes);
   return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                          "%s: %s[%zu] [%p, +%zu bytes) is not inside a live allocation of the "
                          "stream's device", r->fn, r->desc->lists[l].name, i, t->data,
@@ -197,6 +202,10 @@ static accel_status_t check_scalar(const kop_req_t *r, int s) {
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s %p (%u bytes) is not inside a live allocation of the "
                            "stream's device", r->fn, S->name, p, (unsigned)S->size);
+  if ((S->mode & ACC_MODE_W) && accel_device_range_is_read_only(r->dev, p, S->size))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s %p is written but lies in a read-only registration", r->fn,
+                           S->name, p);
   return ACCEL_OK;
 }
 
@@ -261,6 +270,9 @@ static accel_status_t validate_all(kop_req_t *r, kop_interval_t **out, size_t *o
       st = check_tensor_rules(r, l, i, list_dtype, &bytes);
       if (st == ACCEL_OK && bytes &&
           !accel_device_range_is_valid(r->dev, r->lists[l][i].data, bytes))
+        st = not_live_error(r, l, i);
+      if (st == ACCEL_OK && bytes && ((r->written >> l) & 1) &&
+          accel_device_range_is_read_only(r->dev, r->lists[l][i].data, bytes))
         st = not_live_error(r, l, i);
       if (st != ACCEL_OK) {
         free(iv);

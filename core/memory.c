@@ -194,6 +194,10 @@ int accel_device_range_is_valid(accel_device_t *dev, const void *ptr, size_t siz
   return accel_allocator_range_valid(dev->mem, ptr, size);
 }
 
+int accel_device_range_is_read_only(accel_device_t *dev, const void *ptr, size_t size) {
+  return accel_allocator_range_read_only(dev->mem, ptr, size);
+}
+
 uint64_t accel_device_free_generation(accel_device_t *dev) {
   return accel_allocator_free_generation(dev->mem);
 }

@@ -217,6 +217,16 @@ static accel_status_t check_device_range(accel_device_t *dev, const char *fn, co
   return ACCEL_OK;
 }
 
+/* A destination must not lie in a read-only registration. */
+static accel_status_t check_writable(accel_device_t *dev, const char *fn, const void *dst,
+                                     size_t size) {
+  if (accel_allocator_range_read_only(dev->mem, dst, size))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: destination [%p, +%zu) lies in a read-only registration", fn,
+                           dst, size);
+  return ACCEL_OK;
+}
+
 accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src, size_t size) {
   accel_device_t *dev = NULL;
   accel_status_t st = accel_stream_check(s, __func__, &dev);
@@ -229,7 +239,8 @@ accel_status_t accel_memcpy_async(accel_stream_t *s, void *dst, const void *src,
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: source and destination overlap", __func__);
   if ((st = check_device_range(dev, __func__, "dst", dst, size)) != ACCEL_OK ||
-      (st = check_device_range(dev, __func__, "src", src, size)) != ACCEL_OK)
+      (st = check_device_range(dev, __func__, "src", src, size)) != ACCEL_OK ||
+      (st = check_writable(dev, __func__, dst, size)) != ACCEL_OK)
     return st;
   accel_cmd_t c = {.type = ACCEL_CMD_MEMCPY};
   c.u.memcpy.dst = dst;
@@ -250,6 +261,7 @@ accel_status_t accel_memset_async(accel_stream_t *s, void *dst, int value, size_
                            "%s: [%p, +%zu) is not inside one live device "
                            "allocation", __func__,
                            dst, size);
+  if ((st = check_writable(dev, __func__, dst, size)) != ACCEL_OK) return st;
   accel_cmd_t c = {.type = ACCEL_CMD_MEMSET};
   c.u.memset.dst = dst;
   c.u.memset.size = size;

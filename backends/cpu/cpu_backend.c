@@ -41,6 +41,7 @@ static const accel_backend_vtable_t cpu_vtable = {
     .graph_destroy = cpu_graph_destroy,
     .device_synchronize = NULL,
     .mem_info = cpu_mem_info,
+    .dlpack_device_type = ACCEL_DL_CPU, /* registers host memory as is: no mem_register */
 };
 
 const accel_backend_vtable_t *accel_cpu_backend_vtable(void) { return &cpu_vtable; }

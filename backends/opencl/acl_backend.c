@@ -250,6 +250,11 @@ static const accel_backend_vtable_t acl_vtable = {
   .graph_destroy = acl_graph_destroy,
   .device_synchronize = NULL, /* core: clFinish on every stream via stream_synchronize */
   .mem_info = acl_mem_info,
+  /* DLPack's OpenCL tensors carry cl_mem handles, accel's OpenCL memory is SVM pointers: no
+   * DLPack device type (accel_dlpack_* say UNSUPPORTED), docs/INTEROP.md. */
+  .dlpack_device_type = 0,
+  .mem_register = acl_mem_register,
+  .mem_unregister = acl_mem_unregister,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

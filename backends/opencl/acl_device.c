@@ -73,6 +73,7 @@ void acl_device_close(accel_be_device_t *device) {
   if (dev->program) clReleaseProgram(dev->program);
   /* The core frees every allocation before closing; anything left is released here. */
   for (size_t i = 0; i < dev->alloc_count; i++) {
+    if (dev->allocs[i].foreign) continue;
     if (!dev->allocs[i].host)
       __atomic_fetch_sub(&dev->phys->allocated, dev->allocs[i].size, __ATOMIC_RELAXED);
     clSVMFree(dev->ctx, dev->allocs[i].base);

@@ -77,6 +77,7 @@ typedef struct acl_alloc {
   void *base;
   size_t span;
   int host; /* from host_alloc (not counted as device memory) */
+  int foreign; /* registered (accel_memory_register): not ours to free */
 } acl_alloc_t;
 
 typedef struct acl_device {
@@ -156,6 +157,11 @@ accel_status_t acl_mem_alloc(accel_be_device_t *device, size_t size, void **ptr)
 void acl_mem_free(accel_be_device_t *device, void *ptr);
 accel_status_t acl_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
 void acl_host_free(accel_be_device_t *device, void *ptr);
+/* accel_memory_register: SVM of the device's context, or any host memory with fine-grained
+ * system SVM; entered in the allocation table so kernels and command buffers see it. */
+accel_status_t acl_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                void **device_ptr);
+void acl_mem_unregister(accel_be_device_t *device, void *ptr, void *device_ptr);
 accel_status_t acl_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                             uint64_t *total_bytes);
 /* Finds the live SVM allocation containing [ptr, ptr+size); 0 when none (caller holds no lock). */

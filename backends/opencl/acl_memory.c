@@ -49,10 +49,12 @@ static accel_status_t table_insert(acl_device_t *dev, const acl_alloc_t *entry) 
   return ACCEL_OK;
 }
 
-/* Removes ptr from the table; returns 1 if it was there. */
-static int table_remove(acl_device_t *dev, void *ptr, acl_alloc_t *removed) {
+/* Removes the entry of ptr (a registration when foreign, else an allocation: a registered
+ * range may start where an SVM host allocation does); returns 1 if it was there. */
+static int table_remove(acl_device_t *dev, void *ptr, int foreign, acl_alloc_t *removed) {
   pthread_mutex_lock(&dev->lock);
   size_t i = upper_bound(dev, ptr);
+  while (i > 0 && dev->allocs[i - 1].ptr == ptr && dev->allocs[i - 1].foreign != foreign) i--;
   int found = i > 0 && dev->allocs[i - 1].ptr == ptr;
   if (found) {
     i--;
@@ -92,7 +94,7 @@ static accel_status_t svm_alloc(acl_device_t *dev, cl_mem_flags flags, size_t si
                                "clSVMAlloc(%zu bytes, flags 0x%llx) returned NULL on %s", span,
                                (unsigned long long)flags, dev->phys->name);
   uintptr_t aligned = ((uintptr_t)base + ACL_ALIGN - 1) & ~(uintptr_t)(ACL_ALIGN - 1);
-  acl_alloc_t entry = {(void *)aligned, size, base, span, host};
+  acl_alloc_t entry = {(void *)aligned, size, base, span, host, 0};
   accel_status_t st = table_insert(dev, &entry);
   if (st != ACCEL_OK) {
     clSVMFree(dev->ctx, base);
@@ -104,7 +106,7 @@ static accel_status_t svm_alloc(acl_device_t *dev, cl_mem_flags flags, size_t si
 
 static int svm_free(acl_device_t *dev, void *ptr) {
   acl_alloc_t a;
-  if (!table_remove(dev, ptr, &a)) {
+  if (!table_remove(dev, ptr, 0, &a)) {
     acl_host->log(ACCEL_LOG_ERROR, ACL_DOMAIN, "free of unknown SVM pointer %p ignored", ptr);
     return 0;
   }
@@ -139,6 +141,58 @@ void acl_host_free(accel_be_device_t *device, void *ptr) {
   acl_device_t *dev = device;
   if (dev->host_svm) svm_free(dev, ptr);
   else free(ptr);
+}
+
+/* Whether ptr is the start of an SVM allocation of dev's context at least size bytes long.
+ * OpenCL has no SVM pointer query; the standard way round is CL_MEM_USES_SVM_POINTER of a
+ * buffer made over ptr with CL_MEM_USE_HOST_PTR (clCreateBuffer accepts a clSVMAlloc pointer
+ * of the same context when size is no larger than the allocation). PoCL 3.1 answers CL_TRUE
+ * for clSVMAlloc's own pointers of this context only: interior pointers, other contexts and
+ * malloc memory give CL_FALSE, a size past the allocation CL_INVALID_BUFFER_SIZE. */
+static accel_status_t check_svm(acl_device_t *dev, void *ptr, size_t size) {
+  cl_int err = CL_SUCCESS;
+  cl_mem probe = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, ptr,
+                                &err);
+  if (!probe)
+    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "opencl: [%p, +%zu) is not SVM of the device's context "
+                               "(clCreateBuffer(CL_MEM_USE_HOST_PTR) over it: %s)",
+                               ptr, size, acl_error_name(err));
+  cl_bool uses_svm = CL_FALSE;
+  err = clGetMemObjectInfo(probe, CL_MEM_USES_SVM_POINTER, sizeof uses_svm, &uses_svm, NULL);
+  clReleaseMemObject(probe);
+  if (err != CL_SUCCESS || !uses_svm)
+    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "opencl: %p is not the start of an SVM allocation of the "
+                               "device's context (CL_MEM_USES_SVM_POINTER: %s), and %s has no "
+                               "fine-grained system SVM, so host memory cannot be registered",
+                               ptr, err != CL_SUCCESS ? acl_error_name(err) : "CL_FALSE",
+                               dev->phys->name);
+  return ACCEL_OK;
+}
+
+accel_status_t acl_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                void **device_ptr) {
+  acl_device_t *dev = device;
+  acl_alloc_t in;
+  if (acl_alloc_lookup(dev, ptr, size, &in)) { /* inside accel's own SVM (accel_host_alloc) */
+    *device_ptr = ptr;
+    return ACCEL_OK;
+  }
+  if (!dev->fine_grain_system) {
+    accel_status_t st = check_svm(dev, ptr, size);
+    if (st != ACCEL_OK) return st;
+  }
+  acl_alloc_t entry = {ptr, size, ptr, size, 1, 1};
+  accel_status_t st = table_insert(dev, &entry);
+  if (st == ACCEL_OK) *device_ptr = ptr;
+  return st;
+}
+
+void acl_mem_unregister(accel_be_device_t *device, void *ptr, void *device_ptr) {
+  acl_alloc_t a;
+  (void)device_ptr;
+  table_remove(device, ptr, 1, &a); /* none when it lay in accel's own SVM */
 }
 
 /* OpenCL has no free-memory query: free = global memory minus what this process allocated. */

@@ -39,6 +39,10 @@ int accel_device_range_is_valid(accel_device_t *d, const void *p, size_t n) {
   (void)d, (void)p, (void)n;
   return 1;
 }
+int accel_device_range_is_read_only(accel_device_t *d, const void *p, size_t n) {
+  (void)d, (void)p, (void)n;
+  return 0;
+}
 uint64_t accel_device_free_generation(accel_device_t *d) {
   (void)d;
   return 0;
