@@ -134,3 +134,24 @@ def test_bad_tensor_list_elements(dev):
         accel.TensorList(dev, [object()])
     with pytest.raises(ValueError):
         accel.Buffer(dev, 4, "float64")
+
+
+def test_memory_freed_under_a_captured_graph(dev, stream):
+    """Closing what a live graph uses never pulls memory out from under it: accel defers the
+    free until the graph is gone; closed Python objects refuse further use."""
+    buf = dev.empty(100)
+    tl = accel.TensorList(dev, [buf])
+    g = dev.graph()
+    with g.capture(stream):
+        accel.fill(tl, 1.0, stream=stream)
+    tl.close()
+    buf.close()
+    g.replay(stream)  # the graph still holds the (deferred) allocation
+    stream.synchronize()
+    with pytest.raises(ValueError, match="closed"):
+        accel.fill(tl, 2.0, stream=stream)
+    with pytest.raises(ValueError, match="closed"):
+        buf.numpy()
+    g.close()
+    with pytest.raises(ValueError, match="closed"):
+        g.replay(stream)

@@ -206,3 +206,21 @@ def test_no_leaks_over_10000_steps():
     assert stats1["active_blocks"] == stats0["active_blocks"]
     assert rss1 - rss0 < 4096  # KiB
     assert float(opt.state[ps[0]]["step"]) == 10100.0
+
+
+def test_storage_replaced_under_the_captured_step():
+    """A parameter whose storage is swapped (p.data = ...) after the step was captured: the
+    next step rebuilds its lists and updates the new storage, never the stale one."""
+    ps, ref = make_params(SIZES), make_params(SIZES)
+    opt, ref_opt = at.AdamW(ps), torch.optim.AdamW(ref)
+    opt.step()
+    ref_opt.step()
+    old = ps[1].data
+    old_copy = old.clone()
+    ps[1].data = old.clone()
+    ref[1].data = ref[1].data.clone()
+    opt.step()
+    ref_opt.step()
+    assert torch.equal(old, old_copy)
+    for p, q in zip(ps, ref):
+        torch.testing.assert_close(p.data, q.data, rtol=RTOL, atol=2e-5 * 1e-3)
