@@ -43,6 +43,9 @@ def _same_device(tensors, what):
     return device_for(tensors[0])
 
 
+_grad_of = operator.attrgetter("grad")
+
+
 def _same_objects(a, b):
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
@@ -120,6 +123,12 @@ class _StepPlan:
 
     def __init__(self, opt, groups, grad_scaling):
         self.groups = groups  # [(group, [params with grads])]
+        # What still_valid compares on every step: every group's parameter list, every grad
+        # (None included) and the parameters' storage addresses.
+        self.group_params = [list(g["params"]) for g in opt.param_groups]
+        self.all_params = [p for ps in self.group_params for p in ps]
+        self.all_grads = list(map(_grad_of, self.all_params))
+        self.steps = [opt.state[ps[0]]["step"] for _, ps in groups]
         self.params = [p for _, ps in groups for p in ps]
         self.grads = [p.grad for p in self.params]
         self.ptrs = list(map(torch.Tensor.data_ptr, self.params))
@@ -172,13 +181,15 @@ class _StepPlan:
                                        args + g))
             start += len(ps)
 
-    def still_valid(self, groups, grad_scaling):
-        if grad_scaling != self.grad_scaling or len(groups) != len(self.groups):
-            return False
-        params = [p for _, ps in groups for p in ps]
-        return (_same_objects(params, self.params)
-                and _same_objects([p.grad for p in params], self.grads)
-                and list(map(torch.Tensor.data_ptr, params)) == self.ptrs)
+    def still_valid(self, param_groups, grad_scaling):
+        """Whether the captured step still covers exactly the optimizer's tensors: a few
+        C-level passes over the lists (no per-tensor Python bytecode)."""
+        return (grad_scaling == self.grad_scaling
+                and len(param_groups) == len(self.group_params)
+                and all(map(_same_objects, (g["params"] for g in param_groups),
+                            self.group_params))
+                and _same_objects(list(map(_grad_of, self.all_params)), self.all_grads)
+                and list(map(torch.Tensor.data_ptr, self.params)) == self.ptrs)
 
     def close(self):
         for obj in [getattr(self, "graph", None)] + self.lists + [getattr(self, "args", None)]:
@@ -254,21 +265,17 @@ class AdamW(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        groups = self._groups_with_grads()
-        if not groups:
-            return loss
         scaling = grad_scale is not None
-        if self._plan is None or not self._plan.still_valid(groups, scaling):
-            if self._plan is not None:
-                self._plan.close()
-                self._plan = None
-            self._plan = _StepPlan(self, groups, scaling)
         plan = self._plan
+        if plan is None or not plan.still_valid(self.param_groups, scaling):
+            self._drop_plan()
+            groups = self._groups_with_grads()
+            if not groups:
+                return loss
+            plan = self._plan = _StepPlan(self, groups, scaling)
         host = plan.args.host
-        steps = []
-        for g, (group, ps) in enumerate(groups):
-            step_t = self.state[ps[0]]["step"]
-            steps.append(step_t)
+        for g, (group, _) in enumerate(plan.groups):
+            step_t = plan.steps[g]
             h = host[g]
             h.lr, h.beta1, h.beta2 = group["lr"], group["betas"][0], group["betas"][1]
             h.eps, h.weight_decay, h.adamw, h.found_inf = group["eps"], group["weight_decay"], 1, 0.0
@@ -279,7 +286,7 @@ class AdamW(torch.optim.Optimizer):
         plan.stream.synchronize()
         self.last_step_skipped = scaling and plan.args.download()[0].found_inf != 0.0
         if not self.last_step_skipped:
-            for t in {id(t): t for t in steps}.values():
+            for t in {id(t): t for t in plan.steps}.values():
                 t.add_(1)
         return loss
 
