@@ -62,11 +62,19 @@ def stats(xs):
 
 
 def deepspeed_adam(params):
-    """DeepSpeed's CPU Adam over params, or the reason it cannot run here."""
+    """DeepSpeed's CPU Adam over params, or the reason it cannot run here. (docs/PERFORMANCE.md
+    says how it was installed; its op is JIT-built on first use, as C++17: torch 1.13 would
+    compile it as C++14, which deepspeed 0.19's sources do not accept.)"""
     try:
+        import deepspeed.ops.adam.cpu_adam as ds_cpu_adam
         from deepspeed.ops.adam import DeepSpeedCPUAdam
     except Exception as e:  # noqa: BLE001 - any import failure means "not available"
         return None, f"deepspeed is not importable ({type(e).__name__}: {e})"
+
+    class CPUAdamBuilderCxx17(ds_cpu_adam.CPUAdamBuilder):
+        def cxx_args(self):
+            return super().cxx_args() + ["-std=c++17"]
+    ds_cpu_adam.CPUAdamBuilder = CPUAdamBuilderCxx17
     try:
         return DeepSpeedCPUAdam(params, lr=1e-3, weight_decay=0.01, adamw_mode=True), None
     except Exception as e:  # noqa: BLE001
