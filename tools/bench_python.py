@@ -127,11 +127,16 @@ def main():
     times = {n: [] for n in names}
     paired = []  # Python-driven step / C-driven replay, taken back to back
     for r in range(a.rounds):
-        for _ in range(a.pairs):
-            c_s = variants["accel C-driven"]()
+        time.sleep(0.5)  # OpenMP workers of the previous variant stop spinning
+        for i in range(a.pairs):
+            if i % 2:
+                c_s = variants["accel C-driven"]()
             t0 = time.perf_counter()
             ours.step()
-            paired.append((time.perf_counter() - t0) / c_s)
+            py_s = time.perf_counter() - t0
+            if not i % 2:  # alternate which of the two goes first
+                c_s = variants["accel C-driven"]()
+            paired.append(py_s / c_s)
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
             samples = []
