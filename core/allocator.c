@@ -49,6 +49,7 @@ typedef struct external {
   const void *owner;       /* NULL: the user's; else the DLPack import that made it */
   const char *holder_kind; /* the latest pinner still holding it (for messages), or NULL */
   const void *holder;
+  uint32_t retiring;       /* pins of retiring lists (accel_allocator_pins_retiring) */
   void (*done)(void *ctx, void *device_ptr); /* released by its owner while pinned */
   void *done_ctx;
 } external_t;
@@ -650,6 +651,19 @@ accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_alloc
   return ACCEL_OK;
 }
 
+void accel_allocator_pins_retiring(accel_allocator_t *m, accel_allocator_pins_t *pins) {
+  if (pins->retiring) return;
+  pthread_mutex_lock(&m->lock);
+  pins->retiring = true;
+  for (size_t i = 0; i < pins->n; ++i) {
+    external_t *x = ((block_t *)pins->blocks[i])->seg->ext;
+    if (!x) continue;
+    x->retiring++;
+    if (x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL; /* not a live one */
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
   segment_t *ended = NULL; /* released registrations whose last pin this was */
   pthread_mutex_lock(&m->lock);
@@ -657,6 +671,7 @@ void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
     block_t *b = pins->blocks[i];
     external_t *x = b->seg->ext;
     if (x && x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL;
+    if (x && pins->retiring) x->retiring--;
     if (--b->pins || !b->deferred) continue;
     if (x && x->done) {
       segment_t *s = b->seg;
@@ -678,6 +693,7 @@ void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
   const char *kind = pins->owner_kind;
   const void *owner = pins->owner;
   free(pins->blocks);
+  pins->retiring = false;
   memset(pins, 0, sizeof *pins);
   pins->owner_kind = kind;
   pins->owner = owner;
@@ -955,14 +971,6 @@ static segment_t *registration_at(accel_allocator_t *m, void *ptr, const void *o
   return s;
 }
 
-bool accel_allocator_registration_pinned(accel_allocator_t *m, void *ptr, const void *owner) {
-  pthread_mutex_lock(&m->lock);
-  segment_t *s = registration_at(m, ptr, owner);
-  bool pinned = s && s->first->pins;
-  pthread_mutex_unlock(&m->lock);
-  return pinned;
-}
-
 accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
                                                 const void *owner) {
   accel_status_t st = ACCEL_OK;
@@ -970,6 +978,8 @@ accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
   segment_t *s = registration_at(m, ptr, owner);
   if (!s) {
     st = ACCEL_ERROR_INVALID_ARGUMENT;
+  } else if (s->first->pins && s->first->pins == s->ext->retiring) {
+    st = ACCEL_ERROR_NOT_READY; /* only releases under way hold it */
   } else if (s->first->pins) {
     const external_t *x = s->ext;
     if (x->holder)
@@ -981,8 +991,8 @@ accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
     else
       st = accel_set_error(ACCEL_ERROR_STATE,
                            "[%p, +%zu) is in use by %u captured graph(s), open capture(s) or "
-                           "DLPack import(s); release them first",
-                           ptr, s->size, (unsigned)s->first->pins);
+                           "DLPack import(s)/export(s); release them first",
+                           ptr, s->size, (unsigned)(s->first->pins - x->retiring));
   } else {
     s->first->deferred = true;
     __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE); /* cached validations */

@@ -66,6 +66,7 @@ typedef struct accel_allocator_pins {
   /* who holds them, named when a registration they pin cannot be unregistered */
   const char *owner_kind; /* "graph", "DLPack import", ... */
   const void *owner;
+  bool retiring; /* their holder is gone; a retired release drops them (pins_retiring) */
 } accel_allocator_pins_t;
 /* Pins every live block of the default arena or registration that [ptr, ptr+size) touches
  * (other memory is ignored: graph-pool blocks live as long as their pool, which the graph
@@ -75,6 +76,10 @@ accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t
 /* Pins the blocks of from once more, into to (a graph replayed inside another's capture). */
 accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
                                          accel_allocator_pins_t *to);
+/* Marks pins whose holder is gone and whose unpin only waits for a retired release (a destroyed
+ * graph's replays, a released DLPack import's queued work): an unregister then waits for them
+ * instead of refusing. */
+void accel_allocator_pins_retiring(accel_allocator_t *m, accel_allocator_pins_t *pins);
 /* Drops the pins (completing deferred frees and deferred registration releases, whose done
  * callbacks run after the allocator's lock is dropped) and empties the list. */
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins);
@@ -88,13 +93,12 @@ void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins);
 accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
                                         void *device_ptr, bool read_only, const void *owner);
 /* First half of ending a user registration (owner NULL) starting at ptr: refused with STATE,
- * naming a holder, while it is pinned; otherwise ranges in it are invalid from now on (the free
- * generation moves). The caller then drains the device, holding no lock, and calls
- * accel_allocator_unregister_end. */
+ * naming a holder, while a live holder pins it; NOT_READY (no message) while only retiring pins
+ * hold it (the caller lets the retired releases run and tries again); otherwise ranges in it
+ * are invalid from now on (the free generation moves). The caller then drains the device,
+ * holding no lock, and calls accel_allocator_unregister_end. */
 accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
                                                 const void *owner);
-/* 1 when the registration starting at ptr (owned by owner) is pinned. */
-bool accel_allocator_registration_pinned(accel_allocator_t *m, void *ptr, const void *owner);
 /* Removes the registration begun above; *device_ptr gets its device address. */
 void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr);
 /* Ends the registration at ptr that owner made (no queued work uses it any more): at once when

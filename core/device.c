@@ -50,25 +50,53 @@ void accel_device_release(accel_device_t *dev) {
   accel_backend_t *b = dev->backend;
   pthread_mutex_lock(&b->lock);
   bool last = atomic_fetch_sub(&dev->hdr.refcount, 1) == 1;
-  if (last) b->devices[dev->index] = NULL;
+  if (last && !dev->wrapped) b->devices[dev->index] = NULL;
   pthread_mutex_unlock(&b->lock);
   if (last) device_teardown(dev);
 }
 
-static accel_status_t device_create(accel_backend_t *b, int index, accel_device_t **out) {
+/* The backend half of a device: opened by index, or wrapped over native (then the plugin
+ * says which enumerated device the context runs on, and that device's info is read). */
+static accel_status_t device_impl(accel_backend_t *b, accel_device_t *dev,
+                                  const accel_native_t *native) {
+  if (!native) {
+    accel_status_t st = b->vt->device_info(b->state, dev->index, &dev->info);
+    if (st == ACCEL_OK) st = b->vt->device_open(b->state, dev->index, &dev->impl);
+    if (st != ACCEL_OK)
+      return accel_set_error(st, "opening %s:%d failed: %s", b->name, dev->index,
+                             accel_last_error());
+    return ACCEL_OK;
+  }
+  accel_status_t st = b->vt->device_wrap_native(b->state, native, &dev->index, &dev->impl);
+  if (st != ACCEL_OK)
+    return accel_set_error(st, "accel_device_wrap_native: %s", accel_last_error());
+  if (dev->index < 0 || dev->index >= b->device_count)
+    st = accel_set_error(ACCEL_ERROR_PLUGIN,
+                         "accel_device_wrap_native: the %s plugin named device index %d of %d",
+                         b->name, dev->index, b->device_count);
+  else if ((st = b->vt->device_info(b->state, dev->index, &dev->info)) != ACCEL_OK)
+    st = accel_set_error(st, "accel_device_wrap_native: device_info of %s:%d: %s", b->name,
+                         dev->index, accel_last_error());
+  if (st != ACCEL_OK) b->vt->device_close(dev->impl);
+  return st;
+}
+
+static accel_status_t device_create(accel_backend_t *b, int index, const accel_native_t *native,
+                                    accel_device_t **out) {
   accel_device_t *dev = calloc(1, sizeof *dev);
   if (!dev) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
   dev->backend = b;
   dev->index = index;
+  dev->wrapped = native != NULL;
   pthread_mutex_init(&dev->lock, NULL);
   dev->host_allocs.min_cap = 64;
   pthread_mutex_init(&dev->retire_lock, NULL);
-  accel_status_t st = b->vt->device_info(b->state, index, &dev->info);
-  if (st == ACCEL_OK) st = b->vt->device_open(b->state, index, &dev->impl);
+  accel_status_t st = device_impl(b, dev, native);
   if (st != ACCEL_OK) {
     device_free(dev);
-    return accel_set_error(st, "opening %s:%d failed: %s", b->name, index, accel_last_error());
+    return st;
   }
+  index = dev->index;
   snprintf(dev->info.backend, sizeof dev->info.backend, "%s", b->name);
   dev->info.index = index;
   const char *lazy_env = accel_env("ACCEL_LAZY");
@@ -77,7 +105,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, accel_device_
   st = accel_allocator_create(b->vt, dev->impl, &dev->mem);
   if (st == ACCEL_OK) {
     accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
-    dev->trace_id = accel_trace_new_track("device", b->name, index);
+    dev->trace_id = accel_trace_new_track(native ? "wrapped device" : "device", b->name, index);
     st = accel_stream_create_internal(dev, ACCEL_STREAM_DEFAULT, true, false,
                                       &dev->default_stream);
     if (st != ACCEL_OK) {
@@ -110,7 +138,7 @@ static accel_status_t open_index(accel_backend_t *b, int index, accel_device_t *
     atomic_fetch_add(&dev->hdr.refcount, 1);
     accel_handle_add_user(&dev->hdr);
   } else {
-    st = device_create(b, index, &dev);
+    st = device_create(b, index, NULL, &dev);
     if (st == ACCEL_OK) b->devices[index] = dev;
   }
   pthread_mutex_unlock(&b->lock);
@@ -118,6 +146,15 @@ static accel_status_t open_index(accel_backend_t *b, int index, accel_device_t *
     *out = dev;
     accel_log(ACCEL_LOG_INFO, "accel", "opened %s:%d (%s)", b->name, index, dev->info.name);
   }
+  return st;
+}
+
+accel_status_t accel_device_create_wrapped(accel_backend_t *b, const accel_native_t *native,
+                                           accel_device_t **out) {
+  accel_status_t st = device_create(b, -1, native, out);
+  if (st == ACCEL_OK)
+    accel_log(ACCEL_LOG_INFO, "accel", "wrapped a native context on %s:%d (%s)", b->name,
+              (*out)->index, (*out)->info.name);
   return st;
 }
 
@@ -192,6 +229,10 @@ accel_status_t accel_device_close(accel_device_t *dev) {
   /* one close per open: a close too many finds no user reference left */
   accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, __func__);
   if (st != ACCEL_OK) return st;
+  /* a retired release holds the device: run those whose fence completed (e.g. a graph
+   * destroyed while replaying, its stream destroyed since), or nothing might ever reap them
+   * and the device would outlive its last user (not waiting: a host function may close) */
+  accel_device_reap(dev, false);
   accel_device_release(dev);
   return ACCEL_OK;
 }

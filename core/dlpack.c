@@ -264,6 +264,7 @@ accel_status_t accel_dlpack_import_legacy(accel_device_t *dev, accel_dl_managed_
 accel_status_t accel_dlpack_release(accel_dlpack_import_t *imp) {
   accel_status_t st = accel_handle_drop_user(imp, ACCEL_HANDLE_DLPACK_IMPORT, __func__);
   if (st != ACCEL_OK) return st;
+  accel_allocator_pins_retiring(imp->dev->mem, &imp->pins); /* unregister waits for it now */
   /* after the work queued so far; at once when every stream is idle */
   accel_device_retire(imp->dev, import_retired, imp);
   return ACCEL_OK;

@@ -6,6 +6,7 @@
  * says whether it can use the memory in place (vtable mem_register).
  */
 #include <inttypes.h>
+#include <sched.h>
 
 #include "capture.h"
 #include "external_memory.h"
@@ -82,11 +83,15 @@ accel_status_t accel_memory_unregister(accel_device_t *dev, void *ptr) {
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(ptr, __func__, "ptr is NULL");
   if ((st = accel_capture_check_unsafe(__func__, NULL)) != ACCEL_OK) return st;
-  /* graphs destroyed or reset after replays let go of their pins in retired releases: collect
-   * those that finished before deciding the range is still in use */
-  if (accel_allocator_registration_pinned(dev->mem, ptr, NULL)) accel_device_reap(dev, true);
-  if ((st = accel_allocator_unregister_begin(dev->mem, ptr, NULL)) != ACCEL_OK)
-    return accel_set_error(st, "%s: %s", __func__, accel_last_error());
+  /* graphs destroyed or reset after replays, and released imports, let go of their pins in
+   * retired releases: while only those hold the range, wait for them (holding no lock; another
+   * thread may be running them, hence the retry) */
+  while ((st = accel_allocator_unregister_begin(dev->mem, ptr, NULL)) == ACCEL_ERROR_NOT_READY) {
+    accel_device_drain(dev);
+    accel_device_reap(dev, true);
+    sched_yield();
+  }
+  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, __func__);
   /* new work can no longer name the range; wait for what was queued before (no lock held) */
   st = accel_device_drain(dev);

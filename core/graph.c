@@ -91,6 +91,8 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   *remains = g->replays ? malloc(sizeof **remains) : NULL;
   if (*remains) {
     **remains = held;
+    /* the graph is gone: an unregister of memory it used waits for the replays, not refuses */
+    accel_allocator_pins_retiring(g->dev->mem, &(*remains)->pins);
     accel_device_retain(g->dev);
   } else {
     if (g->replays) accel_device_drain(g->dev); /* out of host memory: nothing to defer with */

@@ -101,12 +101,18 @@ struct accel_device {
   void *kernel_state;
   accel_hashtab_t host_allocs;    /* live accel_host_alloc blocks, as keys (guarded by lock) */
   bool lazy_default;
+  /* over a runtime's own context (accel_device_wrap_native): distinct from the device
+   * accel_device_open gives for index, and not in backend->devices */
+  bool wrapped;
   uint64_t trace_id;
   pthread_mutex_t retire_lock;    /* retired list (never held while waiting or calling out) */
   struct accel_retired *retired;  /* retire.c: releases waiting for their fence */
   atomic_int nretired;
 };
 
+/* A new device over a runtime's context (core/native.c validated the arguments). */
+accel_status_t accel_device_create_wrapped(accel_backend_t *b, const accel_native_t *native,
+                                           accel_device_t **out);
 void accel_device_retain(accel_device_t *dev);
 void accel_device_release(accel_device_t *dev);
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
@@ -158,6 +164,7 @@ struct accel_stream {
   bool is_default;
   bool internal;
   bool lazy;
+  bool wrapped;                   /* over a runtime's queue: always eager, never destroyed */
   /* capture: set while this stream records into a capture (origin or joined) */
   accel_capture_t *capture;
   uint32_t capture_slot;
@@ -175,6 +182,9 @@ struct accel_stream {
  * references to streams. The last release tears the stream down (synchronizes it first). */
 accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,
                                             bool internal, accel_stream_t **out);
+/* A user stream over a runtime's queue (accel_stream_wrap_native): eager, holds the device. */
+accel_status_t accel_stream_create_wrapped(accel_device_t *dev, const accel_native_t *native,
+                                           accel_stream_t **out);
 void accel_stream_retain(accel_stream_t *s);
 void accel_stream_release(accel_stream_t *s);
 /* Submits a queued lazy sequence (caller holds s->lock). */

@@ -12,6 +12,33 @@
 #include "internal.h"
 #include "trace.h"
 
+/* Makes s (its impl already created) a live stream of dev. */
+static void stream_init(accel_stream_t *s, accel_device_t *dev, unsigned flags, bool is_default,
+                        bool internal) {
+  /* the device's own streams (default, upload) go with it and hold no reference to it */
+  if (!is_default && !internal) accel_device_retain(dev);
+  s->dev = dev;
+  s->is_default = is_default;
+  s->internal = internal;
+  /* a wrapped queue is eager: queued work would run after native work enqueued later */
+  s->lazy = s->wrapped                    ? false
+            : (flags & ACCEL_STREAM_LAZY)  ? true
+            : (flags & ACCEL_STREAM_EAGER) ? false
+                                           : dev->lazy_default && !internal;
+  pthread_mutex_init(&s->lock, NULL);
+  accel_cmdlist_init(&s->lazy_queue);
+  accel_handle_register(&s->hdr, ACCEL_HANDLE_STREAM, dev->backend->vt);
+  static atomic_int stream_serial;
+  s->trace_id = accel_trace_new_track(is_default ? "default stream"
+                                      : s->wrapped ? "wrapped stream"
+                                                   : "stream",
+                                      dev->backend->name, atomic_fetch_add(&stream_serial, 1));
+  pthread_mutex_lock(&dev->lock);
+  s->next_in_device = dev->streams;
+  dev->streams = s;
+  pthread_mutex_unlock(&dev->lock);
+}
+
 accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags, bool is_default,
                                             bool internal, accel_stream_t **out) {
   accel_stream_t *s = calloc(1, sizeof *s);
@@ -21,24 +48,22 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
     free(s);
     return st;
   }
-  /* the device's own streams (default, upload) go with it and hold no reference to it */
-  if (!is_default && !internal) accel_device_retain(dev);
-  s->dev = dev;
-  s->is_default = is_default;
-  s->internal = internal;
-  s->lazy = (flags & ACCEL_STREAM_LAZY) ? true
-            : (flags & ACCEL_STREAM_EAGER) ? false
-                                           : dev->lazy_default && !internal;
-  pthread_mutex_init(&s->lock, NULL);
-  accel_cmdlist_init(&s->lazy_queue);
-  accel_handle_register(&s->hdr, ACCEL_HANDLE_STREAM, dev->backend->vt);
-  static atomic_int stream_serial;
-  s->trace_id = accel_trace_new_track(is_default ? "default stream" : "stream",
-                                      dev->backend->name, atomic_fetch_add(&stream_serial, 1));
-  pthread_mutex_lock(&dev->lock);
-  s->next_in_device = dev->streams;
-  dev->streams = s;
-  pthread_mutex_unlock(&dev->lock);
+  stream_init(s, dev, flags, is_default, internal);
+  *out = s;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_create_wrapped(accel_device_t *dev, const accel_native_t *native,
+                                           accel_stream_t **out) {
+  accel_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  accel_status_t st = dev->backend->vt->stream_wrap_native(dev->impl, native, &s->impl);
+  if (st != ACCEL_OK) {
+    free(s);
+    return st;
+  }
+  s->wrapped = true;
+  stream_init(s, dev, ACCEL_STREAM_EAGER, false, false);
   *out = s;
   return ACCEL_OK;
 }
@@ -304,7 +329,13 @@ accel_status_t accel_stream_destroy(accel_stream_t *s) {
   /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
    * replay ordering) may then drop the last reference from any thread without waiting. */
   accel_stream_sync_internal(s);
+  accel_device_t *dev = s->dev;
+  accel_device_retain(dev);
   accel_stream_release(s);
+  /* fences on this stream are complete now: a retired release they held back may be all
+   * that keeps the device alive once its user closed it (see accel_device_close) */
+  accel_device_reap(dev, false);
+  accel_device_release(dev);
   return ACCEL_OK;
 }
 

@@ -1,10 +1,7 @@
 #!/usr/bin/env python3
 """Generates the C source of accel's cffi extension (API mode) from the public headers.
 
-usage: gen_cffi.py OUT.c [--omit NAME,...] HEADER...
-
---omit: functions declared in the headers that this libaccel does not define yet (left out of
-the binding; the module would not import with an undefined symbol).
+usage: gen_cffi.py OUT.c HEADER...
 
 The cdef is derived from the headers themselves, not typed by hand: comments, include guards,
 the C++ guard and ACCEL_API are dropped; every enumerator and integer #define becomes `...`, so
@@ -85,23 +82,11 @@ def enum_with_dots(m):
     return "enum%s { %s, ... }" % (m.group(1) or "", ", ".join(names))
 
 
-def omit_functions(cdef, names):
-    """cdef without the declarations of the functions in names (each must be declared)."""
-    for name in names:
-        cdef, n = re.subn(r"[^;{}]*\b%s\s*\([^;]*\);" % re.escape(name), "", cdef)
-        if n != 1:
-            sys.exit(f"gen_cffi.py: --omit {name}: {n} declarations found")
-    return cdef
-
-
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
-    out, headers, omit = argv[1], argv[2:], set()
-    if headers[:1] == ["--omit"]:
-        omit, headers = set(filter(None, headers[1].split(","))), headers[2:]
+    out, headers = argv[1], argv[2:]
     cdef = "\n".join(header_cdef(open(h, encoding="utf-8").read()) for h in headers)
-    cdef = omit_functions(cdef, omit)
     ffi = cffi.FFI()
     ffi.cdef(cdef + HELPER_CDEF)
     includes = "".join(f"#include <accel/{h.rsplit('/', 1)[-1]}>\n" for h in headers)

@@ -19,6 +19,7 @@
 #define GPU_BACKEND_DESCRIPTION "NVIDIA GPUs through the CUDA driver API (dlopen libcuda)"
 #define GPU_VENDOR_STRING "NVIDIA"
 #define GPU_VISIBLE_DEVICES_ENV "CUDA_VISIBLE_DEVICES"
+#define GPU_DLPACK_DEVICE_TYPE 2 /* kDLCUDA (ACCEL_DL_CUDA) */
 #define GPU_LIBRARY_NAMES {"libcuda.so.1", "libcuda.so"}
 /* CUDA keeps one primary context per device; it is retained per open device and made current
  * on the calling thread in every entry point. */
@@ -54,6 +55,13 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_ATTR_MULTIPROCESSOR_COUNT 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
 #define GPU_ATTR_CC_MAJOR 75             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define GPU_ATTR_CC_MINOR 76             /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+/* Pointer attributes (accel_memory_register): CUpointer_attribute */
+#define GPU_POINTER_ATTR_CONTEXT 1          /* CU_POINTER_ATTRIBUTE_CONTEXT */
+#define GPU_POINTER_ATTR_DEVICE_POINTER 3   /* CU_POINTER_ATTRIBUTE_DEVICE_POINTER */
+#define GPU_POINTER_ATTR_DEVICE_ORDINAL 9   /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+#define GPU_POINTER_ATTR_RANGE_START 11     /* CU_POINTER_ATTRIBUTE_RANGE_START_ADDR */
+#define GPU_POINTER_ATTR_RANGE_SIZE 12      /* CU_POINTER_ATTRIBUTE_RANGE_SIZE */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -127,7 +135,17 @@ typedef void (*gpuHostFn_t)(void *user);
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "cuGraphDestroy", "cuGraphDestroy", gpuError_t, (gpuGraph_t graph))          \
   OPT(GetErrorName, "cuGetErrorName", "cuGetErrorName", gpuError_t,                              \
-      (gpuError_t error, const char **name))
+      (gpuError_t error, const char **name))                                                     \
+  OPT(PointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute", gpuError_t,         \
+      (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
+  /* Native handles (gpu_native.c); without them the interop calls report UNSUPPORTED. */      \
+  OPT(CtxGetDevice, "cuCtxGetDevice", "cuCtxGetDevice", gpuError_t, (gpuDevice_t * dev))         \
+  OPT(PrimaryCtxGetState, "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState",           \
+      gpuError_t, (gpuDevice_t dev, unsigned *flags, int *active))                               \
+  OPT(StreamGetCtx, "cuStreamGetCtx", "cuStreamGetCtx", gpuError_t,                              \
+      (gpuStream_t stream, gpuContext_t * ctx))                                                  \
+  OPT(StreamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", gpuError_t,               \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))

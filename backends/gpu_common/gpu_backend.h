@@ -48,7 +48,8 @@ typedef struct gpu_device {
   int ordinal;
   gpuDevice_t handle;
 #if GPU_HAS_PRIMARY_CONTEXT
-  gpuContext_t context; /* retained primary context */
+  gpuContext_t context; /* the primary context (retained) or a runtime's context */
+  int primary;          /* context is the retained primary context, released at close */
 #endif
   gpuModule_t module;   /* the embedded kernels; NULL when built without them */
   gpuFunction_t functions[ACCEL_KERNEL_COUNT];
@@ -58,6 +59,8 @@ typedef struct gpu_device {
 typedef struct gpu_stream {
   gpu_device_t *device;
   gpuStream_t handle;
+  int borrowed; /* a runtime's stream (stream_wrap_native): never destroyed here */
+  int shared;   /* wrapped or handed out: native code may be capturing it */
 } gpu_stream_t;
 
 typedef struct gpu_event {
@@ -69,6 +72,11 @@ typedef struct gpu_graph {
   gpu_device_t *device;
   gpuGraph_t graph;
   gpuGraphExec_t exec;
+  /* The work commands in list order (kernel params in params): a launch on a stream the
+   * runtime is capturing issues them one by one, so that they join the runtime's capture. */
+  accel_cmd_t *cmds;
+  size_t ncmds;
+  unsigned char *params;
 } gpu_graph_t;
 
 /* Turns a vendor result into a status: ACCEL_OK for success, else sets the thread's error
@@ -108,6 +116,9 @@ void gpu_backend_shutdown(accel_be_backend_t *backend);
 accel_status_t gpu_device_count(accel_be_backend_t *backend, int *count);
 accel_status_t gpu_device_info(accel_be_backend_t *backend, int index, accel_device_info_t *info);
 
+/* Finishes opening d once its ordinal, handle and context are set (gpu_device.c); on failure
+ * d's context reference (if primary) is released and d freed. */
+accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out);
 accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
 void gpu_device_close(accel_be_device_t *device);
 accel_status_t gpu_device_synchronize(accel_be_device_t *device);
@@ -115,6 +126,9 @@ accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                             uint64_t *total_bytes);
 
 accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+/* accel_memory_register: memory the device's context reaches at the same address. */
+accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                void **device_ptr);
 void gpu_mem_free(accel_be_device_t *device, void *ptr);
 accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
 void gpu_host_free(accel_be_device_t *device, void *ptr);
@@ -144,5 +158,14 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
                                      size_t n, accel_be_graph_t **out);
 accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
 void gpu_graph_destroy(accel_be_graph_t *graph);
+
+accel_status_t gpu_device_native(accel_be_device_t *device, accel_native_t *out);
+accel_status_t gpu_device_wrap_native(accel_be_backend_t *backend, const accel_native_t *native,
+                                      int *index, accel_be_device_t **out);
+accel_status_t gpu_stream_native(accel_be_stream_t *stream, accel_native_t *out);
+accel_status_t gpu_stream_wrap_native(accel_be_device_t *device, const accel_native_t *native,
+                                      accel_be_stream_t **out);
+accel_status_t gpu_event_native(accel_be_event_t *event, accel_native_t *out);
+accel_status_t gpu_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
 
 #endif /* ACCEL_GPU_BACKEND_H */

@@ -31,27 +31,16 @@ int gpu_make_current_or_warn(gpu_device_t *d) {
   return err == GPU_SUCCESS;
 }
 
-accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
-  gpu_backend_t *be = backend;
-  gpu_device_t *d = calloc(1, sizeof *d);
-  if (!d) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: device state", GPU_BACKEND_NAME);
-  d->backend = be;
-  d->ordinal = index;
+accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out) {
+  gpu_backend_t *be = d->backend;
   int units = 0;
-  accel_status_t st = GPU_TRY(be, DeviceGet, &d->handle, index);
-#if GPU_HAS_PRIMARY_CONTEXT
-  if (st == ACCEL_OK) {
-    st = GPU_TRY(be, PrimaryCtxRetain, &d->context, d->handle);
-    if (st != ACCEL_OK) d->context = NULL;
-  }
-#endif
-  if (st == ACCEL_OK) st = gpu_make_current(d);
+  accel_status_t st = gpu_make_current(d);
   if (st == ACCEL_OK)
     st = GPU_TRY(be, DeviceGetAttribute, &units, GPU_ATTR_MULTIPROCESSOR_COUNT, d->handle);
   if (st == ACCEL_OK) st = gpu_module_load(d);
   if (st != ACCEL_OK) {
 #if GPU_HAS_PRIMARY_CONTEXT
-    if (d->context) GPU_WARN(be, PrimaryCtxRelease, d->handle);
+    if (d->primary) GPU_WARN(be, PrimaryCtxRelease, d->handle);
 #endif
     free(d);
     return st;
@@ -61,11 +50,30 @@ accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_
   return ACCEL_OK;
 }
 
+accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
+  gpu_backend_t *be = backend;
+  gpu_device_t *d = calloc(1, sizeof *d);
+  if (!d) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: device state", GPU_BACKEND_NAME);
+  d->backend = be;
+  d->ordinal = index;
+  accel_status_t st = GPU_TRY(be, DeviceGet, &d->handle, index);
+#if GPU_HAS_PRIMARY_CONTEXT
+  if (st == ACCEL_OK) st = GPU_TRY(be, PrimaryCtxRetain, &d->context, d->handle);
+  d->primary = st == ACCEL_OK;
+#endif
+  if (st != ACCEL_OK) {
+    free(d);
+    return st;
+  }
+  return gpu_device_finish(d, out);
+}
+
 void gpu_device_close(accel_be_device_t *device) {
   gpu_device_t *d = device;
   if (gpu_make_current_or_warn(d)) gpu_module_unload(d);
 #if GPU_HAS_PRIMARY_CONTEXT
-  GPU_WARN(d->backend, PrimaryCtxRelease, d->handle);
+  /* a runtime's own context is the runtime's to destroy */
+  if (d->primary) GPU_WARN(d->backend, PrimaryCtxRelease, d->handle);
 #endif
   free(d);
 }

@@ -13,6 +13,7 @@
  * complete even if a slot's own fork/join edges were elided.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu_backend.h"
 
@@ -92,6 +93,32 @@ static accel_status_t capture_edges(capture_t *c, int join) {
   return st;
 }
 
+/* Keeps the work commands of cmds (kernel parameters copied) for launches into a capture the
+ * runtime runs (gpu_graph_launch). */
+static accel_status_t keep_commands(gpu_graph_t *g, const accel_cmd_t *cmds, size_t n) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++)
+    if (cmds[i].type == ACCEL_CMD_KERNEL) bytes += (cmds[i].u.kernel.params_size + 15u) & ~15u;
+  g->cmds = calloc(n ? n : 1, sizeof *g->cmds);
+  g->params = malloc(bytes ? bytes : 1);
+  if (!g->cmds || !g->params)
+    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph command copy",
+                               GPU_BACKEND_NAME);
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT)
+      continue; /* list order is a valid order for one stream */
+    accel_cmd_t *c = &g->cmds[g->ncmds++];
+    *c = cmds[i];
+    if (c->type == ACCEL_CMD_KERNEL) {
+      memcpy(g->params + at, c->u.kernel.params, c->u.kernel.params_size);
+      c->u.kernel.params = g->params + at;
+      at += (c->u.kernel.params_size + 15u) & ~15u;
+    }
+  }
+  return ACCEL_OK;
+}
+
 accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
                                      size_t n, accel_be_graph_t **out) {
   gpu_device_t *d = device;
@@ -115,9 +142,13 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     if (st == ACCEL_OK) st = gpu_check(be, err, gpu_api_names.StreamEndCapture);
   }
   if (st == ACCEL_OK) st = GPU_TRY(be, GraphInstantiate, &g->exec, g->graph, 0ull);
+  if (st == ACCEL_OK) st = keep_commands(g, cmds, n);
   capture_free(&c);
   if (st != ACCEL_OK) {
+    if (g->exec) GPU_WARN(be, GraphExecDestroy, g->exec);
     if (g->graph) GPU_WARN(be, GraphDestroy, g->graph);
+    free(g->cmds);
+    free(g->params);
     free(g);
     return st;
   }
@@ -125,10 +156,28 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
   return ACCEL_OK;
 }
 
+/* 1 when a runtime is capturing s (a wrapped or handed-out stream; *st set on failure). */
+static int runtime_capturing(gpu_stream_t *s, accel_status_t *st) {
+  gpu_backend_t *be = s->device->backend;
+  unsigned status = 0;
+  if (!s->shared || !be->api.StreamIsCapturing) return 0;
+  *st = GPU_TRY(be, StreamIsCapturing, s->handle, &status);
+  return *st == ACCEL_OK && status == GPU_CAPTURE_STATUS_ACTIVE;
+}
+
+/* On a stream the runtime is capturing, the commands are issued one by one and so recorded
+ * into the runtime's graph in stream order; an executable graph launched into a capture is
+ * not something every driver records. */
 accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream) {
   gpu_graph_t *g = graph;
   gpu_stream_t *s = stream;
   accel_status_t st = gpu_make_current(g->device);
+  if (st != ACCEL_OK) return st;
+  if (runtime_capturing(s, &st)) {
+    for (size_t i = 0; i < g->ncmds && st == ACCEL_OK; i++)
+      st = gpu_issue(g->device, s->handle, &g->cmds[i]);
+    return st;
+  }
   return st != ACCEL_OK ? st : GPU_TRY(g->device->backend, GraphLaunch, g->exec, s->handle);
 }
 
@@ -139,5 +188,7 @@ void gpu_graph_destroy(accel_be_graph_t *graph) {
     GPU_WARN(be, GraphExecDestroy, g->exec);
     GPU_WARN(be, GraphDestroy, g->graph);
   }
+  free(g->cmds);
+  free(g->params);
   free(g);
 }

@@ -38,6 +38,14 @@ static const accel_backend_vtable_t gpu_vtable = {
     .device_synchronize = gpu_device_synchronize,
     .mem_info = gpu_mem_info,
     .visible_devices_env = GPU_VISIBLE_DEVICES_ENV,
+    .dlpack_device_type = GPU_DLPACK_DEVICE_TYPE,
+    .mem_register = gpu_mem_register, /* nothing to undo: no mem_unregister */
+    .device_native = gpu_device_native,
+    .device_wrap_native = gpu_device_wrap_native,
+    .stream_native = gpu_stream_native,
+    .stream_wrap_native = gpu_stream_wrap_native,
+    .event_native = gpu_event_native,
+    .stream_wait_native_event = gpu_stream_wait_native_event,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -22,7 +22,7 @@ accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
 
 void gpu_stream_destroy(accel_be_stream_t *stream) {
   gpu_stream_t *s = stream;
-  if (gpu_make_current_or_warn(s->device))
+  if (!s->borrowed && gpu_make_current_or_warn(s->device))
     GPU_WARN(s->device->backend, StreamDestroy, s->handle);
   free(s);
 }

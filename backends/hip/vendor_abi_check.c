@@ -34,6 +34,11 @@ SAME_VALUE(GPU_MEMCPY_DEFAULT, hipMemcpyDefault);
 SAME_VALUE(GPU_ATTR_MULTIPROCESSOR_COUNT, hipDeviceAttributeMultiprocessorCount);
 SAME_VALUE(GPU_ATTR_CC_MAJOR, hipDeviceAttributeComputeCapabilityMajor);
 SAME_VALUE(GPU_ATTR_CC_MINOR, hipDeviceAttributeComputeCapabilityMinor);
+SAME_VALUE(GPU_POINTER_ATTR_DEVICE_POINTER, HIP_POINTER_ATTRIBUTE_DEVICE_POINTER);
+SAME_VALUE(GPU_POINTER_ATTR_DEVICE_ORDINAL, HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
+SAME_VALUE(GPU_POINTER_ATTR_RANGE_START, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR);
+SAME_VALUE(GPU_POINTER_ATTR_RANGE_SIZE, HIP_POINTER_ATTRIBUTE_RANGE_SIZE);
+SAME_VALUE(GPU_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive);
 
 /* Prototypes: the shim's pointer type of each entry vs the header's declaration. */
 #define GPU_PFN(field, lookup, display, ret, params) typedef ret(*gpu_pfn_##field) params;
@@ -79,3 +84,4 @@ SAME_PROTO(GraphLaunch, hipGraphLaunch);
 SAME_PROTO(GraphExecDestroy, hipGraphExecDestroy);
 SAME_PROTO(GraphDestroy, hipGraphDestroy);
 SAME_PROTO(GetErrorName, hipGetErrorName);
+SAME_PROTO(StreamIsCapturing, hipStreamIsCapturing);

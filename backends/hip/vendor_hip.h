@@ -18,6 +18,7 @@
 #define GPU_BACKEND_DESCRIPTION "AMD GPUs through the HIP runtime (dlopen libamdhip64)"
 #define GPU_VENDOR_STRING "AMD"
 #define GPU_VISIBLE_DEVICES_ENV "HIP_VISIBLE_DEVICES"
+#define GPU_DLPACK_DEVICE_TYPE 10 /* kDLROCM (ACCEL_DL_ROCM) */
 #define GPU_LIBRARY_NAMES {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
 /* HIP has no primary-context API worth using: the device is made current on the calling
  * thread with hipSetDevice in every entry point. */
@@ -46,6 +47,13 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_ATTR_MULTIPROCESSOR_COUNT 63 /* hipDeviceAttributeMultiprocessorCount */
 #define GPU_ATTR_CC_MAJOR 23             /* hipDeviceAttributeComputeCapabilityMajor */
 #define GPU_ATTR_CC_MINOR 61             /* hipDeviceAttributeComputeCapabilityMinor */
+/* Pointer attributes (accel_memory_register): hipPointer_attribute, CUDA's numbering. HIP has
+ * no CONTEXT attribute ("not supported in HIP"): the device ordinal is checked instead. */
+#define GPU_POINTER_ATTR_DEVICE_POINTER 3   /* HIP_POINTER_ATTRIBUTE_DEVICE_POINTER */
+#define GPU_POINTER_ATTR_DEVICE_ORDINAL 9   /* HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+#define GPU_POINTER_ATTR_RANGE_START 11     /* HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR */
+#define GPU_POINTER_ATTR_RANGE_SIZE 12      /* HIP_POINTER_ATTRIBUTE_RANGE_SIZE */
+#define GPU_CAPTURE_STATUS_ACTIVE 1      /* hipStreamCaptureStatusActive */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -114,7 +122,12 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(GraphExecDestroy, "hipGraphExecDestroy", "hipGraphExecDestroy", gpuError_t,                \
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "hipGraphDestroy", "hipGraphDestroy", gpuError_t, (gpuGraph_t graph))        \
-  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))
+  OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))     \
+  OPT(PointerGetAttribute, "hipPointerGetAttribute", "hipPointerGetAttribute", gpuError_t,      \
+      (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
+  /* Native handles (gpu_native.c): a wrapped stream may be under the runtime's capture. */    \
+  OPT(StreamIsCapturing, "hipStreamIsCapturing", "hipStreamIsCapturing", gpuError_t,             \
+      (gpuStream_t stream, unsigned *status))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))

@@ -207,9 +207,8 @@ static accel_status_t accel_ze_find_compute_ordinal(accel_ze_device_t *dev) {
                                   dev->index, n);
 }
 
-accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
-                                    accel_be_device_t **out) {
-  accel_ze_backend_t *be = backend;
+accel_status_t accel_ze_device_setup(accel_ze_backend_t *be, int index, ze_context_handle_t ctx,
+                                     accel_be_device_t **out) {
   accel_ze_device_t *dev = calloc(1, sizeof(*dev));
   if (!dev) return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
   dev->be = be;
@@ -220,24 +219,31 @@ accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
   accel_status_t st = accel_ze_query_props(dev->api, dev->dev, &dev->props, &dev->compute,
                                            &dev->memory_total);
   if (st == ACCEL_OK) st = accel_ze_find_compute_ordinal(dev);
-  if (st == ACCEL_OK) {
+  if (st == ACCEL_OK && !ctx) {
     ze_context_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
-    ze_result_t r = dev->api->zeContextCreate(dev->driver, &desc, &dev->ctx);
+    ze_result_t r = dev->api->zeContextCreate(dev->driver, &desc, &ctx);
     if (r != ZE_RESULT_SUCCESS) st = accel_ze_fail("zeContextCreate", r);
+    dev->ctx_owned = st == ACCEL_OK;
   }
   if (st != ACCEL_OK) {
     free(dev);
     return st;
   }
+  dev->ctx = ctx;
   pthread_mutex_init(&dev->kernel_lock, NULL);
   *out = dev;
   return ACCEL_OK;
 }
 
+accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
+                                    accel_be_device_t **out) {
+  return accel_ze_device_setup(backend, index, NULL, out);
+}
+
 void accel_ze_device_close(accel_be_device_t *device) {
   accel_ze_device_t *dev = device;
   accel_ze_module_release(dev);
-  dev->api->zeContextDestroy(dev->ctx);
+  if (dev->ctx_owned) dev->api->zeContextDestroy(dev->ctx);
   pthread_mutex_destroy(&dev->kernel_lock);
   free(dev);
 }

@@ -48,6 +48,7 @@ typedef struct accel_ze_device {
   ze_driver_handle_t driver;
   ze_device_handle_t dev;
   ze_context_handle_t ctx;
+  int ctx_owned;            /* created here; a runtime's context (wrapped) is never destroyed */
   uint32_t compute_ordinal; /* command queue group with the COMPUTE flag */
   ze_device_properties_t props;
   ze_device_compute_properties_t compute;
@@ -79,6 +80,10 @@ typedef struct accel_ze_stream {
   accel_ze_device_t *dev;
   ze_command_queue_handle_t queue;
   ze_command_list_handle_t imm;
+  int imm_borrowed;           /* imm is a runtime's list (stream_wrap_native): not destroyed */
+  /* Native code may append to imm too (wrapped, or handed out by stream_native): every wait
+   * marks it and every accel command is preceded by a barrier. */
+  int shared;
   ze_event_pool_handle_t marker_pool;
   ze_event_handle_t marker;   /* signaled by a barrier on imm to query/synchronize it */
   int imm_used;               /* something was appended to imm since creation */
@@ -106,11 +111,17 @@ accel_status_t accel_ze_device_info(accel_be_backend_t *backend, int index,
 accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
                                     accel_be_device_t **out);
 void accel_ze_device_close(accel_be_device_t *device);
+/* Sets up a device of index over ctx (created when ctx is NULL). */
+accel_status_t accel_ze_device_setup(accel_ze_backend_t *be, int index, ze_context_handle_t ctx,
+                                     accel_be_device_t **out);
 accel_status_t accel_ze_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                                  uint64_t *total_bytes);
 
 /* --- ze_memory.c --------------------------------------------------------------------------- */
 accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+/* accel_memory_register: USM of the device's context (ze_memory.c). */
+accel_status_t accel_ze_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                     void **device_ptr);
 void accel_ze_mem_free(accel_be_device_t *device, void *ptr);
 accel_status_t accel_ze_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
 void accel_ze_host_free(accel_be_device_t *device, void *ptr);
@@ -129,6 +140,9 @@ accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handl
 
 /* --- ze_stream.c --------------------------------------------------------------------------- */
 accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+/* A stream whose immediate list is imm (a runtime's, borrowed), or a new one when imm is NULL. */
+accel_status_t accel_ze_stream_setup(accel_ze_device_t *dev, ze_command_list_handle_t imm,
+                                     accel_ze_stream_t **out);
 void accel_ze_stream_destroy(accel_be_stream_t *stream);
 accel_status_t accel_ze_stream_synchronize(accel_be_stream_t *stream);
 accel_status_t accel_ze_stream_query(accel_be_stream_t *stream);
@@ -171,6 +185,18 @@ accel_status_t accel_ze_stream_wait_event(accel_be_stream_t *stream, accel_be_ev
 /* A host-visible event pool with one event (timestamps when timing is set). */
 accel_status_t accel_ze_single_event(accel_ze_device_t *dev, int timing,
                                      ze_event_pool_handle_t *pool, ze_event_handle_t *ev);
+
+/* --- ze_native.c --------------------------------------------------------------------------- */
+accel_status_t accel_ze_device_native(accel_be_device_t *device, accel_native_t *out);
+accel_status_t accel_ze_device_wrap_native(accel_be_backend_t *backend,
+                                           const accel_native_t *native, int *index,
+                                           accel_be_device_t **out);
+accel_status_t accel_ze_stream_native(accel_be_stream_t *stream, accel_native_t *out);
+accel_status_t accel_ze_stream_wrap_native(accel_be_device_t *device,
+                                           const accel_native_t *native,
+                                           accel_be_stream_t **out);
+accel_status_t accel_ze_event_native(accel_be_event_t *event, accel_native_t *out);
+accel_status_t accel_ze_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
 
 /* --- ze_batch.c ---------------------------------------------------------------------------- */
 accel_status_t accel_ze_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds,

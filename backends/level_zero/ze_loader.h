@@ -65,7 +65,8 @@
   X(zeKernelSetGroupSize, 1)                   \
   X(zeKernelSetArgumentValue, 1)               \
   X(zeKernelSetIndirectAccess, 1)              \
-  X(zeMemGetAddressRange, 0)
+  X(zeMemGetAddressRange, 0)                   \
+  X(zeMemGetAllocProperties, 0)
 
 typedef struct accel_ze_api {
   void *lib; /* dlopen handle; never dlclose'd (drivers keep threads and atexit hooks) */

@@ -56,3 +56,44 @@ void accel_ze_host_free(accel_be_device_t *device, void *ptr) {
     accel_ze_host->log(ACCEL_LOG_ERROR, "level_zero", "zeMemFree (host) failed: %s (0x%x)",
                        accel_ze_result_name(r), (unsigned)r);
 }
+
+/* Accepts [ptr, ptr + size) when zeMemGetAllocProperties in the device's context says it is
+ * USM the kernels reach: device memory of this device, or host memory (the kernels are built
+ * with device and host indirect access, ze_module.c; shared memory is refused for that reason)
+ * and zeMemGetAddressRange puts the whole range inside the allocation. Unverified here (no
+ * Level Zero device): written from the Level Zero specification. */
+accel_status_t accel_ze_mem_register(accel_be_device_t *device, void *ptr, size_t size,
+                                     void **device_ptr) {
+  accel_ze_device_t *dev = device;
+  const accel_ze_api_t *api = dev->api;
+  if (!api->zeMemGetAllocProperties || !api->zeMemGetAddressRange)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: the loader lacks zeMemGetAllocProperties or "
+                                    "zeMemGetAddressRange");
+  ze_memory_allocation_properties_t props = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
+  ze_device_handle_t owner = NULL;
+  ze_result_t r = api->zeMemGetAllocProperties(dev->ctx, ptr, &props, &owner);
+  if (r != ZE_RESULT_SUCCESS || props.type == ZE_MEMORY_TYPE_UNKNOWN)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: %p is not USM of the device's context "
+                                    "(zeMemGetAllocProperties: %s, type %d)",
+                                    ptr, accel_ze_result_name(r), (int)props.type);
+  if (props.type == ZE_MEMORY_TYPE_SHARED)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: %p is shared USM; accel's kernels are built "
+                                    "for device and host USM only", ptr);
+  if (props.type == ZE_MEMORY_TYPE_DEVICE && owner != dev->dev)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: %p is device USM of another device", ptr);
+  void *base = NULL;
+  size_t range = 0;
+  r = api->zeMemGetAddressRange(dev->ctx, ptr, &base, &range);
+  const uintptr_t lo = (uintptr_t)base, p = (uintptr_t)ptr;
+  if (r != ZE_RESULT_SUCCESS || p < lo || p - lo > range || size > range - (p - lo))
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: [%p, +%zu) is not inside one USM allocation "
+                                    "(zeMemGetAddressRange: %s, [%p, +%zu))",
+                                    ptr, size, accel_ze_result_name(r), base, range);
+  *device_ptr = ptr;
+  return ACCEL_OK;
+}

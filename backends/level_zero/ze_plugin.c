@@ -57,6 +57,14 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .device_synchronize = NULL, /* the core synchronizes each stream */
     .mem_info = accel_ze_mem_info,
     .visible_devices_env = "ZE_AFFINITY_MASK",
+    .dlpack_device_type = ACCEL_DL_ONEAPI,
+    .mem_register = accel_ze_mem_register, /* nothing to undo: no mem_unregister */
+    .device_native = accel_ze_device_native,
+    .device_wrap_native = accel_ze_device_wrap_native,
+    .stream_native = accel_ze_stream_native,
+    .stream_wrap_native = accel_ze_stream_wrap_native,
+    .event_native = accel_ze_event_native,
+    .stream_wait_native_event = accel_ze_stream_wait_native_event,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

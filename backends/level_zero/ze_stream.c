@@ -13,8 +13,8 @@
 
 #include "ze_internal.h"
 
-accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
-  accel_ze_device_t *dev = device;
+accel_status_t accel_ze_stream_setup(accel_ze_device_t *dev, ze_command_list_handle_t imm,
+                                     accel_ze_stream_t **out) {
   const accel_ze_api_t *api = dev->api;
   accel_ze_stream_t *s = calloc(1, sizeof(*s));
   if (!s) return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
@@ -26,7 +26,10 @@ accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream
                                 .priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
   ze_result_t r = api->zeCommandQueueCreate(dev->ctx, dev->dev, &qd, &s->queue);
   accel_status_t st = r == ZE_RESULT_SUCCESS ? ACCEL_OK : accel_ze_fail("zeCommandQueueCreate", r);
-  if (st == ACCEL_OK) {
+  if (st == ACCEL_OK && imm) {
+    s->imm = imm;
+    s->imm_borrowed = 1;
+  } else if (st == ACCEL_OK) {
     r = api->zeCommandListCreateImmediate(dev->ctx, dev->dev, &qd, &s->imm);
     if (r != ZE_RESULT_SUCCESS) st = accel_ze_fail("zeCommandListCreateImmediate", r);
   }
@@ -39,6 +42,13 @@ accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream
   return ACCEL_OK;
 }
 
+accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
+  accel_ze_stream_t *s = NULL;
+  accel_status_t st = accel_ze_stream_setup(device, NULL, &s);
+  if (st == ACCEL_OK) *out = s;
+  return st;
+}
+
 void accel_ze_stream_destroy(accel_be_stream_t *stream) {
   accel_ze_stream_t *s = stream;
   const accel_ze_api_t *api = s->dev->api;
@@ -48,7 +58,7 @@ void accel_ze_stream_destroy(accel_be_stream_t *stream) {
   }
   if (s->marker) api->zeEventDestroy(s->marker);
   if (s->marker_pool) api->zeEventPoolDestroy(s->marker_pool);
-  if (s->imm) api->zeCommandListDestroy(s->imm);
+  if (s->imm && !s->imm_borrowed) api->zeCommandListDestroy(s->imm);
   if (s->queue) api->zeCommandQueueDestroy(s->queue);
   free(s);
 }
@@ -68,7 +78,9 @@ static accel_status_t accel_ze_marker_wait(accel_ze_stream_t *s, int block) {
  * A marker still in flight is waited for (block) or reported NOT_READY (query). */
 static accel_status_t accel_ze_imm_mark(accel_ze_stream_t *s, int block) {
   const accel_ze_api_t *api = s->dev->api;
-  if (!s->imm_dirty) return ACCEL_OK;
+  /* Native appends to a shared list are not seen: a blocking wait (synchronize, path switch)
+   * always marks; a query covers accel's commands (and all appended before them). */
+  if (!s->imm_dirty && !(s->shared && block)) return ACCEL_OK;
   if (s->marker_pending) {
     accel_status_t st = accel_ze_marker_wait(s, block);
     if (st != ACCEL_OK) return st;

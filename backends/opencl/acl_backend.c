@@ -255,6 +255,12 @@ static const accel_backend_vtable_t acl_vtable = {
   .dlpack_device_type = 0,
   .mem_register = acl_mem_register,
   .mem_unregister = acl_mem_unregister,
+  .device_native = acl_device_native,
+  .device_wrap_native = acl_device_wrap_native,
+  .stream_native = acl_stream_native,
+  .stream_wrap_native = acl_stream_wrap_native,
+  .event_native = acl_event_native,
+  .stream_wait_native_event = acl_stream_wait_native_event,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -21,8 +21,7 @@ accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_que
   return ACCEL_OK;
 }
 
-accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
-  acl_backend_t *be = backend;
+accel_status_t acl_device_init(acl_backend_t *be, int index, cl_context ctx, acl_device_t **out) {
   acl_phys_t *phys = &be->devs[index];
   cl_device_svm_capabilities svm = phys->svm_caps;
   if (!(svm & (CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER |
@@ -34,17 +33,15 @@ accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_
                                index, phys->name);
   acl_device_t *dev = calloc(1, sizeof *dev);
   if (!dev) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl device_open: out of memory");
+  cl_int err = clRetainContext(ctx);
+  if (err != CL_SUCCESS) {
+    free(dev);
+    return acl_fail("clRetainContext", err);
+  }
   dev->backend = be;
   dev->phys = phys;
   dev->index = index;
-  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)phys->platform,
-                                    0};
-  cl_int err = CL_SUCCESS;
-  dev->ctx = clCreateContext(cprops, 1, &phys->id, NULL, NULL, &err);
-  if (err != CL_SUCCESS) {
-    free(dev);
-    return acl_fail("clCreateContext", err);
-  }
+  dev->ctx = ctx;
   int fine_buffer = (svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER) != 0;
   dev->fine_grain_system = (svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM) != 0;
   /* Fine-grained buffers let the host dereference device pointers (host_accessible). */
@@ -68,6 +65,21 @@ accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_
   return ACCEL_OK;
 }
 
+accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out) {
+  acl_backend_t *be = backend;
+  acl_phys_t *phys = &be->devs[index];
+  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)phys->platform,
+                                    0};
+  cl_int err = CL_SUCCESS;
+  cl_context ctx = clCreateContext(cprops, 1, &phys->id, NULL, NULL, &err);
+  if (err != CL_SUCCESS) return acl_fail("clCreateContext", err);
+  acl_device_t *dev = NULL;
+  accel_status_t st = acl_device_init(be, index, ctx, &dev);
+  clReleaseContext(ctx); /* the device holds its own reference */
+  if (st == ACCEL_OK) *out = dev;
+  return st;
+}
+
 void acl_device_close(accel_be_device_t *device) {
   acl_device_t *dev = device;
   if (dev->program) clReleaseProgram(dev->program);
@@ -80,7 +92,7 @@ void acl_device_close(accel_be_device_t *device) {
   }
   free(dev->allocs);
   free(dev->svm_ptrs);
-  clReleaseContext(dev->ctx);
+  clReleaseContext(dev->ctx); /* the device's reference: a wrapped context lives on */
   pthread_mutex_destroy(&dev->lock);
   pthread_mutex_destroy(&dev->program_lock);
   free(dev);

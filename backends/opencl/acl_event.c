@@ -50,6 +50,7 @@ accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stre
   pthread_mutex_lock(&e->lock);
   cl_event old = e->ev;
   e->ev = marker;
+  e->ev_timed = s->profiling; /* a shared queue without profiling stays without it */
   pthread_mutex_unlock(&e->lock);
   if (old) clReleaseEvent(old);
   return acl_stream_flush(s, ACCEL_OK);
@@ -80,12 +81,26 @@ static accel_status_t end_time(cl_event ev, cl_ulong *ns) {
                            : acl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", err);
 }
 
+/* 1 when e's marker carries profiling information. */
+static int marker_timed(acl_event_t *e) {
+  pthread_mutex_lock(&e->lock);
+  int timed = e->ev_timed;
+  pthread_mutex_unlock(&e->lock);
+  return timed;
+}
+
 accel_status_t acl_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms) {
   cl_event a = acl_event_retain_marker(start), b = acl_event_retain_marker(end);
   accel_status_t st = ACCEL_OK;
   cl_ulong ta = 0, tb = 0;
   if (!a || !b) {
     st = acl_host->set_error(ACCEL_ERROR_STATE, "event_elapsed_ms: an event was never recorded");
+  } else if (!marker_timed(start) || !marker_timed(end)) {
+    st = acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                             "event_elapsed_ms: an event was recorded on a queue without "
+                             "CL_QUEUE_PROFILING_ENABLE that accel may not replace (a wrapped "
+                             "queue, or one handed out by accel_stream_native before its first "
+                             "timed record); create that queue with profiling to time it");
   } else if ((st = acl_event_status(a, "event_elapsed_ms(start)")) == ACCEL_OK &&
              (st = acl_event_status(b, "event_elapsed_ms(end)")) == ACCEL_OK &&
              (st = end_time(a, &ta)) == ACCEL_OK && (st = end_time(b, &tb)) == ACCEL_OK) {

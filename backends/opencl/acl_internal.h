@@ -121,6 +121,10 @@ typedef struct acl_stream {
    * queue (acl_stream_use_profiling); kept until destroy. NULL: no switch happened. */
   cl_command_queue retired;
   int profiling;      /* queue has CL_QUEUE_PROFILING_ENABLE */
+  /* Native code may enqueue on the queue too: it is a runtime's (stream_wrap_native) or was
+   * handed out (stream_native), so it is never switched to a profiling queue. (Queries still
+   * cover what accel enqueued, and in queue order everything enqueued before it.) */
+  int shared;
   cl_event last;      /* event of the newest command that has one; NULL: none pending */
   uint32_t untracked; /* commands enqueued after last (or since idle) without an event */
   uint32_t unflushed; /* commands enqueued since the last clFlush */
@@ -138,6 +142,7 @@ typedef struct acl_event {
   int timed;          /* created without ACCEL_EVENT_DISABLE_TIMING */
   pthread_mutex_t lock;
   cl_event ev; /* marker of the last record; NULL when never recorded */
+  int ev_timed; /* ev was enqueued on a profiling queue */
 } acl_event_t;
 
 /* --- backend.c ----------------------------------------------------------------------------- */
@@ -149,6 +154,8 @@ int acl_wants_command_buffer(const acl_phys_t *d);
 /* --- device.c ------------------------------------------------------------------------------ */
 accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
 void acl_device_close(accel_be_device_t *device);
+/* Sets up dev for backend device index over ctx (retained: the device holds one reference). */
+accel_status_t acl_device_init(acl_backend_t *be, int index, cl_context ctx, acl_device_t **out);
 /* In-order queue on dev, with CL_QUEUE_PROFILING_ENABLE when profiling is nonzero. */
 accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_queue *out);
 
@@ -228,6 +235,19 @@ accel_status_t acl_event_query(accel_be_event_t *event);
 accel_status_t acl_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
 /* The event's current marker with a new reference (NULL if never recorded). */
 cl_event acl_event_retain_marker(acl_event_t *e);
+
+/* --- native.c ------------------------------------------------------------------------------ */
+accel_status_t acl_device_native(accel_be_device_t *device, accel_native_t *out);
+accel_status_t acl_device_wrap_native(accel_be_backend_t *backend, const accel_native_t *native,
+                                      int *index, accel_be_device_t **out);
+accel_status_t acl_stream_native(accel_be_stream_t *stream, accel_native_t *out);
+accel_status_t acl_stream_wrap_native(accel_be_device_t *device, const accel_native_t *native,
+                                      accel_be_stream_t **out);
+accel_status_t acl_event_native(accel_be_event_t *event, accel_native_t *out);
+accel_status_t acl_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
+/* A stream over queue q (retained) of dev; the caller checked q's context and device. */
+accel_status_t acl_stream_adopt(acl_device_t *dev, cl_command_queue q, int profiling,
+                                acl_stream_t **out);
 
 /* --- graph.c ------------------------------------------------------------------------------- */
 accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,

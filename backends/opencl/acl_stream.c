@@ -35,21 +35,35 @@
 /* Largest batch of plain commands enqueued between two flushes. */
 #define ACL_FLUSH_MAX 16u
 
-accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
-  acl_device_t *dev = device;
+accel_status_t acl_stream_adopt(acl_device_t *dev, cl_command_queue q, int profiling,
+                                acl_stream_t **out) {
   acl_stream_t *s = calloc(1, sizeof *s);
   if (!s) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "opencl stream_create: out of memory");
+  cl_int err = clRetainCommandQueue(q);
+  if (err != CL_SUCCESS) {
+    free(s);
+    return acl_fail("clRetainCommandQueue", err);
+  }
   s->dev = dev;
+  s->queue = q;
+  s->profiling = profiling;
   s->flush_at = 1;
   atomic_init(&s->seq, 0u);
   atomic_init(&s->idle_at, 0u);
-  accel_status_t st = acl_queue_create(dev, 0, &s->queue);
-  if (st != ACCEL_OK) {
-    free(s);
-    return st;
-  }
   *out = s;
   return ACCEL_OK;
+}
+
+accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
+  acl_device_t *dev = device;
+  cl_command_queue q = NULL;
+  accel_status_t st = acl_queue_create(dev, 0, &q);
+  if (st != ACCEL_OK) return st;
+  acl_stream_t *s = NULL;
+  st = acl_stream_adopt(dev, q, 0, &s);
+  clReleaseCommandQueue(q); /* the stream holds its own reference */
+  if (st == ACCEL_OK) *out = s;
+  return st;
 }
 
 void acl_stream_destroy(accel_be_stream_t *stream) {
@@ -58,7 +72,7 @@ void acl_stream_destroy(accel_be_stream_t *stream) {
   acl_hostq_destroy(s->hostq);
   if (s->last) clReleaseEvent(s->last);
   acl_kernel_set_release(&s->kernels);
-  clReleaseCommandQueue(s->queue);
+  clReleaseCommandQueue(s->queue); /* the stream's reference: a wrapped queue lives on */
   if (s->retired) {
     clFinish(s->retired); /* already drained: the new queue's first command waited for it */
     clReleaseCommandQueue(s->retired);
@@ -153,7 +167,7 @@ accel_status_t acl_stream_query(accel_be_stream_t *stream) {
 }
 
 accel_status_t acl_stream_use_profiling(acl_stream_t *s) {
-  if (s->profiling) return ACCEL_OK;
+  if (s->profiling || s->shared) return ACCEL_OK; /* a shared queue is never replaced */
   cl_command_queue q = NULL;
   accel_status_t st = acl_queue_create(s->dev, 1, &q);
   if (st != ACCEL_OK) return st;

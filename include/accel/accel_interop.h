@@ -200,10 +200,11 @@ ACCEL_API accel_status_t accel_device_native(accel_device_t *device, accel_nativ
 ACCEL_API accel_status_t accel_stream_native(accel_stream_t *stream, accel_native_t *out);
 /* The native event of the event's last record (NULL before the first record); valid until the
  * next record or destroy of the event. Native code may wait on it (clEnqueueBarrierWithWaitList,
- * cuStreamWaitEvent, ...). */
+ * cuStreamWaitEvent, ...). A record captured into a graph has none: ACCEL_ERROR_STATE. */
 ACCEL_API accel_status_t accel_event_native(accel_event_t *event, accel_native_t *out);
 /* Makes the stream wait for a native event of its backend (not retained past the call's
- * effect: the backend enqueues the wait before returning). */
+ * effect: the backend enqueues the wait before returning). On a capturing stream:
+ * ACCEL_ERROR_ILLEGAL_IN_CAPTURE, and the capture is invalidated (a replay would not wait). */
 ACCEL_API accel_status_t accel_stream_wait_native_event(accel_stream_t *stream,
                                                         void *native_event);
 
@@ -216,7 +217,8 @@ ACCEL_API accel_status_t accel_device_wrap_native(const char *backend, const acc
 /* Adopts a runtime's stream or queue (native->queue) of the device's context. The stream is
  * eager (never lazy), accel_stream_destroy waits for it but never destroys the native object,
  * and accel's commands land in the queue's order between the runtime's own, so they are also
- * recorded by a capture the runtime runs on it (CUDA/HIP stream capture). */
+ * recorded by a capture the runtime runs on it (CUDA/HIP stream capture). accel_stream_query
+ * on it covers at least the work accel enqueued (docs/INTEROP.md: per backend). */
 ACCEL_API accel_status_t accel_stream_wrap_native(accel_device_t *device,
                                                   const accel_native_t *native,
                                                   accel_stream_t **out);

@@ -233,9 +233,11 @@ typedef struct accel_backend_vtable {
   void (*mem_unregister)(accel_be_device_t *device, void *ptr, void *device_ptr);
   accel_status_t (*device_native)(accel_be_device_t *device, accel_native_t *out);
   /* An accel device over a runtime's context; device_close must destroy only what the plugin
-   * created or retained. */
+   * created or retained. *index receives the enumerated device (device_info's index) the
+   * context runs on: the core reads the device's info through it. A device the plugin did not
+   * enumerate (e.g. an OpenCL sub-device) is refused with UNSUPPORTED. */
   accel_status_t (*device_wrap_native)(accel_be_backend_t *backend, const accel_native_t *native,
-                                       accel_be_device_t **out);
+                                       int *index, accel_be_device_t **out);
   accel_status_t (*stream_native)(accel_be_stream_t *stream, accel_native_t *out);
   /* A stream over a runtime's queue; stream_destroy must not destroy that queue. */
   accel_status_t (*stream_wrap_native)(accel_be_device_t *device, const accel_native_t *native,

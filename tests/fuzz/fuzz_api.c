@@ -3,13 +3,20 @@
  * small reference model says what status each call must return (handles valid, destroyed or
  * default; sizes 0, huge or overflowing; dtypes; captures begun, invalidated and abandoned;
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
- * random small tensor lists). Any disagreement aborts with a message naming the call, the
+ * random small tensor lists; native-handle calls, which the CPU backend refuses). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
  * The model is single-threaded, so THREAD_LOCAL captures behave like GLOBAL ones. Kernels and
  * copies only touch a persistent scratch buffer, never memory the input frees, so a replay can
  * never write freed memory (that would be a user error, not a library bug).
+ *
+ * External memory (accel_memory_register) and DLPack imports work on NR static host buffers:
+ * registered (read-only or not), unregistered, registered by an import, held by imports and by
+ * graphs whose captured kernels use them; kernels and fills on them must be refused past their
+ * end, after the end of the registration and when they write a read-only one; an unregister
+ * must be refused while a graph or an import holds the range. Every import's deleter must have
+ * run exactly once (never for a borrowed one) when the input is torn down.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,6 +25,7 @@
 #include <string.h>
 
 #include "accel/accel.h"
+#include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
 #include "fuzz_api.h"
 
@@ -26,6 +34,8 @@
 #define NE 2 /* events */
 #define NP 3 /* pool objects (user-created or exposed by accel_graph_pool) */
 #define NA 8 /* allocations */
+#define NR 3 /* registrable host buffers */
+#define NI 2 /* DLPack imports */
 #define SLOT_FLOATS 256
 #define NSLOTS 8
 #define SCRATCH_BYTES (NSLOTS * SLOT_FLOATS * sizeof(float))
@@ -40,11 +50,17 @@ typedef struct {
   int state, stream, mode, invalid;
   int pool;  /* pool object index, -1: a private pool no user holds */
   int arena; /* id of the pool the capture allocates from */
+  unsigned regs; /* bit r: the recorded work uses registration r (a pin) */
 } mgraph_t;
 typedef struct { hstate_t st; accel_event_t *h; } mevent_t;
 typedef struct { hstate_t st; accel_pool_t *h; int user_refs, id; } mpool_t;
 /* arena: -1 the default arena, else the id of a graph pool (ids are never reused) */
 typedef struct { hstate_t st; void *p; int arena; } malloc_t;
+/* A registrable buffer: ZOMBIE: released by its import while pinned (ended at the last unpin);
+ * UNCERTAIN: its last pin went in a release that may still be retired (a sync decides). */
+enum { R_NONE = 0, R_LIVE, R_ZOMBIE, R_UNCERTAIN };
+typedef struct { int st, owner /* -1: the user's, else the import */, ro; } mreg_t;
+typedef struct { hstate_t st; accel_dlpack_import_t *h; int reg, own, borrow; } mimport_t;
 
 static accel_device_t *dev;
 static accel_stream_t *default_stream;
@@ -59,6 +75,13 @@ static mgraph_t G[NG];
 static mevent_t E[NE];
 static mpool_t P[NP];
 static malloc_t A[NA];
+static mreg_t R[NR];
+static mimport_t I[NI];
+static float reg_buf[NR][SLOT_FLOATS] __attribute__((aligned(64)));
+static accel_dl_managed_tensor_versioned_t managed_v[NI];
+static accel_dl_managed_tensor_t managed_l[NI];
+static int64_t import_shape[NI];
+static unsigned deletes_seen[NI], deletes_expected[NI];
 
 static const uint8_t *in_data;
 static size_t in_size, in_pos;
@@ -133,11 +156,16 @@ static void pool_maybe_dead(int p) {
 }
 
 /* The graph drops its pool (reset, destroy, failed capture). */
+static int reg_pinned(int r);
+
 static void graph_clear(int g) {
   int p = G[g].pool;
   G[g].state = G_EMPTY;
   G[g].pool = -1;
+  G[g].regs = 0;
   pool_maybe_dead(p);
+  for (int r = 0; r < NR; ++r) /* the graph's release may be retired: a sync decides */
+    if (R[r].st == R_ZOMBIE && !reg_pinned(r)) R[r].st = R_UNCERTAIN;
 }
 
 /* A call that is illegal during capture (on stream, -1: none): invalidates every capture that
@@ -406,7 +434,7 @@ static void op_graph_create(void) {
   accel_graph_t *h = NULL;
   expect("accel_graph_create", accel_graph_create(dev, &h), ACCEL_OK);
   forget_dead(h);
-  G[g] = (mgraph_t){H_LIVE, h, G_EMPTY, -1, 0, 0, -1, -1};
+  G[g] = (mgraph_t){H_LIVE, h, G_EMPTY, -1, 0, 0, -1, -1, 0};
 }
 
 static void op_graph_destroy_reset(int destroy) {
@@ -431,7 +459,8 @@ static void op_capture_begin(void) {
   unsigned pb = u8() % (NP + 1), mode = u8() % 4; /* 3: invalid */
   int p = pb < NP ? (int)pb : -1;
   if (p >= 0 && P[p].st == H_NONE) p = -1;
-  if (p >= 0 && P[p].st == H_DEAD) ps = ACCEL_ERROR_INVALID_HANDLE;
+  /* a pool only graphs still hold is no handle of the user's any more */
+  if (p >= 0 && (P[p].st == H_DEAD || P[p].user_refs == 0)) ps = ACCEL_ERROR_INVALID_HANDLE;
   accel_status_t want = gs != ACCEL_OK ? gs : ss != ACCEL_OK ? ss : ps;
   if (want == ACCEL_OK) {
     if (mode == 3 || s < 0) want = ACCEL_ERROR_INVALID_ARGUMENT;
@@ -492,6 +521,8 @@ static void op_replay(void) {
     }
   }
   expect("accel_graph_replay", accel_graph_replay(G[g].h, sh), want);
+  /* replayed inside a capture: the capturing graph pins what g's work uses too */
+  if (want == ACCEL_OK && s >= 0 && S[s].cap >= 0) G[S[s].cap].regs |= G[g].regs;
 }
 
 static void op_graph_pool(void) {
@@ -579,8 +610,65 @@ static void op_event(void) {
   }
 }
 
+/* Native handles on the CPU backend: argument and handle checks first, then UNSUPPORTED (no
+ * vendor objects), with no effect on captures, streams or memory. */
+static void op_native(unsigned call) {
+  accel_native_t n;
+  memset(&n, 0, sizeof n);
+  unsigned shape = u8() % 4; /* 0: struct_size too small, 1: other backend named, else valid */
+  n.struct_size = shape == 0 ? (uint32_t)(u8() % sizeof n) : (uint32_t)sizeof n;
+  if (shape == 1) snprintf(n.backend, sizeof n.backend, "opencl");
+  n.queue = u8() % 4 ? host_buf : NULL;
+  accel_status_t small = shape == 0 ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_OK;
+  accel_status_t want;
+  if (call % 6 == 0) {
+    want = small ? small : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_device_native", accel_device_native(dev, &n), want);
+    return;
+  }
+  if (call % 6 == 1) {
+    accel_device_t *d = NULL;
+    want = small ? small : shape == 1 ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_device_wrap_native", accel_device_wrap_native("cpu", &n, &d), want);
+    return;
+  }
+  if (call % 6 == 2) {
+    accel_stream_t *w = NULL;
+    want = small                          ? small
+           : shape == 1 || !n.queue ? ACCEL_ERROR_INVALID_ARGUMENT
+                                          : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_wrap_native", accel_stream_wrap_native(dev, &n, &w), want);
+    return;
+  }
+  if (call % 6 == 3) {
+    unsigned e = u8() % NE;
+    if (E[e].st == H_NONE) return;
+    want = E[e].st == H_DEAD ? ACCEL_ERROR_INVALID_HANDLE
+           : small           ? small
+                             : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_event_native", accel_event_native(E[e].h, &n), want);
+    return;
+  }
+  int s;
+  accel_stream_t *h;
+  accel_status_t hs;
+  if (!pick_stream(&s, &h, &hs)) return;
+  if (call % 6 == 4) {
+    want = hs ? hs : small ? small : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_native", accel_stream_native(h, &n), want);
+  } else {
+    want = hs ? hs : !n.queue ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNSUPPORTED;
+    expect("accel_stream_wait_native_event", accel_stream_wait_native_event(h, n.queue), want);
+  }
+}
+
 static void op_device(void) {
-  unsigned what = u8() % 5;
+  unsigned raw = u8();
+  if (raw >= 240) { /* the top of the byte range: native handles (added later) */
+    op_native(raw - 240);
+    return;
+  }
+  unsigned what = raw % 5;
   accel_memory_stats_t ms;
   void *hp = NULL;
   switch (what) {
@@ -600,6 +688,163 @@ static void op_device(void) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* external memory and DLPack */
+
+/* Pins of registration r: live graphs whose work uses it, imports lying in it. */
+static int reg_pinned(int r) {
+  int n = 0;
+  for (int g = 0; g < NG; ++g) n += G[g].st == H_LIVE && G[g].state != G_EMPTY && (G[g].regs >> r & 1);
+  for (int i = 0; i < NI; ++i) n += I[i].st == H_LIVE && I[i].reg == r && !I[i].own;
+  return n;
+}
+
+static int capture_active(void) {
+  for (int g = 0; g < NG; ++g) if (G[g].st == H_LIVE && G[g].state == G_CAPTURING) return 1;
+  return 0;
+}
+
+/* Settles UNCERTAIN registrations: a device synchronize runs the retired releases. */
+static void settle(void) {
+  int any = 0;
+  for (int r = 0; r < NR; ++r) any |= R[r].st == R_UNCERTAIN;
+  if (!any || capture_active()) return;
+  expect("accel_device_synchronize", accel_device_synchronize(dev), ACCEL_OK);
+  for (int r = 0; r < NR; ++r) if (R[r].st == R_UNCERTAIN) R[r].st = R_NONE;
+}
+
+static void op_register(void) {
+  unsigned r = u8() % NR, variant = u8() % 6;
+  settle();
+  if (R[r].st == R_UNCERTAIN) return;
+  void *dptr = NULL, *ptr = reg_buf[r];
+  size_t size = sizeof reg_buf[r];
+  unsigned flags = variant == 1 ? ACCEL_REGISTER_READ_ONLY : variant == 2 ? 0x40u : 0u;
+  if (variant == 3) size = 0;
+  if (variant == 4) ptr = scratch; /* an allocation: overlaps */
+  if (variant == 5) size = SIZE_MAX; /* wraps */
+  accel_status_t want = variant == 2 || variant == 3 ? ACCEL_ERROR_INVALID_ARGUMENT : unsafe(-1);
+  if (want == ACCEL_OK && (variant >= 4 || R[r].st != R_NONE)) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  accel_status_t st = accel_memory_register(dev, ptr, size, flags, &dptr);
+  expect("accel_memory_register", st, want);
+  if (st != ACCEL_OK) return;
+  if (dptr != ptr) fail("accel_memory_register gave %p for %p", dptr, ptr);
+  R[r] = (mreg_t){R_LIVE, -1, variant == 1};
+}
+
+static void op_unregister(void) {
+  unsigned r = u8() % NR, interior = u8() % 4 == 0;
+  settle();
+  if (R[r].st == R_UNCERTAIN) return;
+  accel_status_t want = unsafe(-1);
+  if (want == ACCEL_OK) {
+    if (R[r].st != R_LIVE || interior || R[r].owner >= 0) want = ACCEL_ERROR_INVALID_ARGUMENT;
+    else if (reg_pinned((int)r)) want = ACCEL_ERROR_STATE;
+  }
+  expect("accel_memory_unregister", accel_memory_unregister(dev, reg_buf[r] + interior), want);
+  if (want == ACCEL_OK) R[r].st = R_NONE;
+}
+
+/* fill, scale, norm or memset on a registrable buffer (registered or not, maybe past its end) */
+static void op_kernel_reg(void) {
+  int s;
+  accel_stream_t *h;
+  accel_status_t hs;
+  if (!pick_stream(&s, &h, &hs)) return;
+  unsigned r = u8() % NR, which = u8() % 4, past_end = u8() % 8 == 0;
+  if (R[r].st == R_UNCERTAIN) return;
+  size_t numel = past_end ? SLOT_FLOATS + 4 : 1 + u8() % SLOT_FLOATS;
+  accel_tensor_t t = {reg_buf[r], numel, ACCEL_F32};
+  accel_status_t want = hs;
+  if (want == ACCEL_OK) {
+    if (R[r].st != R_LIVE || past_end) want = ACCEL_ERROR_INVALID_ARGUMENT;
+    else if (which != 2 && R[r].ro) want = ACCEL_ERROR_INVALID_ARGUMENT;
+    else want = submit_status(s);
+  }
+  accel_status_t st;
+  const char *name;
+  switch (which) {
+    case 0: name = "accel_fill (registered)"; st = accel_fill(h, &t, 1, 0.25f); break;
+    case 1: name = "accel_scale (registered)"; st = accel_scale(h, &t, 1, scalars); break;
+    case 2:
+      name = "accel_multi_tensor_norm (registered)";
+      st = accel_multi_tensor_norm(h, &t, 1, 2.0f, scalars + 1);
+      break;
+    default:
+      name = "accel_memset_async (registered)";
+      st = accel_memset_async(h, reg_buf[r], 0, numel * sizeof(float));
+  }
+  expect(name, st, want);
+  if (st == ACCEL_OK && s >= 0 && S[s].cap >= 0) G[S[s].cap].regs |= 1u << r;
+}
+
+static void count_delete_v(accel_dl_managed_tensor_versioned_t *self) {
+  deletes_seen[(uintptr_t)self->manager_ctx]++;
+}
+
+static void count_delete_l(accel_dl_managed_tensor_t *self) {
+  deletes_seen[(uintptr_t)self->manager_ctx]++;
+}
+
+static void op_import(void) {
+  unsigned i = u8() % NI, r = u8() % NR, kind = u8() % 5;
+  settle();
+  /* the slot's structs are reused only once accel let go of the last ones */
+  if (I[i].st == H_LIVE || R[r].st == R_UNCERTAIN || deletes_seen[i] != deletes_expected[i])
+    return;
+  import_shape[i] = SLOT_FLOATS;
+  accel_dl_tensor_t t = {.data = reg_buf[r], .device = {ACCEL_DL_CPU, 0}, .ndim = 1,
+                         .dtype = {ACCEL_DL_FLOAT, 32, 1}, .shape = &import_shape[i]};
+  accel_tensor_t view;
+  accel_dlpack_import_t *h = NULL;
+  accel_status_t want = kind == 3 ? ACCEL_ERROR_UNSUPPORTED /* DLPack 2.0 */
+                        : R[r].st == R_ZOMBIE ? ACCEL_ERROR_INVALID_ARGUMENT /* overlaps */
+                                              : ACCEL_OK;
+  accel_status_t st;
+  if (kind == 0 || kind == 4) {
+    managed_l[i] = (accel_dl_managed_tensor_t){t, (void *)(uintptr_t)i, count_delete_l};
+    st = accel_dlpack_import_legacy(dev, &managed_l[i], kind == 4 ? ACCEL_DLPACK_IMPORT_BORROW : 0,
+                                    &view, &h);
+  } else {
+    managed_v[i] = (accel_dl_managed_tensor_versioned_t){
+        {kind == 3 ? 2u : 1u, 0}, (void *)(uintptr_t)i, count_delete_v,
+        kind == 2 ? ACCEL_DL_FLAG_READ_ONLY : 0, t};
+    st = accel_dlpack_import(dev, &managed_v[i], 0, &view, &h);
+  }
+  expect("accel_dlpack_import", st, want);
+  if (st != ACCEL_OK) return;
+  if (view.data != reg_buf[r] || view.numel != SLOT_FLOATS) fail("import view");
+  for (int k = 0; k < NI; ++k) if (I[k].st == H_DEAD && I[k].h == h) I[k].st = H_NONE;
+  deletes_expected[i] += kind != 4;
+  const int own = R[r].st == R_NONE;
+  I[i] = (mimport_t){H_LIVE, h, (int)r, own, kind == 4};
+  if (own) R[r] = (mreg_t){R_LIVE, (int)i, kind == 2};
+}
+
+/* Releases import i (only outside captures: the synchronize after it settles the release). */
+static void release_import(int i) {
+  accel_status_t want = I[i].st == H_DEAD ? ACCEL_ERROR_INVALID_HANDLE : ACCEL_OK;
+  expect("accel_dlpack_release", accel_dlpack_release(I[i].h), want);
+  expect("accel_device_synchronize", accel_device_synchronize(dev), ACCEL_OK);
+  if (want != ACCEL_OK) return;
+  I[i].st = H_DEAD;
+  const int r = I[i].reg;
+  if (I[i].own) R[r].st = reg_pinned(r) ? R_ZOMBIE : R_NONE;
+  else if (R[r].st == R_ZOMBIE && !reg_pinned(r)) R[r].st = R_NONE; /* the import held it */
+  /* the deleter has run unless a graph still holds the import's own registration */
+  const unsigned pending = I[i].own && R[r].st == R_ZOMBIE && !I[i].borrow;
+  if (deletes_seen[i] + pending != deletes_expected[i])
+    fail("import %d: %u deleter calls after its release, %u expected", i, deletes_seen[i],
+         deletes_expected[i] - pending);
+}
+
+static void op_release(void) {
+  unsigned i = u8() % NI;
+  if (I[i].st == H_NONE || capture_active()) return;
+  settle();
+  release_import((int)i);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static void teardown_input(void) {
   op_index = 100000;
@@ -610,6 +855,19 @@ static void teardown_input(void) {
       expect("accel_graph_destroy", accel_graph_destroy(G[g].h), ACCEL_OK);
       graph_clear(g);
     }
+  for (int i = 0; i < NI; ++i)
+    if (I[i].st == H_LIVE) release_import(i);
+  settle();
+  for (int r = 0; r < NR; ++r) {
+    if (R[r].st == R_LIVE && R[r].owner < 0)
+      expect("accel_memory_unregister", accel_memory_unregister(dev, reg_buf[r]), ACCEL_OK);
+    else if (R[r].st != R_NONE)
+      fail("registration %d left in state %d after teardown", r, R[r].st);
+  }
+  for (int i = 0; i < NI; ++i)
+    if (deletes_seen[i] != deletes_expected[i])
+      fail("import slot %d: %u deleter calls, %u expected", i, deletes_seen[i],
+           deletes_expected[i]);
   for (int p = 0; p < NP; ++p)
     while (P[p].st == H_LIVE && P[p].user_refs > 0) {
       expect("accel_pool_release", accel_pool_release(P[p].h), ACCEL_OK);
@@ -638,6 +896,10 @@ static void teardown_input(void) {
   memset(E, 0, sizeof E);
   memset(P, 0, sizeof P);
   memset(A, 0, sizeof A);
+  memset(R, 0, sizeof R);
+  memset(I, 0, sizeof I);
+  memset(deletes_seen, 0, sizeof deletes_seen);
+  memset(deletes_expected, 0, sizeof deletes_expected);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -646,7 +908,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   in_size = size;
   in_pos = 0;
   for (op_index = 0; in_pos < in_size && op_index < 256; ++op_index) {
-    switch (u8() % 24) {
+    /* op bytes 240..255 select the interop operations, so the corpus written before them
+     * (op bytes below 240) decodes as it did */
+    const unsigned op = u8();
+    switch (op < 240 ? op % 24 : 24 + (op - 240) % 5) {
       case 0: case 1: op_stream_create(); break;
       case 2: op_stream_destroy(); break;
       case 3: op_stream_sync_query(0); break;
@@ -666,7 +931,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 20: op_graph_pool(); break;
       case 21: op_pool_create_release(u8() % 2); break;
       case 22: op_event(); break;
-      default: op_device(); break;
+      case 23: op_device(); break;
+      case 24: op_register(); break;
+      case 25: op_unregister(); break;
+      case 26: op_kernel_reg(); break;
+      case 27: op_import(); break;
+      default: op_release(); break;
     }
   }
   teardown_input();

@@ -9,7 +9,9 @@
  * accel_host_alloc's (fine-grained SVM of the device's context on OpenCL). The DLPack cases
  * need a backend with a DLPack device type (not OpenCL: DLPack's OpenCL tensors are cl_mem).
  */
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -502,6 +504,100 @@ static void test_dlpack_export(void) {
   check_usable("DLPack export misuse");
 }
 
+/* Threads that each register their own buffer, compute on it (eagerly and through a captured
+ * graph on their own stream) and unregister it, while the others do the same: unregister
+ * drains the device while other threads submit, capture and replay. Every result is exact. */
+#define WORKERS 3
+#define ROUNDS 60
+
+static void *worker(void *arg) {
+  const int id = (int)(intptr_t)arg;
+  float *buf = host_buffer(1024, 0);
+  accel_stream_t *s = NULL;
+  int bad = 0;
+  if (accel_stream_create(dev, &s) != ACCEL_OK) return (void *)(intptr_t)1;
+  for (int r = 0; r < ROUNDS && !bad; ++r) {
+    void *dptr = NULL;
+    for (int i = 0; i < 1024; ++i) buf[i] = (float)(id + 1);
+    bad |= accel_memory_register(dev, buf, 1024 * sizeof(float), 0, &dptr) != ACCEL_OK;
+    accel_tensor_t t = {buf, 1024, ACCEL_F32};
+    accel_graph_t *g = NULL;
+    bad |= accel_scale(s, &t, 1, scale_dev) != ACCEL_OK; /* x 0.75 */
+    if (r % 2) { /* and once more through a graph, replayed twice */
+      bad |= accel_graph_create(dev, &g) != ACCEL_OK;
+      bad |= accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_RELAXED) != ACCEL_OK;
+      bad |= accel_scale(s, &t, 1, scale_dev) != ACCEL_OK;
+      bad |= accel_graph_capture_end(g) != ACCEL_OK;
+      bad |= accel_graph_replay(g, s) != ACCEL_OK || accel_graph_replay(g, s) != ACCEL_OK;
+      bad |= accel_memory_unregister(dev, buf) != ACCEL_ERROR_STATE;
+      bad |= accel_graph_destroy(g) != ACCEL_OK;
+    }
+    bad |= accel_memory_unregister(dev, buf) != ACCEL_OK; /* waits for the work above */
+    const float want = (float)(id + 1) * (r % 2 ? 0.75f * 0.75f * 0.75f : 0.75f);
+    for (int i = 0; i < 1024 && !bad; ++i) bad |= buf[i] != want;
+    if (bad) fprintf(stderr, "worker %d round %d: %s (buf[0] %g, want %g)\n", id, r,
+                     accel_last_error(), buf[0], want);
+  }
+  accel_stream_destroy(s);
+  buffer_free(buf);
+  return (void *)(intptr_t)bad;
+}
+
+static void test_threads(void) {
+  pthread_t th[WORKERS];
+  for (int i = 0; i < WORKERS; ++i) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+  for (int i = 0; i < WORKERS; ++i) {
+    void *bad = NULL;
+    pthread_join(th[i], &bad);
+    CHECK(bad == NULL, "worker %d failed", i);
+  }
+  check_usable("concurrent registrations");
+}
+
+/* OpenCL: SVM the runtime allocated itself in accel's context (clSVMAlloc over the context of
+ * accel_device_native) registers; its interior and malloc memory do not. Needs the native
+ * handles (looked up at run time, so the case runs once they are part of the build). */
+typedef void *(*svm_alloc_fn)(void *context, uint64_t flags, size_t size, unsigned alignment);
+typedef void (*svm_free_fn)(void *context, void *ptr);
+typedef accel_status_t (*device_native_fn)(accel_device_t *device, accel_native_t *out);
+
+static void test_opencl_svm(void) {
+  device_native_fn native = (device_native_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "accel_device_native");
+  void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  svm_alloc_fn svm_alloc = cl ? (svm_alloc_fn)(uintptr_t)dlsym(cl, "clSVMAlloc") : NULL;
+  svm_free_fn svm_free = cl ? (svm_free_fn)(uintptr_t)dlsym(cl, "clSVMFree") : NULL;
+  accel_native_t nat = {.struct_size = sizeof nat};
+  if (!native || !svm_alloc || !svm_free || native(dev, &nat) != ACCEL_OK || !nat.context) {
+    printf("opencl: clSVMAlloc case left out (accel_device_native %s in this build%s)\n",
+           native ? "is" : "is not", native ? ", but gave no context" : "");
+    if (cl) dlclose(cl);
+    return;
+  }
+  float *svm = svm_alloc(nat.context, 1 /* CL_MEM_READ_WRITE */, N * sizeof(float), 0);
+  CHECK(svm != NULL, "clSVMAlloc");
+  if (!svm) return;
+  float *src = malloc(N * sizeof(float)), *want = malloc(N * sizeof(float)), *got = malloc(N * sizeof(float));
+  for (size_t i = 0; i < N; ++i) src[i] = (float)((i * 7919u) % 1000u) / 997.0f - 0.5f;
+  float want_norm, got_norm;
+  reference(src, N, want, &want_norm);
+  void *dptr = NULL;
+  EXPECT(accel_memory_register(dev, svm + 16, 64, 0, &dptr), ACCEL_ERROR_UNSUPPORTED);
+  EXPECT_MSG("accel_memory_register", "SVM");
+  EXPECT(accel_memory_register(dev, svm, N * sizeof(float), 0, &dptr), ACCEL_OK);
+  EXPECT(accel_memcpy(dev, svm, src, N * sizeof(float)), ACCEL_OK);
+  run_kernels(svm, N, &got_norm);
+  EXPECT(accel_memcpy(dev, got, svm, N * sizeof(float)), ACCEL_OK);
+  CHECK(memcmp(got, want, N * sizeof(float)) == 0, "clSVMAlloc memory: results differ");
+  CHECK(memcmp(&got_norm, &want_norm, 4) == 0, "norm %.9g vs %.9g", got_norm, want_norm);
+  EXPECT(accel_memory_unregister(dev, svm), ACCEL_OK);
+  svm_free(nat.context, svm);
+  free(src);
+  free(want);
+  free(got);
+  dlclose(cl);
+  printf("opencl: clSVMAlloc memory of the device's context registered and used in place\n");
+}
+
 int main(int argc, char **argv) {
   const char *selector = argc > 1 ? argv[1] : "cpu";
   accel_status_t st = accel_device_open(selector, &dev);
@@ -536,10 +632,12 @@ int main(int argc, char **argv) {
                 accel_last_error());
     buffer_free(p);
   }
+  if (strncmp(selector, "opencl", 6) == 0) test_opencl_svm();
   if (st == ACCEL_OK) {
     test_register_zero_copy();
     test_read_only();
     test_register_graph();
+    test_threads();
   }
   accel_dl_device_t dl;
   accel_status_t dl_st = accel_device_dlpack_device(dev, &dl);
