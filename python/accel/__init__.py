@@ -1,0 +1,31 @@
+"""accel from Python: devices, streams, events, graphs and accel's multi-tensor kernels on
+NumPy arrays, PyTorch tensors (zero-copy through DLPack) and accel Buffers.
+
+    import accel
+    dev = accel.Device("cpu")
+    grads = accel.TensorList(dev, [numpy_or_torch_tensors...])   # converted once
+    norm = dev.empty(1)
+    accel.multi_tensor_norm(grads, norm, 2.0, stream=dev.default_stream)
+
+accel.torch (imported on demand: it needs PyTorch) has clip_grad_norm_ and AdamW. See
+docs/PYTHON.md.
+"""
+from ._lib import (BackendError, CaptureInvalidated, Error, IllegalInCapture, InvalidArgument,
+                   InvalidHandle, NotReady, OutOfMemory, PluginError, StateError, Unavailable,
+                   Unsupported, ffi, lib)
+from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
+                       backends, version)
+from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
+                       multi_tensor_norm, scale, unscale_and_check, update_hp_grads)
+
+__version__ = version()
+
+__all__ = [
+    "Device", "DeviceInfo", "Stream", "Event", "Graph", "Pool", "Buffer", "DeviceStruct",
+    "TensorList", "AdamArgs", "backends", "version",
+    "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads", "unscale_and_check",
+    "fused_adam", "fill", "scale",
+    "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
+    "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",
+    "StateError", "ffi", "lib",
+]

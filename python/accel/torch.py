@@ -1,0 +1,334 @@
+"""PyTorch drop-ins running on accel's kernels, in place on the tensors' own memory.
+
+    from accel.torch import AdamW, clip_grad_norm_
+    opt = AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)    # torch.optim.AdamW's API
+    clip_grad_norm_(model.parameters(), 1.0)                       # torch's signature
+
+The tensors of a step are converted to accel tensor lists once and cached; while the same
+gradient tensors come back (zero_grad(set_to_none=False), or the same grads re-created in the
+same place) a step is one graph replay. When a gradient or parameter tensor is replaced the
+lists and the graph are rebuilt on the next step, automatically.
+"""
+import inspect
+import math
+import operator
+
+import torch
+
+from . import _objects, _tensors
+from ._lib import check, ffi, lib
+
+__all__ = ["AdamW", "clip_grad_norm_", "device_for"]
+
+_devices = {}
+_TORCH_ADAMW_DEFAULTS = {
+    name: p.default for name, p in inspect.signature(torch.optim.AdamW.__init__).parameters.items()
+    if p.default is not inspect.Parameter.empty}
+
+
+def device_for(tensor):
+    """The accel Device of a torch tensor's device (cpu -> "cpu", cuda:N -> "cuda:N")."""
+    d = tensor.device
+    key = d.type if d.type == "cpu" else f"{d.type}:{d.index or 0}"
+    dev = _devices.get(key)
+    if dev is None or dev.closed:
+        dev = _devices[key] = _objects.Device(key)
+    return dev
+
+
+def _same_device(tensors, what):
+    devs = {t.device for t in tensors}
+    if len(devs) > 1:
+        raise ValueError(f"{what}: tensors on different devices ({', '.join(map(str, devs))})")
+    return device_for(tensors[0])
+
+
+_grad_of = operator.attrgetter("grad")
+
+
+def _same_objects(a, b):
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+class _ClipPlan:
+    """clip_grad_norm_ over one list of grads: a graph of norm + clip, replayed per call."""
+
+    def __init__(self, grads, max_norm, norm_type):
+        self.grads = grads
+        self.key = (max_norm, norm_type)
+        self.device = _same_device(grads, "clip_grad_norm_")
+        self.stream = self.device.stream(lazy=False)
+        self.tensors = _tensors.TensorList(self.device, grads)
+        self.scalars = _objects.DeviceStruct(self.device, "float", 2)
+        self.graph = self.device.graph()
+        with self.graph.capture(self.stream):
+            self.enqueue(max_norm, norm_type, clip=True)
+
+    def enqueue(self, max_norm, norm_type, clip):
+        t, norm = self.tensors, self.scalars.dev
+        check(lib.accel_multi_tensor_norm(self.stream._handle(), t.array, t.n, norm_type, norm))
+        if clip:
+            check(lib.accel_clip_by_global_norm(self.stream._handle(), t.array, t.n, max_norm,
+                                                norm, 1e-6, norm + 1))
+
+    def total_norm(self):
+        self.stream.synchronize()
+        return self.scalars.download()[0]
+
+    def close(self):
+        self.graph.close()
+        self.tensors.close()
+        self.scalars.close()
+        self.stream.close()
+
+
+_clip_cache = []  # the most recent _ClipPlan
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """torch.nn.utils.clip_grad_norm_ on accel: the total norm of the gradients (as one vector)
+    is computed and, when above max_norm, every gradient is scaled by max_norm / (norm + 1e-6),
+    in place. Returns the total norm as a tensor. foreach is accepted and ignored (the kernels
+    always take the whole list)."""
+    del foreach
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    if not grads:
+        return torch.tensor(0.0)
+    plan = _clip_cache[0] if _clip_cache else None
+    if plan is None or plan.key != (max_norm, norm_type) or not _same_objects(plan.grads, grads):
+        if plan is not None:
+            plan.close()
+            _clip_cache.clear()
+        plan = _ClipPlan(grads, max_norm, norm_type)
+        _clip_cache.append(plan)
+    if error_if_nonfinite:
+        plan.enqueue(max_norm, norm_type, clip=False)
+        norm = plan.total_norm()
+        if not math.isfinite(norm):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
+                "non-finite, so it cannot be clipped. To disable this error and scale the "
+                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    plan.graph.replay(plan.stream)
+    return torch.tensor(plan.total_norm(), dtype=torch.float32, device=grads[0].device)
+
+
+class _StepPlan:
+    """The captured AdamW step over the current parameters and gradients: one upload of the
+    per-group arguments, [unscale + overflow check], [global norm + clip], fused AdamW per
+    group, all in one graph."""
+
+    def __init__(self, opt, groups, grad_scaling):
+        self.groups = groups  # [(group, [params with grads])]
+        # What still_valid compares on every step: every group's parameter list, every grad
+        # (None included) and the parameters' storage addresses.
+        self.group_params = [list(g["params"]) for g in opt.param_groups]
+        self.all_params = [p for ps in self.group_params for p in ps]
+        self.all_grads = list(map(_grad_of, self.all_params))
+        self.steps = [opt.state[ps[0]]["step"] for _, ps in groups]
+        self.params = [p for _, ps in groups for p in ps]
+        self.grads = [p.grad for p in self.params]
+        self.ptrs = list(map(torch.Tensor.data_ptr, self.params))
+        self.grad_scaling = grad_scaling
+        self.max_grad_norm = opt.max_grad_norm
+        dev = self.device = _same_device(self.params + self.grads, "AdamW")
+        self.stream = dev.stream(lazy=False)
+        self.lists = []
+        try:
+            state = [opt.state[p] for p in self.params]
+            self.P = self._list(self.params)
+            self.G = self._list(self.grads)
+            self.M = self._list([s["exp_avg"] for s in state])
+            self.V = self._list([s["exp_avg_sq"] for s in state])
+            n = len(groups)
+            # One upload: accel_adam_args_t per group, then inv_scale, norm, coef.
+            self.args = _objects.DeviceStruct(dev, "accel_adam_args_t", n + 1)
+            self.tail = ffi.cast("float *", self.args.dev + n)
+            self.host_tail = ffi.cast("float *", self.args.host + n)
+            self.graph = dev.graph()
+            with self.graph.capture(self.stream):
+                self._enqueue()
+        except BaseException:
+            self.close()
+            raise
+
+    def _list(self, tensors):
+        t = _tensors.TensorList(self.device, tensors)
+        self.lists.append(t)
+        return t
+
+    def _enqueue(self):
+        s, args, n_all = self.stream._handle(), self.args.dev, self.P.n
+        self.args.upload(self.stream)
+        found_inf = ffi.addressof(args[0], "found_inf")
+        if self.grad_scaling:
+            check(lib.accel_unscale_and_check(s, self.G.array, n_all, self.tail, found_inf))
+            for g in range(1, len(self.groups)):
+                check(lib.accel_memcpy_async(s, ffi.addressof(args[g], "found_inf"), found_inf,
+                                             4))
+        if self.max_grad_norm is not None:
+            check(lib.accel_multi_tensor_norm(s, self.G.array, n_all, 2.0, self.tail + 1))
+            check(lib.accel_clip_by_global_norm(s, self.G.array, n_all,
+                                                float(self.max_grad_norm), self.tail + 1, 1e-6,
+                                                self.tail + 2))
+        start = 0
+        for g, (_, ps) in enumerate(self.groups):
+            check(lib.accel_fused_adam(s, self.P.array + start, self.G.array + start,
+                                       self.M.array + start, self.V.array + start, len(ps),
+                                       args + g))
+            start += len(ps)
+
+    def still_valid(self, param_groups, grad_scaling):
+        """Whether the captured step still covers exactly the optimizer's tensors: a few
+        C-level passes over the lists (no per-tensor Python bytecode)."""
+        return (grad_scaling == self.grad_scaling
+                and len(param_groups) == len(self.group_params)
+                and all(map(_same_objects, (g["params"] for g in param_groups),
+                            self.group_params))
+                and _same_objects(list(map(_grad_of, self.all_params)), self.all_grads)
+                and list(map(torch.Tensor.data_ptr, self.params)) == self.ptrs)
+
+    def close(self):
+        for obj in [getattr(self, "graph", None)] + self.lists + [getattr(self, "args", None)]:
+            if obj is not None:
+                obj.close()
+        self.lists = []
+        self.stream.close()
+
+
+class AdamW(torch.optim.Optimizer):
+    """torch.optim.AdamW (amsgrad=False, maximize=False) running accel_fused_adam in place.
+
+    Same constructor, param groups, state (step, exp_avg, exp_avg_sq per parameter) and
+    state_dict as torch's AdamW, so checkpoints move between the two and lr schedulers work.
+    Extras: max_grad_norm clips the gradients by their global L2 norm inside the captured step
+    (clip_grad_norm_ semantics); step(grad_scale=S) first divides the gradients by S and skips
+    the whole update (parameters, state and step count untouched) when any gradient is Inf or
+    NaN, as torch's GradScaler does; last_step_skipped says whether that happened."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None, max_grad_norm=None):
+        if amsgrad or maximize or differentiable:
+            raise ValueError("accel.torch.AdamW: amsgrad, maximize and differentiable are not "
+                             "supported (use torch.optim.AdamW)")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameters: {betas}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        del foreach, capturable, fused  # accepted for torch's signature; accel always fuses
+        # The group keys of this torch version's AdamW, so state_dicts match key for key.
+        defaults = dict(_TORCH_ADAMW_DEFAULTS, lr=lr, betas=betas, eps=eps,
+                        weight_decay=weight_decay)
+        super().__init__(params, defaults)
+        self.max_grad_norm = max_grad_norm
+        self.last_step_skipped = False
+        self._plan = None
+
+    def _groups_with_grads(self):
+        out = []
+        for group in self.param_groups:
+            ps = [p for p in group["params"] if p.grad is not None]
+            for p in ps:
+                if p.grad.is_sparse:
+                    raise RuntimeError("AdamW does not support sparse gradients")
+                self._init_state(p, group)
+            out.append((group, ps))
+        return [(g, ps) for g, ps in out if ps]
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        if not state:
+            state["step"] = self._group_step(group)
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def _group_step(self, group):
+        """The step tensor shared by every parameter of the group (one in-place update per
+        step instead of one per parameter; torch.save keeps the sharing)."""
+        for q in group["params"]:
+            st = self.state.get(q)
+            if st and "step" in st:
+                return st["step"]
+        return torch.tensor(0.0)
+
+    @torch.no_grad()
+    def step(self, closure=None, *, grad_scale=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        scaling = grad_scale is not None
+        plan = self._plan
+        if plan is None or not plan.still_valid(self.param_groups, scaling):
+            self._drop_plan()
+            groups = self._groups_with_grads()
+            if not groups:
+                return loss
+            plan = self._plan = _StepPlan(self, groups, scaling)
+        host = plan.args.host
+        for g, (group, _) in enumerate(plan.groups):
+            step_t = plan.steps[g]
+            h = host[g]
+            h.lr, h.beta1, h.beta2 = group["lr"], group["betas"][0], group["betas"][1]
+            h.eps, h.weight_decay, h.adamw, h.found_inf = group["eps"], group["weight_decay"], 1, 0.0
+            h.step = int(step_t.item()) + 1
+        if scaling:
+            plan.host_tail[0] = 1.0 / float(grad_scale)
+        plan.graph.replay(plan.stream)
+        plan.stream.synchronize()
+        self.last_step_skipped = scaling and plan.args.download()[0].found_inf != 0.0
+        if not self.last_step_skipped:
+            for t in {id(t): t for t in plan.steps}.values():
+                t.add_(1)
+        return loss
+
+    def state_dict(self):
+        """torch's AdamW state_dict: a step tensor of its own per parameter (torch.optim.AdamW
+        increments each one, so loading shared ones there would count a step many times)."""
+        sd = super().state_dict()
+        sd["state"] = {k: (dict(v, step=v["step"].clone()) if "step" in v else v)
+                       for k, v in sd["state"].items()}
+        return sd
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        # torch's AdamW keeps one step tensor per parameter: share one per group again (they
+        # must agree: accel steps a whole group at once).
+        for group in self.param_groups:
+            steps = {float(self.state[p]["step"]) for p in group["params"] if p in self.state}
+            if len(steps) > 1:
+                raise ValueError("accel.torch.AdamW.load_state_dict: parameters of one group are "
+                                 f"at different steps {sorted(steps)}")
+            if steps:
+                shared = torch.tensor(steps.pop())
+                for p in group["params"]:
+                    if p in self.state:
+                        self.state[p]["step"] = shared
+        self._drop_plan()
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        self._drop_plan()
+
+    def _drop_plan(self):
+        plan, self._plan = getattr(self, "_plan", None), None
+        if plan is not None:
+            plan.close()
+
+    def close(self):
+        """Releases the cached tensor lists and graph (also done when garbage collected)."""
+        self._drop_plan()
+
+    def __del__(self):
+        try:
+            self._drop_plan()
+        except Exception:  # noqa: BLE001
+            pass

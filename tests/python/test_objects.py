@@ -1,0 +1,157 @@
+"""Device, Stream, Event, Graph, Pool and Buffer objects over the C API (NumPy only)."""
+import gc
+
+import numpy as np
+import pytest
+
+import accel
+
+
+def test_version_and_backends():
+    assert accel.version() == accel.__version__
+    assert accel.backends()["cpu"] == "ok"
+
+
+def test_device_info_and_bad_selector(dev):
+    assert dev.info.backend == "cpu" and dev.info.host_accessible
+    with pytest.raises(accel.Error) as e:
+        accel.Device("no-such-backend")
+    assert "no-such-backend" in e.value.message and e.value.status_name == "ACCEL_ERROR_INVALID_ARGUMENT"
+
+
+def test_buffer_numpy_is_zero_copy(dev, stream):
+    buf = dev.empty(1000)
+    a = buf.numpy()
+    assert a.__array_interface__["data"][0] == buf.ptr
+    accel.fill(accel.TensorList(dev, [buf]), 3.5, stream=stream)
+    stream.synchronize()
+    assert np.all(a == 3.5)
+    with pytest.raises(ValueError):
+        buf.close()  # a view is alive
+    del a
+    gc.collect()
+    buf.close()
+    buf.close()  # a second close does nothing
+
+
+def test_memory_stats(dev):
+    before = dev.memory_stats()["allocated_bytes"]
+    with dev.empty(1 << 20) as buf:
+        assert dev.memory_stats()["allocated_bytes"] >= before + buf.nbytes
+    assert dev.memory_stats()["allocated_bytes"] == before
+
+
+def test_norm_against_numpy(dev, stream):
+    rng = np.random.default_rng(0)
+    bufs = [dev.empty(n) for n in (1, 7, 1000, 4097)]
+    for b in bufs:
+        b.numpy()[:] = rng.standard_normal(b.numel, dtype=np.float32)
+    out = dev.empty(1)
+    ref = np.concatenate([b.numpy().astype(np.float64) for b in bufs])
+    for p, want in ((2.0, np.linalg.norm(ref)), (1.0, np.abs(ref).sum()),
+                    (float("inf"), np.abs(ref).max())):
+        accel.multi_tensor_norm(accel.TensorList(dev, bufs), out, p, stream=stream)
+        stream.synchronize()
+        assert out.numpy()[0] == pytest.approx(want, rel=1e-6)
+
+
+def test_graph_capture_replay(dev, stream):
+    buf = dev.empty(100)
+    tl = accel.TensorList(dev, [buf])
+    factor = accel.DeviceStruct(dev, "float")
+    g = dev.graph()
+    with g.capture(stream):
+        factor.upload(stream)  # the host copy is read on every replay
+        accel.scale(tl, factor.dev, stream=stream)
+    assert g.node_count == 2
+    a = buf.numpy()
+    a[:] = 1.0
+    for k in (2.0, 3.0):
+        factor.host[0] = k
+        g.replay(stream)
+        stream.synchronize()
+    assert np.all(a == 6.0)
+    del tl  # the graph keeps what it captured
+    gc.collect()
+    g.replay(stream)
+    stream.synchronize()
+    assert np.all(a == 18.0)
+    g.close()
+
+
+def test_illegal_in_capture_raises(dev, stream):
+    g = dev.graph()
+    with pytest.raises(accel.IllegalInCapture) as e:
+        with g.capture(stream):
+            stream.synchronize()
+    assert "synchronize" in e.value.message
+    # the device stays usable and the graph can capture again
+    buf = dev.empty(4)
+    with g.capture(stream):
+        accel.fill(accel.TensorList(dev, [buf]), 1.0, stream=stream)
+    g.replay(stream)
+    stream.synchronize()
+    assert list(buf.numpy()) == [1.0] * 4
+
+
+def test_capture_on_default_stream_refused(dev):
+    with pytest.raises(accel.InvalidArgument):
+        with dev.graph().capture(dev.default_stream):
+            pass
+
+
+def test_shared_pool_and_events(dev, stream):
+    pool = dev.pool()
+    g1, g2 = dev.graph(), dev.graph()
+    buf = dev.empty(10)
+    tl = accel.TensorList(dev, [buf])
+    with g1.capture(stream, pool=pool):
+        accel.fill(tl, 1.0, stream=stream)
+    with g2.capture(stream, pool=pool, mode="thread_local"):
+        accel.fill(tl, 2.0, stream=stream)
+    start, end = dev.event(), dev.event()
+    start.record(stream)
+    g1.replay(stream)
+    g2.replay(stream)
+    end.record(stream)
+    end.synchronize()
+    assert end.query() and stream.query()
+    assert end.elapsed_ms(end) == 0.0 and start.elapsed_ms(end) >= 0.0
+    assert np.all(buf.numpy() == 2.0)
+    for h in (g1, g2, pool, start, end):
+        h.close()
+
+
+def test_closed_handles_raise(dev):
+    s = dev.stream()
+    s.close()
+    with pytest.raises(ValueError):
+        s.synchronize()
+
+
+def test_bad_tensor_list_elements(dev):
+    with pytest.raises(TypeError):
+        accel.TensorList(dev, [object()])
+    with pytest.raises(ValueError):
+        accel.Buffer(dev, 4, "float64")
+
+
+def test_memory_freed_under_a_captured_graph(dev, stream):
+    """Closing what a live graph uses never pulls memory out from under it: accel defers the
+    free until the graph is gone; closed Python objects refuse further use."""
+    buf = dev.empty(100)
+    tl = accel.TensorList(dev, [buf])
+    g = dev.graph()
+    with g.capture(stream):
+        accel.fill(tl, 1.0, stream=stream)
+    tl.close()
+    buf.close()
+    g.replay(stream)  # the graph still holds the (deferred) allocation
+    stream.synchronize()
+    with pytest.raises(ValueError, match="closed"):
+        accel.fill(tl, 2.0, stream=stream)
+    with pytest.raises(ValueError, match="closed"):
+        buf.numpy()
+    g.close()
+    with pytest.raises(ValueError, match="closed"):
+        g.replay(stream)
