@@ -96,6 +96,13 @@ void bench_settle(void);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
                                 double *tmp);
+/* "% of bound" per round: 100 * bound / kernel, where a round's bound is the fastest bound
+ * sample of that round and of the rounds beside it. bench_rounds rotates the order within a
+ * round, so those are the bound samples nearest in time to the kernel's sample on either side:
+ * the bandwidth of these VMs flips within seconds, and one bound sample next to a kernel sample
+ * can miss a fast phase that the kernel caught (rounds at 104-115% of bound were seen). */
+bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,
+                                    double *tmp);
 /* Statistics of a copy of samples (samples keep their round order). */
 bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp);
 

@@ -61,6 +61,17 @@ bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds
   return bench_stats(tmp, (size_t)rounds);
 }
 
+bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,
+                                    double *tmp) {
+  for (int r = 0; r < rounds; r++) {
+    double b = bound_ms[r];
+    if (r > 0 && bound_ms[r - 1] < b) b = bound_ms[r - 1];
+    if (r + 1 < rounds && bound_ms[r + 1] < b) b = bound_ms[r + 1];
+    tmp[r] = 100.0 * b / kernel_ms[r];
+  }
+  return bench_stats(tmp, (size_t)rounds);
+}
+
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms) {
   for (int r = -1; r < rounds; r++) {
     for (int step = 0; step < k; step++) {

@@ -97,7 +97,7 @@ typedef struct bw_row {
   size_t quarter;
   double bytes;  /* per call, read + written */
   double target_pct; /* <= 0: none */
-  bench_stats_t ms, bound_ms, pct; /* pct: per-round 100 * bound ms / kernel ms */
+  bench_stats_t ms, bound_ms, pct; /* pct: bench_bound_pct_stats of the rounds */
   volatile double sink;
 } bw_row_t;
 
@@ -144,7 +144,7 @@ static int run_bw_row(bw_row_t *r, int rounds, double *buf) {
   if (bench_rounds(rounds, 2, fns, ctx, buf)) return 1;
   r->bound_ms = bench_stats_copy(buf, rounds, buf + 2 * rounds);
   r->ms = bench_stats_copy(buf + rounds, rounds, buf + 2 * rounds);
-  r->pct = bench_ratio_stats(buf, buf + rounds, rounds, 100.0, buf + 2 * rounds);
+  r->pct = bench_bound_pct_stats(buf, buf + rounds, rounds, buf + 2 * rounds);
   return 0;
 }
 
@@ -450,7 +450,8 @@ int bench_kernels(const bench_opts_t *o) {
   FILE *f = bench_report_begin(o, dev, &m);
   fprintf(f, "kernels: %.0f MiB fp32 working set, %d paired rounds (bound, kernel), %d bound "
              "threads; ms median [min..max]; %% of bound: median [min..max] of the rounds' "
-             "bound ms / kernel ms\n", size_mb, repeat, bench_baseline_threads());
+             "bound ms (fastest of the round and its neighbours) / kernel ms\n",
+          size_mb, repeat, bench_baseline_threads());
   fprintf(f, "%-26s %-25s %6s %8s %6s  %-20s  %s\n", "kernel", "ms", "GB/s", "bound ms", "GB/s",
           "% of bound", "target");
   for (int i = 0; i < 4; i++) print_bw(f, &bw[i]);

@@ -271,7 +271,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   for (int v = 0; v < NUM_VARIANTS; v++) {
     const double *ms = buf + (v + 1) * rounds;
     var[v].ms = bench_stats_copy(ms, rounds, tmp);
-    var[v].pct = bench_ratio_stats(bound_ms, ms, rounds, 100.0, tmp);
+    var[v].pct = bench_bound_pct_stats(bound_ms, ms, rounds, tmp);
     var[v].speedup = bench_ratio_stats(pt_eager_ms, ms, rounds, 1.0, tmp);
     if (var[v].nenqueue > 1) /* the first is the warm-up round's */
       var[v].enqueue_ms = bench_stats(var[v].enqueue + 1, (size_t)var[v].nenqueue - 1);
