@@ -172,6 +172,13 @@ static accel_status_t write_state(accel_device_t *dev, const config_t *c, traine
 
 static int read_all(FILE *f, void *p, size_t bytes) { return fread(p, 1, bytes, f) == bytes; }
 
+static void config_free(config_t *c) {
+  free(c->lr);
+  free(c->master);
+  free(c->grads);
+}
+
+/* Fills c from input.bin; c's buffers go back with config_free whatever it returns. */
 static int read_config(const char *path, config_t *c) {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -281,18 +288,18 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/input.bin", dir);
   if (!read_config(path, &c)) {
     fprintf(stderr, "amp_step_program: cannot read %s\n", path);
+    config_free(&c);
     return 2;
   }
   accel_device_t *dev = NULL;
   if (accel_device_open(argv[1], &dev) != ACCEL_OK) {
     fprintf(stderr, "SKIP: accel_device_open(%s): %s\n", argv[1], accel_last_error());
+    config_free(&c);
     return 77;
   }
   accel_status_t st = replay ? run_replay(dev, &c, (uint32_t)strtoul(argv[3], NULL, 10), dir)
                              : run_sequence(dev, argv[2], &c, dir);
   accel_device_close(dev);
-  free(c.lr);
-  free(c.master);
-  free(c.grads);
+  config_free(&c);
   return st == ACCEL_OK ? 0 : 1;
 }
