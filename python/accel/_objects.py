@@ -51,7 +51,23 @@ def _struct_to_dict(cdata):
     return out
 
 
-class _Handle:
+class _Closes:
+    """close() on leaving a with block and on collection (for every owning wrapper)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing may escape __del__
+            pass
+
+
+class _Handle(_Closes):
     """Base of the owning wrappers: _ptr is the C handle (ffi.NULL once closed)."""
     _release = None  # the C function that drops our reference
 
@@ -76,17 +92,6 @@ class _Handle:
             raise ValueError(f"{type(self).__name__} is closed")
         return self._ptr
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - nothing may escape __del__
-            pass
 
 
 @dataclass(frozen=True)

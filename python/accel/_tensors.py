@@ -9,7 +9,7 @@ and each kernel is one C call whatever the number of tensors.
 import ctypes
 
 from ._lib import check, error, ffi, lib, register_handle, unregister_handle
-from ._objects import Buffer, DeviceStruct
+from ._objects import Buffer, DeviceStruct, _Closes
 
 __all__ = ["TensorList", "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads",
            "unscale_and_check", "fused_adam", "fill", "scale", "AdamArgs"]
@@ -32,7 +32,7 @@ def _dlpack_capsule(obj):
     return obj.__dlpack__()
 
 
-class TensorList:
+class TensorList(_Closes):
     """tensors converted once for accel's kernels. device: an accel Device. Every element must
     be contiguous, float32/float16/bfloat16, and live on the device (host memory for the CPU
     backend); anything else raises ValueError (accel.InvalidArgument) naming the element.
@@ -111,17 +111,6 @@ class TensorList:
         if first is not None:
             raise first
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _describe(t):
