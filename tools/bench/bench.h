@@ -93,6 +93,11 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
  * sample then run back to back: after the pause the loop's own threads are asleep too, and
  * only the first try pays for waking them, which on small working sets is most of a run. */
 void bench_settle(void);
+/* One bound sample: after bench_settle, BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads)
+ * for each form (plain, prefetching) and each thread count of bench_bound_thread_counts(bytes);
+ * returns the fastest run in ms. */
+typedef void (*bench_bound_run_fn)(void *ctx, int prefetch, int threads);
+double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
                                 double *tmp);

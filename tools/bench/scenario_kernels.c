@@ -111,30 +111,22 @@ fail:
   return -1.0;
 }
 
-/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching loop, on each thread
- * count of bench_bound_thread_counts. */
-static double sample_bound(void *ctx) {
+/* One run of the row's bound loop (bench_bound_best). */
+static void run_bound(void *ctx, int prefetch, int threads) {
   bw_row_t *r = ctx;
-  double best = 0.0;
-  int counts[2];
-  const int nc = bench_bound_thread_counts(r->bytes, counts);
-  bench_settle();
-  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
-    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
-    uint64_t t0 = bench_now_ns();
-    switch (r->bound) {
-    case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch, threads); break;
-    case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch, threads); break;
-    case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch, threads); break;
-    case BOUND_ADAM:
-      bench_bound_adam(r->x, r->x + r->quarter, r->x + 2 * r->quarter, r->x + 3 * r->quarter,
-                       r->numel, prefetch, threads);
-      break;
-    }
-    const double ms = (double)(bench_now_ns() - t0) / 1e6;
-    if (k == 0 || ms < best) best = ms;
+  switch (r->bound) {
+  case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch, threads); break;
+  case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch, threads); break;
+  case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch, threads); break;
+  case BOUND_ADAM:
+    bench_bound_adam(r->x, r->x + r->quarter, r->x + 2 * r->quarter, r->x + 3 * r->quarter,
+                     r->numel, prefetch, threads);
+    break;
   }
-  return best;
+}
+
+static double sample_bound(void *ctx) {
+  return bench_bound_best(((bw_row_t *)ctx)->bytes, run_bound, ctx);
 }
 
 /* rounds paired rounds of bound and kernel; buf holds 3 * rounds doubles. */

@@ -104,24 +104,16 @@ fail:
   return -1.0;
 }
 
-/* The fastest of BENCH_BOUND_TRIES runs of the plain and of the prefetching bound loop, on each
- * thread count of bench_bound_thread_counts. */
+/* One run of the step's compulsory-traffic loop (bench_bound_best). */
+static void run_bound(void *ctx, int prefetch, int threads) {
+  step_bound_t *b = ctx;
+  bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
+                   prefetch, threads);
+}
+
 static double sample_bound(void *ctx) {
   step_bound_t *b = ctx;
-  double best = 0.0;
-  int counts[2];
-  const int nc =
-      bench_bound_thread_counts(BENCH_BOUND_STEP_BYTES * (double)b->md->numel, counts);
-  bench_settle();
-  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
-    const int prefetch = k & 1, threads = counts[(k >> 1) % nc];
-    uint64_t t0 = bench_now_ns();
-    bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
-                     prefetch, threads);
-    const double ms = (double)(bench_now_ns() - t0) / 1e6;
-    if (k == 0 || ms < best) best = ms;
-  }
-  return best;
+  return bench_bound_best(BENCH_BOUND_STEP_BYTES * (double)b->md->numel, run_bound, b);
 }
 
 static int bound_init(step_bound_t *b, os_model_t *md, const accel_device_info_t *info) {
