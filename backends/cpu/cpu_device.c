@@ -76,7 +76,8 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
   dev->backend = b;
   dev->host = host;
   atomic_init(&dev->next_stream_id, 0u);
-  int rc = cpu_notifier_init(&dev->record_done);
+  dev->spin_ns = cpu_spin_budget_ns();
+  int rc = cpu_notifier_init(&dev->record_done, dev->spin_ns);
   if (rc != 0) {
     free(dev);
     return host->set_error(ACCEL_ERROR_BACKEND,

@@ -24,6 +24,7 @@ typedef struct cpu_device {
    * callers waiting for a record sleep here. */
   cpu_notifier_t record_done;
   atomic_uint next_stream_id; /* names worker threads accel-cpu-s<N> */
+  uint64_t spin_ns;           /* its notifiers' spin budget (cpu_spin_budget_ns at open) */
 } cpu_device_t;
 
 /* Backend entry points (cpu_device.c). */

@@ -1,5 +1,6 @@
 #include "cpu_stream.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,6 +22,8 @@ static int worker_should_wake(void *arg) {
 
 static void *worker_main(void *arg) {
   cpu_stream_t *s = arg;
+  struct sched_param sp = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
   for (;;) {
     cpu_entry_t *e = cpu_queue_peek(&s->queue);
     if (e == NULL) {
@@ -32,7 +35,7 @@ static void *worker_main(void *arg) {
     cpu_op_execute(s->device, &e->op);
     entry_release(e);
     cpu_queue_pop(&s->queue);
-    cpu_notifier_notify(&s->work_done);
+    cpu_notifier_notify_level(&s->work_done, cpu_queue_completed(&s->queue));
   }
   return NULL;
 }
@@ -80,9 +83,9 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
                            "cpu: stream_create: malloc of the queue failed");
   }
   const char *call = "pthread_mutex_init/pthread_cond_init";
-  rc = cpu_notifier_init(&s->work_available);
+  rc = cpu_notifier_init(&s->work_available, dev->spin_ns);
   if (rc == 0) {
-    rc = cpu_notifier_init(&s->work_done);
+    rc = cpu_notifier_init(&s->work_done, dev->spin_ns);
     if (rc != 0) cpu_notifier_destroy(&s->work_available);
   }
   if (rc == 0) {
@@ -130,7 +133,7 @@ static int reached(void *arg) {
 accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
   sync_target_t t = {s, cpu_queue_submitted(&s->queue)};
-  cpu_notifier_wait(&s->work_done, reached, &t);
+  cpu_notifier_wait_level(&s->work_done, reached, &t, t.submitted);
   return ACCEL_OK;
 }
 

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,14 @@
 #include <unistd.h>
 
 #include "cpu_workers.h"
+
+unsigned cpu_sysinfo_usable_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (unsigned)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1u : (unsigned)n;
+}
 
 unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host) {
   const char *env = getenv("ACCEL_CPU_THREADS");
@@ -22,11 +31,10 @@ unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host) {
       return (unsigned)v;
     host->log(ACCEL_LOG_WARN, "cpu",
               "ignoring ACCEL_CPU_THREADS=\"%s\": want an integer in 1..%u; using the online "
-              "CPU count", env, CPU_POOL_MAX_THREADS);
+              "usable CPU count", env, CPU_POOL_MAX_THREADS);
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) return 1;
-  return n > (long)CPU_POOL_MAX_THREADS ? CPU_POOL_MAX_THREADS : (unsigned)n;
+  unsigned n = cpu_sysinfo_usable_cpus();
+  return n > CPU_POOL_MAX_THREADS ? CPU_POOL_MAX_THREADS : n;
 }
 
 /* Copies the value of a "key<TAB>: value" line of /proc/cpuinfo, trimmed. */

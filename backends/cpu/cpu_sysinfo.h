@@ -9,8 +9,12 @@
 
 #include "accel/accel_plugin.h"
 
+/* CPUs this thread may run on (its affinity mask, as nproc counts them: an MPI rank bound to
+ * one core gets 1), else the number of online CPUs; at least 1. */
+unsigned cpu_sysinfo_usable_cpus(void);
+
 /* Pool size: ACCEL_CPU_THREADS when it is an integer in [1, CPU_POOL_MAX_THREADS] (anything
- * else is logged and ignored), else the number of online CPUs. */
+ * else is logged and ignored), else cpu_sysinfo_usable_cpus(). */
 unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host);
 
 /* "model name" and "vendor_id" of the first processor in /proc/cpuinfo; a generic name from
