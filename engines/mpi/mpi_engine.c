@@ -42,6 +42,14 @@ typedef struct mpi_comm {
   MPI_Comm comm;
   int rank, size;
   atomic_int stuck; /* a request timed out: the communicator cannot be freed safely */
+  /* the watchdog's view (blocking mode): blocking calls started and finished, the kind of the
+   * latest, the timeout in ms; its own bookkeeping, guarded by wd_lock */
+  int watched;
+  atomic_uint_least64_t started, finished, timeout_ms;
+  atomic_uint kind;
+  struct mpi_comm *wd_next;
+  uint64_t wd_seen;
+  double wd_since;
 } mpi_comm_t;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -146,23 +154,33 @@ static accel_status_t check_count(mpi_comm_t *c, const accel_comm_op_t *op,
 /* ---------------------------------------------------------------------------------------- */
 /* the watchdog of blocking calls */
 
-typedef struct watch {
-  struct watch *next;
-  double deadline;
-  double timeout_s;
-  const char *call;
-  mpi_comm_t *comm;
-} watch_t;
-
+/* Every communicator is on the watchdog's list from creation to destruction. A blocking call
+ * costs two atomic stores (started, then finished, each a count of calls): no lock and no
+ * clock read, which would be a measurable share of a 2 us collective. The watchdog wakes
+ * every period and times, with its own clock, how long the same call has been in flight;
+ * collectives on one communicator are never concurrent (MPI requires one order per
+ * communicator), so started - finished is 0 or 1. */
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cond;
-static watch_t *wd_list;
+static mpi_comm_t *wd_list; /* guarded by wd_lock */
 static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 static int wd_started;
+static double wd_period = 1.0; /* guarded by wd_lock: a tenth of the shortest timeout seen */
 
-/* Wakes every period (never woken by arm/disarm, which stay two uncontended lock pairs per
- * collective) and ends the job when a watched call is past its deadline. */
-static double wd_period = 1.0; /* guarded by wd_lock: a tenth of the shortest timeout armed */
+static const char *const call_names[] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
+                                         "MPI_Allgather", "MPI_Bcast", "MPI_Send", "MPI_Recv"};
+
+/* The call of c in flight since wd_since (its number wd_seen) when it is past its deadline. */
+static int wd_late(mpi_comm_t *c, double now) {
+  const uint64_t started = atomic_load(&c->started);
+  if (started == atomic_load(&c->finished)) return 0;
+  if (started != c->wd_seen) {
+    c->wd_seen = started; /* a call the watchdog has not timed yet: from now */
+    c->wd_since = now;
+    return 0;
+  }
+  return now - c->wd_since > atomic_load(&c->timeout_ms) * 1e-3;
+}
 
 static void *watchdog(void *arg) {
   (void)arg;
@@ -174,18 +192,19 @@ static void *watchdog(void *arg) {
     ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
     pthread_cond_timedwait(&wd_cond, &wd_lock, &ts); /* CLOCK_MONOTONIC (cond attr) */
     const double now = now_s();
-    watch_t *late = NULL;
-    for (watch_t *w = wd_list; w && !late; w = w->next)
-      if (now > w->deadline) late = w;
+    mpi_comm_t *late = NULL;
+    for (mpi_comm_t *c = wd_list; c && !late; c = c->wd_next)
+      if (wd_late(c, now)) late = c;
     if (!late) continue;
     /* report on this rank, then end the job through MPI */
     fprintf(stderr,
             "[accel:error] comm: rank %d: %s on rank %d of %d did not complete within %.3g s "
             "(ACCEL_COMM_TIMEOUT): a peer is dead, missing or issued a different sequence of "
             "collectives; ending the job (MPI_Abort)\n",
-            late->comm->rank, late->call, late->comm->rank, late->comm->size, late->timeout_s);
+            late->rank, call_names[atomic_load(&late->kind)], late->rank, late->size,
+            atomic_load(&late->timeout_ms) * 1e-3);
     fflush(stderr);
-    MPI_Comm comm = late->comm->comm;
+    MPI_Comm comm = late->comm;
     pthread_mutex_unlock(&wd_lock);
     /* the peers' deadlines fall within moments of this one: a short grace lets each of them
      * report before the first abort takes the job down */
@@ -210,26 +229,35 @@ static void start_watchdog(void) {
   pthread_attr_destroy(&ta);
 }
 
-/* Arms w (on the caller's stack); 0 when no watchdog could be started. */
-static int watch_arm(watch_t *w) {
+/* Puts c on the watchdog's list; 0 when no watchdog could be started. */
+static int watch_add(mpi_comm_t *c) {
   pthread_once(&wd_once, start_watchdog);
   if (!wd_started) return 0;
   pthread_mutex_lock(&wd_lock);
-  w->next = wd_list;
-  wd_list = w;
-  const double period = w->timeout_s / 10 < 0.05 ? 0.05 : w->timeout_s / 10;
-  if (period < wd_period) wd_period = period;
+  c->wd_next = wd_list;
+  wd_list = c;
   pthread_mutex_unlock(&wd_lock);
   return 1;
 }
 
-static void watch_disarm(watch_t *w) {
+static void watch_remove(mpi_comm_t *c) {
   pthread_mutex_lock(&wd_lock);
-  for (watch_t **p = &wd_list; *p; p = &(*p)->next)
-    if (*p == w) {
-      *p = w->next;
+  for (mpi_comm_t **p = &wd_list; *p; p = &(*p)->wd_next)
+    if (*p == c) {
+      *p = c->wd_next;
       break;
     }
+  pthread_mutex_unlock(&wd_lock);
+}
+
+/* A timeout the communicator has not used yet: the watchdog wakes at least every tenth of it. */
+static void watch_timeout(mpi_comm_t *c, double timeout_s) {
+  const uint64_t ms = timeout_s * 1e3 < 1 ? 1 : (uint64_t)(timeout_s * 1e3);
+  if (atomic_load(&c->timeout_ms) == ms) return;
+  atomic_store(&c->timeout_ms, ms);
+  pthread_mutex_lock(&wd_lock);
+  const double period = timeout_s / 10 < 0.05 ? 0.05 : timeout_s / 10;
+  if (period < wd_period) wd_period = period;
   pthread_mutex_unlock(&wd_lock);
 }
 
@@ -238,13 +266,12 @@ static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, dou
                                    MPI_Status *status) {
   const int n = (int)op->count;
   const MPI_Datatype t = mpi_type(op->dtype);
-  static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
-                                      "MPI_Allgather", "MPI_Bcast", "MPI_Send", "MPI_Recv"};
-  watch_t w = {.deadline = now_s() + timeout_s, .timeout_s = timeout_s,
-               .call = calls[op->kind], .comm = c};
-  if (!watch_arm(&w))
+  if (!c->watched)
     return host->set_error(ACCEL_ERROR_BACKEND, "MPI: no watchdog thread for %s (set "
-                           "ACCEL_COMM_MPI_WAIT=poll)", w.call);
+                           "ACCEL_COMM_MPI_WAIT=poll)", call_names[op->kind]);
+  watch_timeout(c, timeout_s);
+  atomic_store_explicit(&c->kind, op->kind, memory_order_relaxed);
+  atomic_fetch_add(&c->started, 1);
   int rc = MPI_SUCCESS;
   switch (op->kind) {
     case ACCEL_COMM_ALL_REDUCE:
@@ -270,8 +297,8 @@ static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, dou
       rc = MPI_Recv(op->recv, n, t, op->peer, 0, c->comm, status);
       break;
   }
-  watch_disarm(&w);
-  return rc == MPI_SUCCESS ? ACCEL_OK : mpi_error(w.call, rc);
+  atomic_fetch_add(&c->finished, 1);
+  return rc == MPI_SUCCESS ? ACCEL_OK : mpi_error(call_names[op->kind], rc);
 }
 
 static accel_status_t mpi_run(accel_ce_comm_t *cc, const accel_comm_op_t *op, double timeout_s) {
@@ -377,6 +404,7 @@ static accel_status_t wrap(MPI_Comm comm, accel_ce_comm_t **out, int *rank, int 
     return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "MPI: out of host memory");
   }
   c->comm = comm;
+  c->watched = !poll_mode && watch_add(c);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &c->rank);
   MPI_Comm_size(comm, &c->size);
@@ -409,6 +437,7 @@ static accel_status_t mpi_comm_split(accel_ce_comm_t *cc, int color, int key,
 
 static void mpi_comm_destroy(accel_ce_comm_t *cc) {
   mpi_comm_t *c = cc;
+  if (c->watched) watch_remove(c);
   int finalized = 0;
   MPI_Finalized(&finalized);
   /* a communicator with a request that never completed is left to the process's end */
