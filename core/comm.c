@@ -27,7 +27,9 @@ struct accel_comm {
   accel_ce_comm_t *impl;
   int rank, size;
   double timeout_s;
-  pthread_mutex_t lock; /* guards the failure record */
+  bool check;                /* ACCEL_COMM_CHECK: fingerprints compared before each collective */
+  atomic_uint_least64_t seq; /* collectives run so far (the fingerprints' sequence number) */
+  pthread_mutex_t lock;      /* guards the failure record */
   atomic_int failed;
   accel_status_t error;
   char message[768];
@@ -95,6 +97,7 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   c->rank = rank;
   c->size = size;
   c->timeout_s = comm_timeout();
+  c->check = c->ev->host_engine && accel_comm_check_enabled();
   pthread_mutex_init(&c->lock, NULL);
   accel_handle_register(&c->hdr, ACCEL_HANDLE_COMM, dev->backend->vt);
   *out = c;
@@ -251,11 +254,15 @@ static void cmd_run(accel_host_op_t *op) {
   comm_cmd_t *cmd = (comm_cmd_t *)op;
   accel_comm_t *c = cmd->comm;
   if (atomic_load(&c->failed)) return; /* skipped: the peers may be gone */
-  if (cmd->downcast != ACCEL_F32)
+  accel_clear_error();
+  accel_status_t st = ACCEL_OK;
+  if (c->check && accel_comm_check_applies(&cmd->cop))
+    st = accel_comm_check_fingerprints(c->ev, c->impl, c->rank, c->size,
+                                       atomic_fetch_add(&c->seq, 1), &cmd->cop, c->timeout_s);
+  if (st == ACCEL_OK && cmd->downcast != ACCEL_F32)
     accel_comm_downcast((char *)cmd->cop.recv + (size_t)c->rank * cmd->cop.count * 2,
                         cmd->downcast_src, cmd->cop.count, cmd->downcast);
-  accel_clear_error();
-  accel_status_t st = c->ev->run(c->impl, &cmd->cop, c->timeout_s);
+  if (st == ACCEL_OK) st = c->ev->run(c->impl, &cmd->cop, c->timeout_s);
   if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
 }
 
