@@ -8,6 +8,7 @@
  */
 #include <accel/accel.h>
 #include <accel/accel_comm.h>
+#include <accel/accel_interop.h>
 #include <accel/accel_kernels.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -509,6 +510,33 @@ static void case_bad_arguments(ctx_t *c) {
   EXPECT(accel_comm_split(c->comm, 0, 0, &d), ACCEL_ERROR_ILLEGAL_IN_CAPTURE);
   EXPECT(accel_graph_capture_end(g), ACCEL_ERROR_CAPTURE_INVALIDATED);
   OK(accel_graph_destroy(g));
+  /* a buffer freed after a collective used it is refused (the validation is not cached past
+   * a free); every rank issues the valid one, so it runs */
+  float *b = dev_alloc(c, 64);
+  OK(accel_all_reduce(c->comm, c->s, b, b, 4, ACCEL_F32, ACCEL_REDUCE_SUM));
+  OK(accel_stream_synchronize(c->s));
+  accel_free(c->dev, b);
+  EXPECT(accel_all_reduce(c->comm, c->s, b, b, 4, ACCEL_F32, ACCEL_REDUCE_SUM),
+         ACCEL_ERROR_INVALID_ARGUMENT);
+  /* a read-only registration may be sent, never written (where the backend registers host
+   * memory) */
+  static float ro_host[64];
+  void *ro = NULL;
+  if (accel_memory_register(c->dev, ro_host, sizeof ro_host, ACCEL_REGISTER_READ_ONLY, &ro) ==
+      ACCEL_OK) {
+    EXPECT(accel_all_reduce(c->comm, c->s, ro, ro, 4, ACCEL_F32, ACCEL_REDUCE_SUM),
+           ACCEL_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(accel_last_error(), "read-only") != NULL, "read-only message: %s",
+          accel_last_error());
+    EXPECT(accel_all_gather(c->comm, c->s, a, ro, 4, ACCEL_F32), ACCEL_ERROR_INVALID_ARGUMENT);
+    if (c->size > 1)
+      EXPECT(accel_recv(c->comm, c->s, ro, 4, ACCEL_F32, (c->rank + 1) % c->size),
+             ACCEL_ERROR_INVALID_ARGUMENT);
+    EXPECT(accel_broadcast(c->comm, c->s, ro, 4, ACCEL_F32, (c->rank + 1) % c->size),
+           c->size > 1 ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_OK);
+    if (c->size == 1) OK(accel_stream_synchronize(c->s));
+    OK(accel_memory_unregister(c->dev, ro_host));
+  }
   accel_free(c->dev, a);
 }
 
