@@ -155,6 +155,10 @@ uint64_t accel_cmdlist_hash(const accel_cmdlist_t *l) {
         h = accel_hash_fold(h, (uintptr_t)c->u.host_func.fn);
         h = accel_hash_fold(h, (uintptr_t)c->u.host_func.user);
         break;
+      case ACCEL_CMD_NATIVE:
+        h = accel_hash_fold(h, (uintptr_t)c->u.native.enqueue);
+        h = accel_hash_fold(h, (uintptr_t)c->u.native.ctx);
+        break;
       default:
         h = accel_hash_fold(h, c->stream_slot);
         h = accel_hash_fold(h, c->u.event.event_slot);
@@ -180,6 +184,8 @@ static bool cmd_equal(const accel_cmd_t *a, const accel_cmd_t *b) {
              a->u.memset.value == b->u.memset.value;
     case ACCEL_CMD_HOST_FUNC:
       return a->u.host_func.fn == b->u.host_func.fn && a->u.host_func.user == b->u.host_func.user;
+    case ACCEL_CMD_NATIVE:
+      return a->u.native.enqueue == b->u.native.enqueue && a->u.native.ctx == b->u.native.ctx;
     default:
       return a->u.event.event_slot == b->u.event.event_slot;
   }

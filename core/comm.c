@@ -269,6 +269,17 @@ static void cmd_run(accel_host_op_t *op) {
   if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
 }
 
+/* Stream engines: issues the collective on the native stream, at once (eager, lazy flush) or
+ * while a backend captures its graph (gpu_graph_instantiate), so a replay does not come here. */
+static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
+  comm_cmd_t *cmd = ctx;
+  accel_comm_t *c = cmd->comm;
+  if (atomic_load(&c->failed))
+    return accel_set_error(ACCEL_ERROR_BACKEND, "engine '%s': the communicator failed earlier "
+                           "(accel_comm_get_error)", c->ev->name);
+  return c->ev->enqueue(c->impl, &cmd->cop, stream);
+}
+
 /* The memory a collective touches: range i is [p[i], +size[i]), access[i] 1 read, 2 write
  * (the allocator's convention: a write may not land in a read-only registration). */
 typedef struct cmd_ranges {
@@ -365,27 +376,9 @@ static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
                             accel_dtype_t downcast, const float *downcast_src) {
   accel_status_t vst = check_ranges(c, fn, ranges);
   if (vst != ACCEL_OK) return vst;
-  if (!c->ev->host_engine) {
-    /* stream engines: eager only, on the native stream (flushed first when lazy) */
-    int capturing = 0;
-    accel_stream_is_capturing(s, &capturing);
-    if (capturing)
-      return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
-                             "%s: engine '%s' collectives cannot be captured yet "
-                             "(docs/DISTRIBUTED.md)", fn, c->ev->name);
-    if (downcast != ACCEL_F32)
-      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: engine '%s' has no fused downcast",
-                             fn, c->ev->name);
-    const accel_backend_vtable_t *bv = c->dev->backend->vt;
-    accel_native_t native = {.struct_size = sizeof native};
-    if (bv->struct_size < offsetof(accel_backend_vtable_t, stream_native) + sizeof(void *) ||
-        !bv->stream_native)
-      return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: backend '%s' exposes no native "
-                             "stream", fn, c->dev->backend->name);
-    accel_status_t st = accel_stream_flush(s);
-    if (st == ACCEL_OK) st = bv->stream_native(s->impl, &native);
-    return st != ACCEL_OK ? st : c->ev->enqueue(c->impl, cop, &native);
-  }
+  if (!c->ev->host_engine && downcast != ACCEL_F32)
+    return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: engine '%s' has no fused downcast",
+                           fn, c->ev->name);
   comm_cmd_t *cmd = calloc(1, sizeof *cmd);
   if (!cmd) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   cmd->op.keep.refcount = 1;
@@ -397,7 +390,10 @@ static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
   cmd->downcast = downcast;
   cmd->downcast_src = downcast_src;
   cmd_ranges_t r = *ranges;
-  accel_status_t st = accel_enqueue_host_op(s, fn, &cmd->op, cmd_range, &r, 2);
+  accel_status_t st =
+      c->ev->host_engine
+          ? accel_enqueue_host_op(s, fn, &cmd->op, cmd_range, &r, 2)
+          : accel_enqueue_native(s, fn, cmd_enqueue, cmd, &cmd->op.keep, cmd_range, &r, 2);
   accel_keepalive_release(&cmd->op.keep); /* the issuer's reference */
   return st;
 }

@@ -76,6 +76,17 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *stream, const char *name,
                                      accel_host_op_t *op, accel_range_fn ranges, void *ctx,
                                      size_t nranges);
 
+/* Native work (ACCEL_CMD_NATIVE): enqueue(ctx, native stream) issues it on the vendor stream
+ * under s. Eager: run at once (after earlier work was submitted). Captured or lazy: recorded
+ * with a reference to keep (may be NULL when ctx needs none) when the backend sets
+ * native_commands; otherwise a capture is refused with UNSUPPORTED and invalidated, and a lazy
+ * queue is flushed first. ranges as for accel_enqueue_kernel (pinned by a capture). */
+accel_status_t accel_enqueue_native(accel_stream_t *stream, const char *name,
+                                    accel_status_t (*enqueue)(void *ctx,
+                                                              const accel_native_t *stream),
+                                    void *ctx, accel_keepalive_t *keep, accel_range_fn ranges,
+                                    void *rctx, size_t nranges);
+
 /* Internal device memory outside the caching allocator and the user's memory statistics
  * (chunk tables). Not stream ordered: free only memory no queued work still reads. */
 accel_status_t accel_device_internal_alloc(accel_device_t *device, size_t size, void **ptr);

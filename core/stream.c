@@ -140,6 +140,11 @@ static accel_status_t dispatch(accel_stream_t *s, const accel_cmd_t *c) {
                               c->u.memset.size);
     case ACCEL_CMD_HOST_FUNC:
       return vt->launch_host_func(s->impl, c->u.host_func.fn, c->u.host_func.user);
+    case ACCEL_CMD_NATIVE: {
+      accel_native_t native = {.struct_size = sizeof native};
+      accel_status_t st = vt->stream_native(s->impl, &native); /* checked by the enqueuer */
+      return st == ACCEL_OK ? c->u.native.enqueue(c->u.native.ctx, &native) : st;
+    }
     default:
       return ACCEL_OK; /* fork/join edges: stream order already satisfies them */
   }
@@ -248,6 +253,43 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *s, const char *name, accel_
     st = accel_stream_submit_locked(s, &c, &op->keep);
     if (st == ACCEL_OK && captured && nranges)
       st = accel_capture_pin_locked(s, ranges, ctx, nranges, NULL);
+  }
+  pthread_mutex_unlock(&s->lock);
+  accel_trace_end_args(&t, "\"captured\":%d", captured);
+  return st;
+}
+
+accel_status_t accel_enqueue_native(accel_stream_t *s, const char *name,
+                                    accel_status_t (*enqueue)(void *ctx,
+                                                              const accel_native_t *stream),
+                                    void *ctx, accel_keepalive_t *keep, accel_range_fn ranges,
+                                    void *rctx, size_t nranges) {
+  accel_status_t st = accel_stream_check(s, name, NULL);
+  if (st != ACCEL_OK) return st;
+  const accel_backend_t *b = s->dev->backend;
+  accel_cmd_t c = {.type = ACCEL_CMD_NATIVE};
+  c.u.native.enqueue = enqueue;
+  c.u.native.ctx = ctx;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, name);
+  pthread_mutex_lock(&s->lock);
+  const bool captured = s->capture != NULL;
+  if (!b->vt->native_commands && captured) {
+    /* the plugin cannot put native work into its graph: the capture cannot be completed */
+    accel_capture_invalidate(s->capture, "%s: backend '%s' cannot capture native work "
+                             "(a stream engine's collective)", name, b->name);
+    st = accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                         "%s: backend '%s' cannot capture native work (a stream engine's "
+                         "collective); the capture is invalidated", name, b->name);
+  } else if (!b->vt->stream_native) {
+    st = accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: backend '%s' exposes no native stream",
+                         name, b->name);
+  } else if (!b->vt->native_commands && s->lazy) {
+    st = accel_lazy_flush_locked(s); /* the plugin's batches cannot carry it: run it now */
+    if (st == ACCEL_OK) st = dispatch(s, &c);
+  } else {
+    st = accel_stream_submit_locked(s, &c, keep);
+    if (st == ACCEL_OK && captured && nranges)
+      st = accel_capture_pin_locked(s, ranges, rctx, nranges, NULL);
   }
   pthread_mutex_unlock(&s->lock);
   accel_trace_end_args(&t, "\"captured\":%d", captured);

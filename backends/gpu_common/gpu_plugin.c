@@ -47,6 +47,7 @@ static const accel_backend_vtable_t gpu_vtable = {
     .event_native = gpu_event_native,
     .stream_wait_native_event = gpu_stream_wait_native_event,
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* embedded fatbin / code objects */
+    .native_commands = 1, /* gpu_issue runs them; gpu_graph_instantiate captures them */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

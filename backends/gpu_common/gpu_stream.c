@@ -87,6 +87,12 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
                                    GPU_BACKEND_NAME, be->library_path,
                                    gpu_api_names.LaunchHostFunc);
       return GPU_TRY(be, LaunchHostFunc, stream, cmd->u.host_func.fn, cmd->u.host_func.user);
+    case ACCEL_CMD_NATIVE: {
+      /* a stream engine's collective; inside gpu_graph_instantiate `stream` is capturing, so
+       * the vendor library's kernels become nodes of the graph (NCCL >= 2.9, RCCL) */
+      accel_native_t native = {.struct_size = sizeof native, .queue = stream};
+      return cmd->u.native.enqueue(cmd->u.native.ctx, &native);
+    }
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT:
       break;

@@ -21,6 +21,7 @@ accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handl
       return ACCEL_OK;
     }
     case ACCEL_CMD_HOST_FUNC:
+    case ACCEL_CMD_NATIVE: /* never handed over: native_commands is 0 */
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT:
       break;

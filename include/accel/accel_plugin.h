@@ -127,7 +127,13 @@ typedef enum accel_cmd_type {
   ACCEL_CMD_HOST_FUNC = 3,
   /* Only in graph_instantiate lists: fork/join edges between the capture's streams. */
   ACCEL_CMD_EVENT_RECORD = 4,
-  ACCEL_CMD_EVENT_WAIT = 5
+  ACCEL_CMD_EVENT_WAIT = 5,
+  /* Native work (a stream engine's collective): enqueue(ctx, stream) issues it on the vendor
+   * stream given in stream->queue, in stream order, and returns without waiting. Handed to a
+   * plugin (submit_batch, graph_instantiate) only when its vtable sets native_commands; the
+   * core runs it itself elsewhere (eager) or refuses it (capture). The core keeps ctx alive
+   * for as long as the command list exists. */
+  ACCEL_CMD_NATIVE = 6
 } accel_cmd_type_t;
 
 typedef struct accel_cmd {
@@ -139,6 +145,10 @@ typedef struct accel_cmd {
     struct { void *dst; size_t size; uint32_t value; } memset; /* byte value */
     struct { accel_host_fn_t fn; void *user; } host_func;
     struct { uint32_t event_slot; } event; /* record/wait pairs share a slot number */
+    struct {
+      accel_status_t (*enqueue)(void *ctx, const accel_native_t *stream);
+      void *ctx;
+    } native; /* ACCEL_CMD_NATIVE; no larger than the kernel member: the union keeps its size */
   } u;
 } accel_cmd_t;
 
@@ -273,6 +283,14 @@ typedef struct accel_backend_vtable {
    * higher is preferred (0 when NULL). Called after backend_init, like device_info; must not
    * initialise more driver state than device_info does. */
   accel_status_t (*device_score)(accel_be_backend_t *backend, int index, int32_t *score);
+
+  /* --- native commands (read only when struct_size covers it) ----------------------------- */
+  /* Nonzero: submit_batch and graph_instantiate accept ACCEL_CMD_NATIVE (graph_instantiate
+   * calls enqueue on the stream it captures into, so the native work becomes part of the
+   * native graph; submit_batch on the stream's own vendor stream). Zero (older plugins): the
+   * core never hands ACCEL_CMD_NATIVE to the plugin; a capture of native work is refused with
+   * UNSUPPORTED, and a lazy queue is flushed before it runs eagerly. */
+  uintptr_t native_commands;
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

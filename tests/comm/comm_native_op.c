@@ -1,0 +1,154 @@
+/*
+ * A stream engine's collectives as native commands (ACCEL_CMD_NATIVE) on a backend without
+ * native capture (OpenCL on PoCL here), with the fake engine of fake_stream_engine.c:
+ *  - eager: the engine's enqueue runs at once, on the accel stream's native queue;
+ *  - lazy: the queued work is flushed and the collective issued at once (the plugin's batches
+ *    cannot carry it);
+ *  - capture: UNSUPPORTED naming the reason, the engine is not called, the capture is
+ *    invalidated (capture_end: CAPTURE_INVALIDATED, an empty graph), and the stream and
+ *    communicator stay usable (a fill and a copy round-trip, another collective).
+ * argv[1]: the path of libaccelcomm-fakestream.so (its counters are read with dlopen NOLOAD).
+ * SKIP (77) without an OpenCL device.
+ */
+#include <accel/accel.h>
+#include <accel/accel_comm.h>
+#include <accel/accel_comm_engine.h>
+#include <accel/accel_interop.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/check.h"
+
+static int *calls;
+static void **last_queue;
+static accel_comm_op_t *last_op;
+
+static void *native_queue(accel_stream_t *s) {
+  accel_native_t n = {.struct_size = sizeof n};
+  accel_status_t st = accel_stream_native(s, &n);
+  CHECK(st == ACCEL_OK, "accel_stream_native: %s", accel_last_error());
+  return n.queue;
+}
+
+/* One all-reduce of buf on s; the fake engine must have issued it on s's queue. */
+static void eager_case(accel_comm_t *c, accel_stream_t *s, float *buf, size_t n) {
+  const int before = *calls;
+  accel_status_t st = accel_all_reduce(c, s, buf, buf, n, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_OK, "eager all_reduce: %s %s", accel_status_name(st), accel_last_error());
+  CHECK(*calls == before + 1, "eager: engine called %d times", *calls - before);
+  CHECK(*last_queue == native_queue(s), "eager: issued on another queue");
+  CHECK(last_op->kind == ACCEL_COMM_ALL_REDUCE && last_op->count == n &&
+            last_op->recv == buf && last_op->send == buf,
+        "eager: the engine got another operation");
+}
+
+static void lazy_case(accel_device_t *dev, accel_comm_t *c, float *buf, size_t n) {
+  accel_stream_t *s = NULL;
+  if (accel_stream_create_ex(dev, ACCEL_STREAM_LAZY, &s) != ACCEL_OK) {
+    CHECK(0, "lazy stream: %s", accel_last_error());
+    return;
+  }
+  accel_lazy_stats_t a = {0}, b = {0};
+  CHECK(accel_memset_async(s, buf, 0, n * sizeof *buf) == ACCEL_OK, "lazy fill");
+  accel_stream_lazy_stats(s, &a);
+  CHECK(a.ops_queued >= 1, "the fill was not queued");
+  const int before = *calls;
+  accel_status_t st = accel_all_reduce(c, s, buf, buf, n, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_OK, "lazy all_reduce: %s %s", accel_status_name(st), accel_last_error());
+  CHECK(*calls == before + 1, "lazy: engine called %d times", *calls - before);
+  accel_stream_lazy_stats(s, &b);
+  CHECK(b.flushes == a.flushes + 1, "lazy: the queue was not flushed before the collective");
+  CHECK(accel_stream_synchronize(s) == ACCEL_OK, "lazy sync: %s", accel_last_error());
+  accel_stream_destroy(s);
+}
+
+static void capture_case(accel_device_t *dev, accel_comm_t *c, accel_stream_t *s, float *buf,
+                         size_t n) {
+  accel_graph_t *g = NULL;
+  CHECK(accel_graph_create(dev, &g) == ACCEL_OK, "graph: %s", accel_last_error());
+  CHECK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL) == ACCEL_OK,
+        "capture_begin: %s", accel_last_error());
+  CHECK(accel_memset_async(s, buf, 0, n * sizeof *buf) == ACCEL_OK, "captured fill");
+  const int before = *calls;
+  accel_status_t st = accel_all_reduce(c, s, buf, buf, n, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_ERROR_UNSUPPORTED, "captured all_reduce: %s", accel_status_name(st));
+  CHECK(strstr(accel_last_error(), "accel_all_reduce") &&
+            strstr(accel_last_error(), "cannot capture native work"),
+        "message: %s", accel_last_error());
+  CHECK(*calls == before, "capture: the engine was called");
+  st = accel_graph_capture_end(g);
+  CHECK(st == ACCEL_ERROR_CAPTURE_INVALIDATED, "capture_end: %s", accel_status_name(st));
+  CHECK(strstr(accel_last_error(), "cannot capture native work"), "capture_end message: %s",
+        accel_last_error());
+  size_t nodes = 1;
+  accel_graph_node_count(g, &nodes);
+  CHECK(nodes == 0, "invalidated graph holds %zu nodes", nodes);
+  accel_graph_destroy(g);
+}
+
+/* The stream still works: a fill and a copy back give the filled bytes. */
+static void usable_case(accel_stream_t *s, float *buf, size_t n) {
+  unsigned char host[64];
+  memset(host, 0, sizeof host);
+  CHECK(accel_memset_async(s, buf, 0x5a, sizeof host) == ACCEL_OK, "fill: %s",
+        accel_last_error());
+  CHECK(accel_memcpy_async(s, host, buf, sizeof host) == ACCEL_OK, "copy: %s",
+        accel_last_error());
+  CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
+  for (size_t i = 0; i < sizeof host; ++i)
+    if (host[i] != 0x5a) {
+      CHECK(0, "byte %zu is %#x after the fill", i, host[i]);
+      break;
+    }
+  (void)n;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s LIBACCELCOMM_FAKESTREAM\n", argv[0]);
+    return 2;
+  }
+  accel_device_t *dev = NULL;
+  if (accel_device_open("opencl", &dev) != ACCEL_OK) {
+    printf("SKIP: no OpenCL device: %s\n", accel_last_error());
+    return 77;
+  }
+  accel_comm_t *c = NULL;
+  accel_status_t st = accel_comm_create_mpi(dev, NULL, "fakestream", &c);
+  if (st != ACCEL_OK) {
+    fprintf(stderr, "accel_comm_create_mpi(fakestream): %s %s\n", accel_status_name(st),
+            accel_last_error());
+    return 1;
+  }
+  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD);
+  calls = lib ? dlsym(lib, "fake_stream_calls") : NULL;
+  last_queue = lib ? dlsym(lib, "fake_stream_last_queue") : NULL;
+  last_op = lib ? dlsym(lib, "fake_stream_last_op") : NULL;
+  if (!calls || !last_queue || !last_op) {
+    fprintf(stderr, "%s is not the engine libaccel loaded: %s\n", argv[1], dlerror());
+    return 1;
+  }
+  const size_t n = 256;
+  float *buf = NULL;
+  accel_stream_t *s = NULL;
+  CHECK(accel_malloc(dev, n * sizeof *buf, (void **)&buf) == ACCEL_OK, "malloc: %s",
+        accel_last_error());
+  CHECK(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s) == ACCEL_OK, "stream: %s",
+        accel_last_error());
+  if (buf && s) {
+    eager_case(c, s, buf, n);
+    lazy_case(dev, c, buf, n);
+    capture_case(dev, c, s, buf, n);
+    usable_case(s, buf, n);
+    eager_case(c, s, buf, n);
+    accel_stream_destroy(s);
+    accel_free(dev, buf);
+  }
+  accel_status_t cerr = accel_comm_get_error(c);
+  CHECK(cerr == ACCEL_OK, "communicator failed: %s", accel_status_name(cerr));
+  accel_comm_destroy(c);
+  accel_device_close(dev);
+  printf("%s\n", failures ? "FAIL" : "ok");
+  return failures ? 1 : 0;
+}

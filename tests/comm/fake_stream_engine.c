@@ -1,0 +1,94 @@
+/*
+ * A test-only stream engine (libaccelcomm-fakestream.so): it bootstraps through the core's MPI
+ * all-gather like NCCL does, and its enqueue only records what it was asked to issue and on
+ * which native queue (fake_stream_calls / fake_stream_last_*), so that comm_native_op.c can
+ * check where the core runs, records or refuses a stream engine's collective on backends
+ * without a GPU. It moves no data.
+ */
+#include <accel/accel_comm_engine.h>
+#include <stdlib.h>
+
+ACCEL_PLUGIN_EXPORT int fake_stream_calls;
+ACCEL_PLUGIN_EXPORT void *fake_stream_last_queue;
+ACCEL_PLUGIN_EXPORT accel_comm_op_t fake_stream_last_op;
+
+static const accel_host_api_t *host;
+
+typedef struct fake_comm {
+  int rank, size;
+} fake_comm_t;
+
+static accel_status_t fake_init(const accel_host_api_t *h) {
+  host = h;
+  return ACCEL_OK;
+}
+
+/* Every rank learns every rank's number, as an NCCL id exchange would; a wrong gather fails. */
+static accel_status_t fake_create(const accel_comm_bootstrap_t *boot, const accel_native_t *dev,
+                                  accel_ce_comm_t **out) {
+  (void)dev;
+  int *ranks = calloc((size_t)boot->size, sizeof *ranks);
+  fake_comm_t *c = calloc(1, sizeof *c);
+  accel_status_t st = ranks && c ? ACCEL_OK
+                                 : host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "fakestream: oom");
+  if (st == ACCEL_OK) st = boot->all_gather(boot->ctx, &boot->rank, ranks, sizeof(int));
+  for (int i = 0; st == ACCEL_OK && i < boot->size; ++i)
+    if (ranks[i] != i)
+      st = host->set_error(ACCEL_ERROR_BACKEND, "fakestream: bootstrap slot %d holds %d", i,
+                           ranks[i]);
+  free(ranks);
+  if (st != ACCEL_OK) {
+    free(c);
+    return st;
+  }
+  c->rank = boot->rank;
+  c->size = boot->size;
+  *out = c;
+  return ACCEL_OK;
+}
+
+static accel_status_t fake_split(accel_ce_comm_t *cc, int color, int key, accel_ce_comm_t **out,
+                                 int *rank, int *size) {
+  (void)cc, (void)color, (void)key, (void)out, (void)rank, (void)size;
+  return host->set_error(ACCEL_ERROR_UNSUPPORTED, "fakestream: no split");
+}
+
+static void fake_destroy(accel_ce_comm_t *cc) { free(cc); }
+
+static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op,
+                                   const accel_native_t *stream) {
+  (void)cc;
+  fake_stream_calls++;
+  fake_stream_last_queue = stream->queue;
+  fake_stream_last_op = *op;
+  return ACCEL_OK;
+}
+
+static void fake_abort(accel_ce_comm_t *cc, int code) {
+  (void)cc;
+  exit(code);
+}
+
+static const accel_comm_engine_vtable_t vtable = {
+    .abi_version = ACCEL_COMM_ENGINE_ABI_VERSION,
+    .struct_size = sizeof(accel_comm_engine_vtable_t),
+    .name = "fakestream",
+    .description = "test stream engine: records enqueues, moves no data",
+    .host_engine = 0,
+    .engine_init = fake_init,
+    .comm_create_bootstrap = fake_create,
+    .comm_split = fake_split,
+    .comm_destroy = fake_destroy,
+    .enqueue = fake_enqueue,
+    .abort = fake_abort,
+};
+
+ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,
+                                                           const accel_host_api_t *h,
+                                                           const accel_comm_engine_vtable_t **out) {
+  if (host_abi != ACCEL_COMM_ENGINE_ABI_VERSION)
+    return h->set_error(ACCEL_ERROR_PLUGIN, "fakestream: ABI %u, host has %u",
+                        ACCEL_COMM_ENGINE_ABI_VERSION, host_abi);
+  *out = &vtable;
+  return ACCEL_OK;
+}
