@@ -277,7 +277,9 @@ static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
   if (atomic_load(&c->failed))
     return accel_set_error(ACCEL_ERROR_BACKEND, "engine '%s': the communicator failed earlier "
                            "(accel_comm_get_error)", c->ev->name);
-  return c->ev->enqueue(c->impl, &cmd->cop, stream);
+  accel_status_t st = c->ev->enqueue(c->impl, &cmd->cop, stream);
+  if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
+  return st;
 }
 
 /* The memory a collective touches: range i is [p[i], +size[i]), access[i] 1 read, 2 write

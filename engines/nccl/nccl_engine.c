@@ -8,9 +8,12 @@
  * current CUDA/HIP device must be the accel device's.
  *
  * Verified here only by compiling, loading and reporting UNAVAILABLE (no GPU, no libnccl).
- * Not done: capture of these collectives into accel graphs (the core refuses it with
- * UNSUPPORTED), ACCEL_COMM_TIMEOUT (NCCL's own NCCL_TIMEOUT / async error applies), and a
- * fused downcast (the core refuses accel_all_gather_downcast on stream engines).
+ * Graph capture: the core records each collective as an ACCEL_CMD_NATIVE command and the
+ * CUDA/HIP backend calls ccl_enqueue while it captures its private stream into the accel graph
+ * (NCCL >= 2.9 and RCCL can be captured), so a replay runs the captured NCCL kernels.
+ * Not done: ACCEL_COMM_TIMEOUT (NCCL's own NCCL_TIMEOUT / async error applies; an async error
+ * is checked before each enqueue), and a fused downcast (the core refuses
+ * accel_all_gather_downcast on stream engines).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +147,13 @@ static accel_status_t ccl_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op
                           : op->reduce == ACCEL_REDUCE_MAX ? CCL_MAX
                                                            : CCL_MIN;
   const size_t es = op->dtype == ACCEL_F32 ? 4 : 2;
-  ccl_result_t r = CCL_SUCCESS;
+  /* an earlier collective or a peer failed asynchronously: report it instead of queueing more
+   * work behind it (the core then marks the communicator failed) */
+  ccl_result_t r = CCL_SUCCESS, async = CCL_SUCCESS;
+  if ((r = ccl.CommGetAsyncError(c->comm, &async)) != CCL_SUCCESS)
+    return ccl_error("ncclCommGetAsyncError", r);
+  if (async != CCL_SUCCESS)
+    return ccl_error("an earlier collective (ncclCommGetAsyncError)", async);
   const char *call = "?";
   switch (op->kind) {
     case ACCEL_COMM_ALL_REDUCE:

@@ -6,7 +6,9 @@
  *    cannot carry it);
  *  - capture: UNSUPPORTED naming the reason, the engine is not called, the capture is
  *    invalidated (capture_end: CAPTURE_INVALIDATED, an empty graph), and the stream and
- *    communicator stay usable (a fill and a copy round-trip, another collective).
+ *    communicator stay usable (a fill and a copy round-trip, another collective);
+ *  - an enqueue that fails marks the communicator failed (accel_comm_get_error), and later
+ *    collectives on it fail without reaching the engine.
  * argv[1]: the path of libaccelcomm-fakestream.so (its counters are read with dlopen NOLOAD).
  * SKIP (77) without an OpenCL device.
  */
@@ -104,6 +106,20 @@ static void usable_case(accel_stream_t *s, float *buf, size_t n) {
   (void)n;
 }
 
+/* The fake engine fails a collective of 13 elements (FAKE_STREAM_FAIL_COUNT). */
+static void failure_case(accel_comm_t *c, accel_stream_t *s, float *buf) {
+  const int before = *calls;
+  accel_status_t st = accel_all_reduce(c, s, buf, buf, 13, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_ERROR_BACKEND, "failing all_reduce: %s", accel_status_name(st));
+  CHECK(accel_comm_get_error(c) == ACCEL_ERROR_BACKEND &&
+            strstr(accel_last_error(), "injected enqueue failure"),
+        "accel_comm_get_error after the failure: %s", accel_last_error());
+  st = accel_all_reduce(c, s, buf, buf, 8, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st != ACCEL_OK, "a collective on the failed communicator: %s", accel_status_name(st));
+  CHECK(*calls == before + 1, "the engine was called %d times", *calls - before);
+  usable_case(s, buf, 16);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s LIBACCELCOMM_FAKESTREAM\n", argv[0]);
@@ -142,11 +158,12 @@ int main(int argc, char **argv) {
     capture_case(dev, c, s, buf, n);
     usable_case(s, buf, n);
     eager_case(c, s, buf, n);
-    accel_stream_destroy(s);
-    accel_free(dev, buf);
   }
   accel_status_t cerr = accel_comm_get_error(c);
   CHECK(cerr == ACCEL_OK, "communicator failed: %s", accel_status_name(cerr));
+  if (buf && s) failure_case(c, s, buf);
+  if (s) accel_stream_destroy(s);
+  if (buf) accel_free(dev, buf);
   accel_comm_destroy(c);
   accel_device_close(dev);
   printf("%s\n", failures ? "FAIL" : "ok");

@@ -3,7 +3,8 @@
  * all-gather like NCCL does, and its enqueue only records what it was asked to issue and on
  * which native queue (fake_stream_calls / fake_stream_last_*), so that comm_native_op.c can
  * check where the core runs, records or refuses a stream engine's collective on backends
- * without a GPU. It moves no data.
+ * without a GPU. It moves no data. A collective of FAKE_STREAM_FAIL_COUNT elements fails, as
+ * NCCL's enqueue does on an asynchronous error.
  */
 #include <accel/accel_comm_engine.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 ACCEL_PLUGIN_EXPORT int fake_stream_calls;
 ACCEL_PLUGIN_EXPORT void *fake_stream_last_queue;
 ACCEL_PLUGIN_EXPORT accel_comm_op_t fake_stream_last_op;
+
+#define FAKE_STREAM_FAIL_COUNT 13
 
 static const accel_host_api_t *host;
 
@@ -59,6 +62,8 @@ static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *o
                                    const accel_native_t *stream) {
   (void)cc;
   fake_stream_calls++;
+  if (op->count == FAKE_STREAM_FAIL_COUNT)
+    return host->set_error(ACCEL_ERROR_BACKEND, "fakestream: injected enqueue failure");
   fake_stream_last_queue = stream->queue;
   fake_stream_last_op = *op;
   return ACCEL_OK;
