@@ -32,6 +32,7 @@ struct accel_comm {
   uint64_t serial;           /* never reused: keys the issuing threads' validation caches */
   pthread_mutex_t lock;      /* guards the failure record */
   atomic_int failed;
+  atomic_int cancelled; /* the engine's comm_cancel was called (stream engines' watchdog) */
   accel_status_t error;
   char message[768];
 };
@@ -282,6 +283,40 @@ static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
   return st;
 }
 
+/* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). */
+static accel_status_t watch_async_error(void *owner) {
+  accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
+  return c->ev->comm_async_error ? c->ev->comm_async_error(c->impl) : ACCEL_OK;
+}
+
+static void watch_expired(void *owner, const char *why) {
+  accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
+  char msg[512];
+  snprintf(msg, sizeof msg, "rank %d of %d: %s", c->rank, c->size, why);
+  comm_fail(c, ACCEL_ERROR_BACKEND, msg);
+  if (c->ev->comm_cancel && !atomic_exchange(&c->cancelled, 1)) c->ev->comm_cancel(c->impl);
+}
+
+static void watch_release(void *owner) { accel_keepalive_release(&((comm_cmd_t *)owner)->op.keep); }
+
+static const accel_watch_ops_t watch_ops = {watch_async_error, watch_expired, watch_release};
+
+/* ACCEL_COMM_TIMEOUT on an eager collective of a stream engine; captured and lazily queued
+ * ones are not watched (they run later, at a time the core does not see). */
+static void watch_collective(comm_cmd_t *cmd, accel_stream_t *s, const char *fn) {
+  int capturing = 0, lazy = 0;
+  accel_stream_is_capturing(s, &capturing);
+  accel_stream_is_lazy(s, &lazy);
+  if (capturing || lazy) return;
+  accel_keepalive_retain(&cmd->op.keep); /* the watch's */
+  if (accel_watch_stream(s, cmd->comm->timeout_s, fn, &watch_ops, cmd) != ACCEL_OK) {
+    /* the collective is issued: report that it goes unwatched rather than failing it */
+    accel_log(ACCEL_LOG_WARN, "comm", "%s: not watched (ACCEL_COMM_TIMEOUT): %s", fn,
+              accel_last_error());
+    accel_keepalive_release(&cmd->op.keep);
+  }
+}
+
 /* The memory a collective touches: range i is [p[i], +size[i]), access[i] 1 read, 2 write
  * (the allocator's convention: a write may not land in a read-only registration). */
 typedef struct cmd_ranges {
@@ -396,6 +431,7 @@ static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
       c->ev->host_engine
           ? accel_enqueue_host_op(s, fn, &cmd->op, cmd_range, &r, 2)
           : accel_enqueue_native(s, fn, cmd_enqueue, cmd, &cmd->op.keep, cmd_range, &r, 2);
+  if (st == ACCEL_OK && !c->ev->host_engine) watch_collective(cmd, s, fn);
   accel_keepalive_release(&cmd->op.keep); /* the issuer's reference */
   return st;
 }

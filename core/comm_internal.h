@@ -27,4 +27,17 @@ accel_status_t accel_comm_check_fingerprints(const accel_comm_engine_vtable_t *e
 /* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
 void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);
 
+/* ACCEL_COMM_TIMEOUT for stream engines (core/comm_watchdog.c): watches the work submitted to
+ * the eager stream s so far. async_error (may be NULL) is polled while it runs; expired(owner,
+ * why) is called from the watchdog thread when it reports an error or timeout_s passed first
+ * (possibly more than once for one owner); release(owner) once the watch is gone. On failure
+ * nothing is watched and release is not called. */
+typedef struct accel_watch_ops {
+  accel_status_t (*async_error)(void *owner);
+  void (*expired)(void *owner, const char *why);
+  void (*release)(void *owner);
+} accel_watch_ops_t;
+accel_status_t accel_watch_stream(accel_stream_t *s, double timeout_s, const char *what,
+                                  const accel_watch_ops_t *ops, void *owner);
+
 #endif

@@ -21,6 +21,7 @@
 typedef struct engine_slot {
   char name[32];
   const accel_comm_engine_vtable_t *vt;
+  accel_comm_engine_vtable_t copy; /* what the engine has; slots it predates stay NULL */
   accel_status_t status;
   char message[1024];
 } engine_slot_t;
@@ -36,9 +37,9 @@ static const char *check_vtable(const accel_comm_engine_vtable_t *vt, const char
              ACCEL_COMM_ENGINE_ABI_VERSION);
     return buf;
   }
-  if (vt->struct_size < sizeof(accel_comm_engine_vtable_t)) {
+  if (vt->struct_size < ACCEL_COMM_ENGINE_VTABLE_MIN_SIZE) {
     snprintf(buf, len, "vtable of %u bytes, libaccel needs %zu", vt->struct_size,
-             sizeof(accel_comm_engine_vtable_t));
+             (size_t)ACCEL_COMM_ENGINE_VTABLE_MIN_SIZE);
     return buf;
   }
   if (!vt->name || strcmp(vt->name, name) != 0) return "engine name does not match its file";
@@ -82,7 +83,10 @@ static int try_dir(const char *dir, engine_slot_t *e) {
   e->status = vt->engine_init(&accel_host_api);
   if (e->status != ACCEL_OK)
     snprintf(e->message, sizeof e->message, "%.500s: %.500s", path, accel_last_error());
-  e->vt = vt; /* kept loaded: an UNAVAILABLE engine still reports why on every create */
+  memset(&e->copy, 0, sizeof e->copy);
+  memcpy(&e->copy, vt, vt->struct_size < sizeof e->copy ? vt->struct_size : sizeof e->copy);
+  e->copy.struct_size = sizeof e->copy;
+  e->vt = &e->copy; /* kept loaded: an UNAVAILABLE engine still reports why on every create */
   accel_log(ACCEL_LOG_INFO, "comm", "engine %s from %s: %s", e->name, path,
             e->status == ACCEL_OK ? "ready" : e->message);
   return 1;

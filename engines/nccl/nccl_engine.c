@@ -11,9 +11,11 @@
  * Graph capture: the core records each collective as an ACCEL_CMD_NATIVE command and the
  * CUDA/HIP backend calls ccl_enqueue while it captures its private stream into the accel graph
  * (NCCL >= 2.9 and RCCL can be captured), so a replay runs the captured NCCL kernels.
- * Not done: ACCEL_COMM_TIMEOUT (NCCL's own NCCL_TIMEOUT / async error applies; an async error
- * is checked before each enqueue), and a fused downcast (the core refuses
- * accel_all_gather_downcast on stream engines).
+ * ACCEL_COMM_TIMEOUT: the core's watchdog (core/comm_watchdog.c) polls ccl_async_error while
+ * eager collectives run and calls ccl_cancel (ncclCommAbort) when one fails or passes the
+ * deadline. Not done: non-blocking communicators (ncclCommInitRankConfig with blocking = 0), so
+ * an NCCL call that blocks on the host (connection setup) is not interrupted; a fused downcast
+ * (the core refuses accel_all_gather_downcast on stream engines).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ static struct {
 typedef struct ccl_engine_comm {
   ccl_comm_t comm;
   int rank, size;
+  int aborted; /* ncclCommAbort freed comm (ccl_cancel) */
 } ccl_engine_comm_t;
 
 static accel_status_t ccl_error(const char *call, ccl_result_t r) {
@@ -130,8 +133,27 @@ static accel_status_t ccl_split(accel_ce_comm_t *cc, int color, int key, accel_c
 
 static void ccl_destroy(accel_ce_comm_t *cc) {
   ccl_engine_comm_t *c = cc;
-  ccl.CommDestroy(c->comm);
+  if (!c->aborted) ccl.CommDestroy(c->comm);
   free(c);
+}
+
+/* The watchdog's probe (ACCEL_COMM_TIMEOUT): an error a collective hit asynchronously. */
+static accel_status_t ccl_async_error(accel_ce_comm_t *cc) {
+  ccl_engine_comm_t *c = cc;
+  ccl_result_t async = CCL_SUCCESS, r = ccl.CommGetAsyncError(c->comm, &async);
+  if (r != CCL_SUCCESS) return ccl_error("ncclCommGetAsyncError", r);
+  return async == CCL_SUCCESS ? ACCEL_OK
+                               : ccl_error("a collective (ncclCommGetAsyncError)", async);
+}
+
+/* The watchdog gave up on a collective: ncclCommAbort makes the communicator's kernels return
+ * (so the stream moves on) and frees it; the core issues nothing on it afterwards. */
+static void ccl_cancel(accel_ce_comm_t *cc) {
+  ccl_engine_comm_t *c = cc;
+  ccl_result_t r = ccl.CommAbort(c->comm);
+  c->aborted = 1;
+  if (r != CCL_SUCCESS)
+    host->log(ACCEL_LOG_ERROR, ENGINE_NAME, "ncclCommAbort: %s (%u)", ccl.GetErrorString(r), r);
 }
 
 static ccl_datatype_t dtype_of(uint32_t dt) {
@@ -207,6 +229,8 @@ static const accel_comm_engine_vtable_t vtable = {
     .comm_destroy = ccl_destroy,
     .enqueue = ccl_enqueue,
     .abort = ccl_abort,
+    .comm_async_error = ccl_async_error,
+    .comm_cancel = ccl_cancel,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,

@@ -24,6 +24,8 @@
 #ifndef ACCEL_ACCEL_COMM_ENGINE_H
 #define ACCEL_ACCEL_COMM_ENGINE_H
 
+#include <stddef.h>
+
 #include "accel_comm.h"
 #include "accel_interop.h"
 #include "accel_plugin.h"
@@ -103,7 +105,21 @@ typedef struct accel_comm_engine_vtable {
   /* Host engines: all-gather of host bytes (bootstrap of stream engines, split bookkeeping). */
   accel_status_t (*host_all_gather)(accel_ce_comm_t *comm, const void *send, void *recv,
                                     size_t bytes, double timeout_s);
+
+  /* --- added later: optional, read only when struct_size covers them ---------------------- */
+  /* Stream engines: ACCEL_OK, or the error (with host->set_error) that a collective of comm
+   * hit asynchronously (ncclCommGetAsyncError). Polled by the core's watchdog thread while
+   * eager collectives are in flight (ACCEL_COMM_TIMEOUT, docs/DISTRIBUTED.md). */
+  accel_status_t (*comm_async_error)(accel_ce_comm_t *comm);
+  /* Stream engines: makes comm's pending work return without ending the process
+   * (ncclCommAbort). Called at most once, from the watchdog thread, when an eager collective
+   * passed ACCEL_COMM_TIMEOUT or comm_async_error reported a failure; the core issues nothing on
+   * comm afterwards, and comm_destroy (still called) must free only what is left. */
+  void (*comm_cancel)(accel_ce_comm_t *comm);
 } accel_comm_engine_vtable_t;
+
+/* The vtable size of engines built before comm_async_error: still accepted. */
+#define ACCEL_COMM_ENGINE_VTABLE_MIN_SIZE offsetof(accel_comm_engine_vtable_t, comm_async_error)
 
 typedef accel_status_t (*accel_comm_engine_query_fn)(uint32_t host_abi,
                                                      const accel_host_api_t *host,

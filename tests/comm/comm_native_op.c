@@ -8,7 +8,11 @@
  *    invalidated (capture_end: CAPTURE_INVALIDATED, an empty graph), and the stream and
  *    communicator stay usable (a fill and a copy round-trip, another collective);
  *  - an enqueue that fails marks the communicator failed (accel_comm_get_error), and later
- *    collectives on it fail without reaching the engine.
+ *    collectives on it fail without reaching the engine;
+ *  - ACCEL_COMM_TIMEOUT (2 s here): a collective whose stream is held by a blocking host
+ *    function fails its communicator after the deadline, not before, and the engine's
+ *    comm_cancel runs once; an asynchronous error the engine reports fails it before the
+ *    deadline. The watchdog is core/comm_watchdog.c.
  * argv[1]: the path of libaccelcomm-fakestream.so (its counters are read with dlopen NOLOAD).
  * SKIP (77) without an OpenCL device.
  */
@@ -17,12 +21,18 @@
 #include <accel/accel_comm_engine.h>
 #include <accel/accel_interop.h>
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/check.h"
 
+#define TIMEOUT_S 2.0 /* ACCEL_COMM_TIMEOUT in meson.build */
+
 static int *calls;
+static volatile int *async_fail, *cancels;
+static atomic_int hold; /* the blocking host function waits while it is 1 */
 static void **last_queue;
 static accel_comm_op_t *last_op;
 
@@ -120,6 +130,66 @@ static void failure_case(accel_comm_t *c, accel_stream_t *s, float *buf) {
   usable_case(s, buf, 16);
 }
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void block_stream(void *user) {
+  (void)user;
+  struct timespec ts = {0, 1000000};
+  while (atomic_load(&hold)) nanosleep(&ts, NULL);
+}
+
+/* A collective stuck behind a blocking host function: inject_async 0 waits for the deadline,
+ * 1 reports an asynchronous error right after the issue. */
+static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
+  accel_comm_t *c = NULL;
+  accel_stream_t *s = NULL;
+  if (accel_comm_create_mpi(dev, NULL, "fakestream", &c) != ACCEL_OK ||
+      accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s) != ACCEL_OK) {
+    CHECK(0, "watchdog setup: %s", accel_last_error());
+    return;
+  }
+  const int cancels_before = *cancels;
+  atomic_store(&hold, 1);
+  CHECK(accel_launch_host_func(s, block_stream, NULL) == ACCEL_OK, "host func: %s",
+        accel_last_error());
+  const double t0 = now_s();
+  accel_status_t st = accel_all_reduce(c, s, buf, buf, 8, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_OK, "watched all_reduce: %s", accel_last_error());
+  if (inject_async) *async_fail = 1;
+  while (accel_comm_get_error(c) == ACCEL_OK && now_s() - t0 < 4 * TIMEOUT_S) {
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  const double waited = now_s() - t0;
+  st = accel_comm_get_error(c);
+  const char *msg = accel_last_error();
+  CHECK(st == ACCEL_ERROR_BACKEND, "after %.2f s: %s", waited, accel_status_name(st));
+  if (inject_async) {
+    CHECK(waited < TIMEOUT_S, "async error seen after %.2f s", waited);
+    CHECK(strstr(msg, "failed asynchronously") && strstr(msg, "injected async error"),
+          "message: %s", msg);
+  } else {
+    CHECK(waited >= TIMEOUT_S - 0.01 && waited < 3 * TIMEOUT_S, "timed out after %.2f s",
+          waited);
+    CHECK(strstr(msg, "accel_all_reduce did not complete within 2 s (ACCEL_COMM_TIMEOUT)"),
+          "message: %s", msg);
+  }
+  CHECK(*cancels == cancels_before + 1, "comm_cancel ran %d times", *cancels - cancels_before);
+  *async_fail = 0;
+  atomic_store(&hold, 0);
+  CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
+  const int before = *calls;
+  CHECK(accel_all_reduce(c, s, buf, buf, 8, ACCEL_F32, ACCEL_REDUCE_SUM) != ACCEL_OK,
+        "a collective after the failure succeeded");
+  CHECK(*calls == before, "the engine was called after the failure");
+  accel_stream_destroy(s);
+  accel_comm_destroy(c);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s LIBACCELCOMM_FAKESTREAM\n", argv[0]);
@@ -141,7 +211,9 @@ int main(int argc, char **argv) {
   calls = lib ? dlsym(lib, "fake_stream_calls") : NULL;
   last_queue = lib ? dlsym(lib, "fake_stream_last_queue") : NULL;
   last_op = lib ? dlsym(lib, "fake_stream_last_op") : NULL;
-  if (!calls || !last_queue || !last_op) {
+  async_fail = lib ? dlsym(lib, "fake_stream_async_fail") : NULL;
+  cancels = lib ? dlsym(lib, "fake_stream_cancels") : NULL;
+  if (!calls || !last_queue || !last_op || !async_fail || !cancels) {
     fprintf(stderr, "%s is not the engine libaccel loaded: %s\n", argv[1], dlerror());
     return 1;
   }
@@ -162,6 +234,8 @@ int main(int argc, char **argv) {
   accel_status_t cerr = accel_comm_get_error(c);
   CHECK(cerr == ACCEL_OK, "communicator failed: %s", accel_status_name(cerr));
   if (buf && s) failure_case(c, s, buf);
+  if (buf) watchdog_case(dev, buf, 0);
+  if (buf) watchdog_case(dev, buf, 1);
   if (s) accel_stream_destroy(s);
   if (buf) accel_free(dev, buf);
   accel_comm_destroy(c);

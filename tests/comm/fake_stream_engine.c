@@ -12,6 +12,10 @@
 ACCEL_PLUGIN_EXPORT int fake_stream_calls;
 ACCEL_PLUGIN_EXPORT void *fake_stream_last_queue;
 ACCEL_PLUGIN_EXPORT accel_comm_op_t fake_stream_last_op;
+/* the watchdog's slots: set fake_stream_async_fail to report an asynchronous error; every
+ * comm_cancel counts */
+ACCEL_PLUGIN_EXPORT volatile int fake_stream_async_fail;
+ACCEL_PLUGIN_EXPORT volatile int fake_stream_cancels;
 
 #define FAKE_STREAM_FAIL_COUNT 13
 
@@ -69,6 +73,18 @@ static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *o
   return ACCEL_OK;
 }
 
+static accel_status_t fake_async_error(accel_ce_comm_t *cc) {
+  (void)cc;
+  return fake_stream_async_fail
+             ? host->set_error(ACCEL_ERROR_BACKEND, "fakestream: injected async error")
+             : ACCEL_OK;
+}
+
+static void fake_cancel(accel_ce_comm_t *cc) {
+  (void)cc;
+  __atomic_add_fetch(&fake_stream_cancels, 1, __ATOMIC_SEQ_CST);
+}
+
 static void fake_abort(accel_ce_comm_t *cc, int code) {
   (void)cc;
   exit(code);
@@ -86,6 +102,8 @@ static const accel_comm_engine_vtable_t vtable = {
     .comm_destroy = fake_destroy,
     .enqueue = fake_enqueue,
     .abort = fake_abort,
+    .comm_async_error = fake_async_error,
+    .comm_cancel = fake_cancel,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,
