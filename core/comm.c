@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel/accel_kernels.h"
 #include "comm_internal.h"
 
 #define DEFAULT_TIMEOUT_S 300.0
@@ -413,9 +414,6 @@ static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
                             accel_dtype_t downcast, const float *downcast_src) {
   accel_status_t vst = check_ranges(c, fn, ranges);
   if (vst != ACCEL_OK) return vst;
-  if (!c->ev->host_engine && downcast != ACCEL_F32)
-    return accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: engine '%s' has no fused downcast",
-                           fn, c->ev->name);
   comm_cmd_t *cmd = calloc(1, sizeof *cmd);
   if (!cmd) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   cmd->op.keep.refcount = 1;
@@ -583,7 +581,13 @@ accel_status_t accel_all_gather_downcast(accel_comm_t *c, accel_stream_t *s, con
   accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_GATHER, .dtype = recv_dtype, .send = NULL,
                          .recv = recv, .count = send_count};
   cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}, {1, 2}, {"send", "recv"}};
-  return issue(c, s, __func__, &cop, &r, recv_dtype, send);
+  if (c->ev->host_engine) return issue(c, s, __func__, &cop, &r, recv_dtype, send);
+  /* stream engines: the cast kernel writes this rank's block, then an in-place all-gather */
+  accel_tensor_t src = {(void *)send, send_count, ACCEL_F32};
+  accel_tensor_t dst = {(char *)recv + (size_t)c->rank * send_count * es, send_count,
+                        recv_dtype};
+  if (send_count && (st = accel_cast(s, &src, &dst, 1, NULL)) != ACCEL_OK) return st;
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
 }
 
 accel_status_t accel_comm_overflow_reduce(accel_comm_t *c, accel_stream_t *s,

@@ -9,6 +9,9 @@
  *    communicator stay usable (a fill and a copy round-trip, another collective);
  *  - an enqueue that fails marks the communicator failed (accel_comm_get_error), and later
  *    collectives on it fail without reaching the engine;
+ *  - accel_all_gather_downcast: the cast kernel rounds this rank's fp32 shard into its block of
+ *    recv (checked against an independent bf16 rounding) and the engine gets an in-place BF16
+ *    all-gather; the other blocks are untouched (the fake engine moves nothing);
  *  - ACCEL_COMM_TIMEOUT (2 s here): a collective whose stream is held by a blocking host
  *    function fails its communicator after the deadline, not before, and the engine's
  *    comm_cancel runs once; an asynchronous error the engine reports fails it before the
@@ -27,6 +30,7 @@
 #include <time.h>
 
 #include "../common/check.h"
+#include "comm_util.h"
 
 #define TIMEOUT_S 2.0 /* ACCEL_COMM_TIMEOUT in meson.build */
 
@@ -128,6 +132,42 @@ static void failure_case(accel_comm_t *c, accel_stream_t *s, float *buf) {
   CHECK(st != ACCEL_OK, "a collective on the failed communicator: %s", accel_status_name(st));
   CHECK(*calls == before + 1, "the engine was called %d times", *calls - before);
   usable_case(s, buf, 16);
+}
+
+static void downcast_case(accel_comm_t *c, accel_stream_t *s, accel_device_t *dev) {
+  enum { N = 300 };
+  int rank = 0, size = 0;
+  accel_comm_rank(c, &rank);
+  accel_comm_size(c, &size);
+  float host_src[N];
+  for (size_t i = 0; i < N; ++i) host_src[i] = grid_value(rank, i, 7) * 1.00390625f + 1e-3f;
+  float *src = NULL;
+  uint16_t *recv = NULL;
+  CHECK(accel_malloc(dev, sizeof host_src, (void **)&src) == ACCEL_OK, "malloc src");
+  CHECK(accel_malloc(dev, (size_t)size * N * 2, (void **)&recv) == ACCEL_OK, "malloc recv");
+  if (!src || !recv) return;
+  uint16_t host_recv[4 * N];
+  CHECK(size <= 4, "size %d", size);
+  CHECK(accel_memcpy_async(s, src, host_src, sizeof host_src) == ACCEL_OK, "upload");
+  CHECK(accel_memset_async(s, recv, 0xee, (size_t)size * N * 2) == ACCEL_OK, "fill recv");
+  const int before = *calls;
+  accel_status_t st = accel_all_gather_downcast(c, s, src, recv, N, ACCEL_BF16);
+  CHECK(st == ACCEL_OK, "all_gather_downcast: %s %s", accel_status_name(st), accel_last_error());
+  CHECK(*calls == before + 1, "downcast: engine called %d times", *calls - before);
+  CHECK(last_op->kind == ACCEL_COMM_ALL_GATHER && last_op->send == NULL &&
+            last_op->recv == recv && last_op->count == N && last_op->dtype == ACCEL_BF16,
+        "downcast: the engine got another operation");
+  CHECK(accel_memcpy_async(s, host_recv, recv, (size_t)size * N * 2) == ACCEL_OK, "download");
+  CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
+  int bad = 0;
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < N; ++i) {
+      uint16_t want = r == rank ? ref_f32_to_bf16(host_src[i]) : 0xeeee;
+      if (host_recv[(size_t)r * N + i] != want && bad++ < 3)
+        CHECK(0, "recv block %d [%zu] = %#x, want %#x", r, i, host_recv[(size_t)r * N + i], want);
+    }
+  accel_free(dev, src);
+  accel_free(dev, recv);
 }
 
 static double now_s(void) {
@@ -233,6 +273,7 @@ int main(int argc, char **argv) {
   }
   accel_status_t cerr = accel_comm_get_error(c);
   CHECK(cerr == ACCEL_OK, "communicator failed: %s", accel_status_name(cerr));
+  if (buf && s) downcast_case(c, s, dev);
   if (buf && s) failure_case(c, s, buf);
   if (buf) watchdog_case(dev, buf, 0);
   if (buf) watchdog_case(dev, buf, 1);
