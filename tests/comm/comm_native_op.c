@@ -35,7 +35,7 @@
 #define TIMEOUT_S 2.0 /* ACCEL_COMM_TIMEOUT in meson.build */
 
 static int *calls;
-static volatile int *async_fail, *cancels;
+static int *async_fail, *cancels; /* shared with the watchdog thread: __atomic */
 static atomic_int hold; /* the blocking host function waits while it is 1 */
 static void **last_queue;
 static accel_comm_op_t *last_op;
@@ -192,14 +192,14 @@ static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
     CHECK(0, "watchdog setup: %s", accel_last_error());
     return;
   }
-  const int cancels_before = *cancels;
+  const int cancels_before = __atomic_load_n(cancels, __ATOMIC_SEQ_CST);
   atomic_store(&hold, 1);
   CHECK(accel_launch_host_func(s, block_stream, NULL) == ACCEL_OK, "host func: %s",
         accel_last_error());
   const double t0 = now_s();
   accel_status_t st = accel_all_reduce(c, s, buf, buf, 8, ACCEL_F32, ACCEL_REDUCE_SUM);
   CHECK(st == ACCEL_OK, "watched all_reduce: %s", accel_last_error());
-  if (inject_async) *async_fail = 1;
+  if (inject_async) __atomic_store_n(async_fail, 1, __ATOMIC_SEQ_CST);
   while (accel_comm_get_error(c) == ACCEL_OK && now_s() - t0 < 4 * TIMEOUT_S) {
     struct timespec ts = {0, 2000000};
     nanosleep(&ts, NULL);
@@ -218,8 +218,9 @@ static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
     CHECK(strstr(msg, "accel_all_reduce did not complete within 2 s (ACCEL_COMM_TIMEOUT)"),
           "message: %s", msg);
   }
-  CHECK(*cancels == cancels_before + 1, "comm_cancel ran %d times", *cancels - cancels_before);
-  *async_fail = 0;
+  const int ncancels = __atomic_load_n(cancels, __ATOMIC_SEQ_CST) - cancels_before;
+  CHECK(ncancels == 1, "comm_cancel ran %d times", ncancels);
+  __atomic_store_n(async_fail, 0, __ATOMIC_SEQ_CST);
   atomic_store(&hold, 0);
   CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
   const int before = *calls;

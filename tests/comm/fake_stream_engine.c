@@ -14,8 +14,8 @@ ACCEL_PLUGIN_EXPORT void *fake_stream_last_queue;
 ACCEL_PLUGIN_EXPORT accel_comm_op_t fake_stream_last_op;
 /* the watchdog's slots: set fake_stream_async_fail to report an asynchronous error; every
  * comm_cancel counts */
-ACCEL_PLUGIN_EXPORT volatile int fake_stream_async_fail;
-ACCEL_PLUGIN_EXPORT volatile int fake_stream_cancels;
+ACCEL_PLUGIN_EXPORT int fake_stream_async_fail; /* both read and written with __atomic */
+ACCEL_PLUGIN_EXPORT int fake_stream_cancels;
 
 #define FAKE_STREAM_FAIL_COUNT 13
 
@@ -75,7 +75,7 @@ static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *o
 
 static accel_status_t fake_async_error(accel_ce_comm_t *cc) {
   (void)cc;
-  return fake_stream_async_fail
+  return __atomic_load_n(&fake_stream_async_fail, __ATOMIC_SEQ_CST)
              ? host->set_error(ACCEL_ERROR_BACKEND, "fakestream: injected async error")
              : ACCEL_OK;
 }
