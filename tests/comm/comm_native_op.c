@@ -218,6 +218,13 @@ static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
     CHECK(strstr(msg, "accel_all_reduce did not complete within 2 s (ACCEL_COMM_TIMEOUT)"),
           "message: %s", msg);
   }
+  /* the watchdog fails the communicator first (no new enqueue), then cancels the engine */
+  const double failed_at = now_s();
+  while (__atomic_load_n(cancels, __ATOMIC_SEQ_CST) == cancels_before &&
+         now_s() - failed_at < 1.0) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
   const int ncancels = __atomic_load_n(cancels, __ATOMIC_SEQ_CST) - cancels_before;
   CHECK(ncancels == 1, "comm_cancel ran %d times", ncancels);
   __atomic_store_n(async_fail, 0, __ATOMIC_SEQ_CST);
