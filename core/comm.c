@@ -45,6 +45,11 @@ typedef struct comm_cmd {
   accel_comm_op_t cop;
   accel_dtype_t downcast; /* all_gather_downcast: recv dtype; F32 otherwise */
   const float *downcast_src;
+  /* issued during a capture to an engine with `prepare`: replays run its prepared form */
+  bool replayed;
+  atomic_int running;  /* a replay is in cmd_run: guards the two fields below */
+  bool prepare_tried;  /* prepare was called (at the first replay) */
+  void *prepared;      /* the engine's handle; NULL: this op stays on `run` */
 } comm_cmd_t;
 
 static double comm_timeout(void) {
@@ -250,8 +255,38 @@ accel_status_t accel_comm_abort(accel_comm_t *c, int errorcode) {
 
 static void cmd_release(accel_keepalive_t *k) {
   comm_cmd_t *cmd = (comm_cmd_t *)k;
+  if (cmd->prepared) cmd->comm->ev->release_prepared(cmd->prepared);
   comm_release(cmd->comm);
   free(cmd);
+}
+
+static bool engine_prepares(const accel_comm_engine_vtable_t *ev) {
+  return ev->struct_size >= offsetof(accel_comm_engine_vtable_t, release_prepared) +
+                                sizeof ev->release_prepared &&
+         ev->prepare && ev->run_prepared && ev->release_prepared;
+}
+
+/* A collective that a graph replays: the engine's persistent form of it, made at the first
+ * replay and run by every later one (freed with the recording, cmd_release). Making it may be
+ * collective (MPI-4 persistent collectives): it happens here, on the stream's thread in stream
+ * order, so every rank makes it at the same point of the same sequence of collectives. */
+static accel_status_t run_replayed(comm_cmd_t *cmd) {
+  accel_comm_t *c = cmd->comm;
+  if (atomic_exchange(&cmd->running, 1))
+    return accel_set_error(ACCEL_ERROR_STATE,
+                           "a recorded collective runs on two streams at once: replays of "
+                           "graphs with collectives on one communicator must be ordered "
+                           "(docs/DISTRIBUTED.md)");
+  accel_status_t st = ACCEL_OK;
+  if (!cmd->prepare_tried) {
+    cmd->prepare_tried = true;
+    st = c->ev->prepare(c->impl, &cmd->cop, &cmd->prepared);
+  }
+  if (st == ACCEL_OK)
+    st = cmd->prepared ? c->ev->run_prepared(cmd->prepared, c->timeout_s)
+                       : c->ev->run(c->impl, &cmd->cop, c->timeout_s);
+  atomic_store(&cmd->running, 0);
+  return st;
 }
 
 /* Runs in stream order on the stream's thread. */
@@ -267,7 +302,8 @@ static void cmd_run(accel_host_op_t *op) {
   if (st == ACCEL_OK && cmd->downcast != ACCEL_F32)
     accel_comm_downcast((char *)cmd->cop.recv + (size_t)c->rank * cmd->cop.count * 2,
                         cmd->downcast_src, cmd->cop.count, cmd->downcast);
-  if (st == ACCEL_OK) st = c->ev->run(c->impl, &cmd->cop, c->timeout_s);
+  if (st == ACCEL_OK)
+    st = cmd->replayed ? run_replayed(cmd) : c->ev->run(c->impl, &cmd->cop, c->timeout_s);
   if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
 }
 
@@ -424,6 +460,9 @@ static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
   cmd->cop = *cop;
   cmd->downcast = downcast;
   cmd->downcast_src = downcast_src;
+  int capturing = 0;
+  accel_stream_is_capturing(s, &capturing);
+  cmd->replayed = capturing && engine_prepares(c->ev);
   cmd_ranges_t r = *ranges;
   accel_status_t st =
       c->ev->host_engine

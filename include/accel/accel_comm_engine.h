@@ -106,6 +106,19 @@ typedef struct accel_comm_engine_vtable {
   accel_status_t (*host_all_gather)(accel_ce_comm_t *comm, const void *send, void *recv,
                                     size_t bytes, double timeout_s);
 
+  /* Host engines, optional (NULL, or a struct_size that does not cover them: not supported).
+   * A collective recorded in a graph is replayed with the same arguments every time; the core
+   * asks for a persistent form of it (MPI-4 persistent collectives, MPI_Send_init...) at its
+   * first replay, on the stream's thread in stream order, and runs that form on later replays.
+   * Creating one may be collective (MPI-4): every rank reaches it in the same order because
+   * every rank replays the same sequence. prepare: ACCEL_OK with *handle NULL when the engine
+   * keeps op on `run` (not supported for this op, or switched off). */
+  accel_status_t (*prepare)(accel_ce_comm_t *comm, const accel_comm_op_t *op, void **handle);
+  /* Runs a prepared op to completion or fails within timeout_s seconds, as `run`. */
+  accel_status_t (*run_prepared)(void *handle, double timeout_s);
+  /* Frees a prepared op (not running; its communicator is still alive). */
+  void (*release_prepared)(void *handle);
+
   /* --- added later: optional, read only when struct_size covers them ---------------------- */
   /* Stream engines: ACCEL_OK, or the error (with host->set_error) that a collective of comm
    * hit asynchronously (ncclCommGetAsyncError). Polled by the core's watchdog thread while
@@ -118,8 +131,9 @@ typedef struct accel_comm_engine_vtable {
   void (*comm_cancel)(accel_ce_comm_t *comm);
 } accel_comm_engine_vtable_t;
 
-/* The vtable size of engines built before comm_async_error: still accepted. */
-#define ACCEL_COMM_ENGINE_VTABLE_MIN_SIZE offsetof(accel_comm_engine_vtable_t, comm_async_error)
+/* The vtable size of engines built before the optional slots (prepare onwards): still
+ * accepted; the core reads the slots they predate as NULL. */
+#define ACCEL_COMM_ENGINE_VTABLE_MIN_SIZE offsetof(accel_comm_engine_vtable_t, prepare)
 
 typedef accel_status_t (*accel_comm_engine_query_fn)(uint32_t host_abi,
                                                      const accel_host_api_t *host,

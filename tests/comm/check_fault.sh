@@ -5,7 +5,10 @@
 # passes when the job ended (not by the outer timeout) with a failure status, within the limit,
 # and every surviving rank reported that a collective did not complete.
 set -u
-np=$1 fault=$2 wait=$3 prog=$4
+# A fifth argument "persist": the steps are graph replays with ACCEL_COMM_MPI_PERSISTENT=1.
+np=$1 fault=$2 wait=$3 prog=$4 persist=${5:-}
+graph=0
+[[ $persist == persist ]] && graph=1
 here=$(dirname "$0")
 limit=${ACCEL_FAULT_LIMIT:-60}
 out=$(mktemp)
@@ -13,8 +16,8 @@ trap 'rm -f "$out"' EXIT
 start=$(date +%s)
 # Open MPI would kill the survivors as soon as one rank exits non-zero; turning that off makes
 # the survivors find the dead rank themselves (the ACCEL_COMM_TIMEOUT path under test).
-ACCEL_COMM_TIMEOUT=3 ACCEL_COMM_MPI_WAIT=$wait OMPI_MCA_orte_abort_on_non_zero_status=0 ACCEL_TEST_OUTER_TIMEOUT=$limit \
-  "$here/run_mpi.sh" "$np" "$prog" --fault "$fault" >"$out" 2>&1
+ACCEL_COMM_MPI_PERSISTENT=$graph ACCEL_COMM_TIMEOUT=3 ACCEL_COMM_MPI_WAIT=$wait OMPI_MCA_orte_abort_on_non_zero_status=0 ACCEL_TEST_OUTER_TIMEOUT=$limit \
+  "$here/run_mpi.sh" "$np" "$prog" --fault "$fault" --graph "$graph" >"$out" 2>&1
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 cat "$out"

@@ -5,6 +5,8 @@
  * "rank R: comm error: ..." and end the job with accel_comm_abort (after a grace of 2 s, so
  * that every survivor's report is in the log). A rank that finishes all
  * steps prints "rank R: no error" (a test failure: the fault went unnoticed).
+ * With --graph 1 each step replays a graph that captured its collectives (with
+ * ACCEL_COMM_MPI_PERSISTENT=1: persistent requests).
  */
 #include <accel/accel.h>
 #include <accel/accel_comm.h>
@@ -13,8 +15,16 @@
 #include <string.h>
 #include <unistd.h>
 
+static accel_status_t issue_step(accel_comm_t *comm, accel_stream_t *s, float *buf) {
+  accel_status_t st = ACCEL_OK;
+  for (int k = 0; k < 4 && st == ACCEL_OK; ++k)
+    st = accel_all_reduce(comm, s, buf, buf, 1 << 14, ACCEL_F32, ACCEL_REDUCE_SUM);
+  return st;
+}
+
 int main(int argc, char **argv) {
   const char *fault = argc > 2 && strcmp(argv[1], "--fault") == 0 ? argv[2] : "exit";
+  const int use_graph = argc > 4 && strcmp(argv[3], "--graph") == 0 && strcmp(argv[4], "1") == 0;
   int provided = 0, rank = 0, size = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -29,6 +39,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rank %d: setup failed: %s\n", rank, accel_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  accel_graph_t *g = NULL;
+  if (use_graph &&
+      (accel_graph_create(dev, &g) != ACCEL_OK ||
+       accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL) != ACCEL_OK ||
+       issue_step(comm, s, buf) != ACCEL_OK || accel_graph_capture_end(g) != ACCEL_OK)) {
+    fprintf(stderr, "rank %d: capture failed: %s\n", rank, accel_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   for (int step = 0; step < 10; ++step) {
     if (step == 3 && rank == size - 1) {
       if (strcmp(fault, "hang") == 0)
@@ -36,8 +54,8 @@ int main(int argc, char **argv) {
       _exit(3);           /* dies without MPI_Finalize */
     }
     /* one step: a few collectives, then the host looks at the result */
-    for (int k = 0; k < 4; ++k)
-      accel_all_reduce(comm, s, buf, buf, 1 << 14, ACCEL_F32, ACCEL_REDUCE_SUM);
+    if (g) accel_graph_replay(g, s);
+    else issue_step(comm, s, buf);
     accel_stream_synchronize(s);
     if (accel_comm_get_error(comm) != ACCEL_OK) {
       fprintf(stderr, "rank %d: comm error at step %d: %s\n", rank, step, accel_last_error());

@@ -4,9 +4,15 @@
  * one kind then K of the other (order alternating), from a barrier to the slowest rank's end;
  * accel's K operations are issued on a stream and waited for once. Target (issue 21): the
  * median overhead of accel over MPI is <= 5% at both sizes.
+ *
+ * Then the same K all-reduces captured once into a graph and replayed (one replay per sample),
+ * interleaved the same way with the bare loop, twice: replays on the blocking MPI call and
+ * replays on persistent requests (ACCEL_COMM_MPI_PERSISTENT, set around each graph's first
+ * replay, when the engine prepares its collectives).
  */
 #include <mpi.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_dist.h"
 
@@ -34,6 +40,93 @@ static double time_ops(bench_dist_t *d, MPI_Comm bare, int use_accel, float *a, 
   }
   double dt = (double)(bench_now_ns() - t0) * 1e-9 / k;
   return bench_dist_max(dt);
+}
+
+/* Seconds per operation of one replay of g (k collectives), the slowest rank's. */
+static double time_graph(bench_dist_t *d, accel_graph_t *g, int k, int *rc) {
+  bench_dist_barrier();
+  uint64_t t0 = bench_now_ns();
+  accel_status_t st = accel_graph_replay(g, d->s);
+  if (st == ACCEL_OK) st = accel_stream_synchronize(d->s);
+  if (st != ACCEL_OK) *rc = bench_fail(st, "accel_graph_replay");
+  double dt = (double)(bench_now_ns() - t0) * 1e-9 / k;
+  return bench_dist_max(dt);
+}
+
+/* k all-reduces a -> b captured into a graph whose first replay (here, the warm-up) prepares
+ * them with ACCEL_COMM_MPI_PERSISTENT=persistent. NULL on failure (*rc set). */
+static accel_graph_t *capture_k(bench_dist_t *d, float *a, float *b, size_t n, int k,
+                                int persistent, int *rc) {
+  accel_graph_t *g = NULL;
+  accel_status_t st = accel_graph_create(d->dev, &g);
+  if (st == ACCEL_OK) st = accel_graph_capture_begin(g, d->s, NULL, ACCEL_CAPTURE_MODE_GLOBAL);
+  for (int i = 0; i < k && st == ACCEL_OK; ++i)
+    st = accel_all_reduce(d->comm, d->s, a, b, n, ACCEL_F32, ACCEL_REDUCE_SUM);
+  if (st == ACCEL_OK) st = accel_graph_capture_end(g);
+  if (st != ACCEL_OK) {
+    *rc = bench_fail(st, "capture of the all-reduces");
+    if (g) accel_graph_destroy(g);
+    return NULL;
+  }
+  const char *was = getenv("ACCEL_COMM_MPI_PERSISTENT");
+  char *saved = was ? strdup(was) : NULL;
+  setenv("ACCEL_COMM_MPI_PERSISTENT", persistent ? "1" : "0", 1);
+  time_graph(d, g, k, rc);
+  if (saved) setenv("ACCEL_COMM_MPI_PERSISTENT", saved, 1);
+  else unsetenv("ACCEL_COMM_MPI_PERSISTENT");
+  free(saved);
+  return g;
+}
+
+/* The captured rows: bare loop, graph on blocking calls, graph on persistent requests. */
+static void graph_rows(bench_dist_t *d, MPI_Comm bare, FILE *f, bench_json_t *j, int repeat,
+                       int *rc) {
+  if (f)
+    fprintf(f, "\nthe same K all_reduce captured once, the graph replayed (medians, interleaved)\n"
+               "%10s %6s %14s %16s %18s\n", "bytes", "ops", "MPI us/op", "graph block us/op",
+            "graph persist us/op");
+  bench_json_begin_array(j, "graph_rows");
+  for (size_t si = 0; si < NUM_SIZES && *rc == 0; ++si) {
+    const size_t n = sizes[si].bytes / 4;
+    const int k = sizes[si].ops;
+    float *a = NULL, *b = NULL;
+    if (accel_malloc(d->dev, n * 4, (void **)&a) != ACCEL_OK ||
+        accel_malloc(d->dev, n * 4, (void **)&b) != ACCEL_OK) {
+      *rc = bench_fail(ACCEL_ERROR_OUT_OF_MEMORY, "accel_malloc");
+      break;
+    }
+    accel_tensor_t t = {a, n, ACCEL_F32};
+    accel_fill(d->s, &t, 1, 1.0f);
+    accel_stream_synchronize(d->s);
+    accel_graph_t *gb = capture_k(d, a, b, n, k, 0, rc);
+    accel_graph_t *gp = gb ? capture_k(d, a, b, n, k, 1, rc) : NULL;
+    double *v[3];
+    for (int w = 0; w < 3; ++w) v[w] = calloc((size_t)repeat, sizeof(double));
+    time_ops(d, bare, 0, a, b, n, 1, rc); /* warm the bare path */
+    for (int r = 0; r < repeat && *rc == 0 && gp; ++r)
+      for (int w = 0; w < 3; ++w) { /* the order rotates with r */
+        const int which = (w + r) % 3;
+        v[which][r] = which == 0 ? time_ops(d, bare, 0, a, b, n, k, rc)
+                                 : time_graph(d, which == 1 ? gb : gp, k, rc);
+      }
+    bench_stats_t st[3];
+    for (int w = 0; w < 3; ++w) st[w] = bench_stats(v[w], (size_t)repeat);
+    if (f && *rc == 0)
+      fprintf(f, "%10zu %6d %14.2f %16.2f %18.2f\n", sizes[si].bytes, k, st[0].median * 1e6,
+              st[1].median * 1e6, st[2].median * 1e6);
+    bench_json_begin_object(j, NULL);
+    bench_json_int(j, "bytes", (long long)sizes[si].bytes);
+    bench_json_int(j, "ops_per_sample", k);
+    bench_json_stats(j, "mpi_s_per_op", &st[0]);
+    bench_json_stats(j, "graph_block_s_per_op", &st[1]);
+    bench_json_stats(j, "graph_persistent_s_per_op", &st[2]);
+    bench_json_end_object(j);
+    for (int w = 0; w < 3; ++w) free(v[w]);
+    if (gb) accel_graph_destroy(gb);
+    if (gp) accel_graph_destroy(gp);
+    accel_free(d->dev, a), accel_free(d->dev, b);
+  }
+  bench_json_end_array(j);
 }
 
 int bench_comm(const bench_opts_t *o) {
@@ -99,6 +192,7 @@ int bench_comm(const bench_opts_t *o) {
     accel_free(d.dev, a), accel_free(d.dev, b);
   }
   bench_json_end_array(&j);
+  if (rc == 0) graph_rows(&d, bare, f, &j, repeat, &rc);
   bench_json_end_object(&j);
   MPI_Comm_free(&bare);
   return bench_dist_close(&d, rc);
