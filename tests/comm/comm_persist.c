@@ -217,18 +217,10 @@ int main(int argc, char **argv) {
   ctx_t c = {0};
   MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-  accel_status_t st = accel_device_open(device, &c.dev);
-  if (st == ACCEL_OK) st = accel_comm_create_mpi(c.dev, NULL, "mpi", &c.comm);
-  int skip = st == ACCEL_ERROR_UNAVAILABLE || st == ACCEL_ERROR_UNSUPPORTED, any_skip = 0;
-  int err = st != ACCEL_OK && !skip, any_err = 0;
-  MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any_skip || any_err) {
-    if (c.rank == 0 || st != ACCEL_OK)
-      fprintf(stderr, "rank %d: %s: %s: %s\n", c.rank, any_skip ? "SKIP" : "FAIL",
-              accel_status_name(st), accel_last_error());
+  const int early = comm_test_open(device, c.rank, &c.dev, &c.comm);
+  if (early >= 0) {
     MPI_Finalize();
-    return any_skip && !any_err ? 77 : 1;
+    return early;
   }
   c.live = find_live();
   CHECK(c.live != NULL, "accel_comm_mpi_prepared_live not found in the MPI engine: %s",

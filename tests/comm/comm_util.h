@@ -9,6 +9,8 @@
 #include <accel/accel.h>
 #include <accel/accel_comm.h>
 #include <math.h>
+#include <mpi.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -67,6 +69,25 @@ static inline float rough_value(int rank, size_t i) {
   x *= 0x7feb352du;
   x ^= x >> 15;
   return ((float)(x & 0xffffffu) / 16777216.0f - 0.5f) * 16.0f;
+}
+
+/* Opens device and an MPI communicator on every rank (MPI initialised). Returns -1 when all
+ * ranks succeeded, else the exit status every rank must return after MPI_Finalize: 77 (meson
+ * SKIP) when some rank's device or engine is unavailable and none failed otherwise, 1 when one
+ * failed; every rank agrees. */
+static inline int comm_test_open(const char *device, int rank, accel_device_t **dev,
+                                 accel_comm_t **comm) {
+  accel_status_t st = accel_device_open(device, dev);
+  if (st == ACCEL_OK) st = accel_comm_create_mpi(*dev, NULL, "mpi", comm);
+  int skip = st == ACCEL_ERROR_UNAVAILABLE || st == ACCEL_ERROR_UNSUPPORTED, any_skip = 0;
+  int err = st != ACCEL_OK && !skip, any_err = 0;
+  MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!any_skip && !any_err) return -1;
+  if (rank == 0 || st != ACCEL_OK)
+    fprintf(stderr, "rank %d: %s: %s: %s\n", rank, any_skip ? "SKIP" : "FAIL",
+            accel_status_name(st), accel_last_error());
+  return any_skip && !any_err ? 77 : 1;
 }
 
 #endif
