@@ -3,7 +3,8 @@
  * small reference model says what status each call must return (handles valid, destroyed or
  * default; sizes 0, huge or overflowing; dtypes; captures begun, invalidated and abandoned;
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
- * random small tensor lists; native-handle calls, which the CPU backend refuses). Any disagreement aborts with a message naming the call, the
+ * random small tensor lists; native-handle calls, which the CPU backend refuses; communicator
+ * calls without MPI, see op_comm). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "accel/accel.h"
+#include "accel/accel_comm.h"
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
 #include "fuzz_api.h"
@@ -749,8 +751,55 @@ static void op_native(unsigned call) {
   }
 }
 
+/* Communicators without MPI in the process (the fuzzer never initialises it, so it names no
+ * engine that would): creation with a malformed or absent engine name, and every call of
+ * accel_comm.h on something that is not a communicator, which must be refused by its handle
+ * check before anything else is looked at. */
+static void op_comm(unsigned call) {
+  int s;
+  accel_stream_t *h;
+  accel_status_t hs;
+  accel_comm_t *c = NULL, *bad = u8() % 2 ? NULL : (accel_comm_t *)(void *)default_stream;
+  float *p = scratch;
+  switch (call % 4) {
+    case 0: {
+      const int malformed = u8() % 2;
+      accel_status_t want = unsafe(-1);
+      if (want == ACCEL_OK)
+        want = malformed ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNAVAILABLE;
+      expect("accel_comm_create_mpi",
+             accel_comm_create_mpi(dev, NULL, malformed ? "no/such" : "nosuchengine", &c), want);
+      if (c) fail("accel_comm_create_mpi returned a communicator with no engine");
+      break;
+    }
+    case 1:
+      if (!pick_stream(&s, &h, &hs)) return;
+      expect("accel_all_reduce",
+             accel_all_reduce(bad, h, p, p, 4, ACCEL_F32, ACCEL_REDUCE_SUM),
+             ACCEL_ERROR_INVALID_HANDLE);
+      expect("accel_all_gather_downcast",
+             accel_all_gather_downcast(bad, h, p, p + 8, 4, ACCEL_BF16),
+             ACCEL_ERROR_INVALID_HANDLE);
+      break;
+    case 2: {
+      int r = 0;
+      expect("accel_comm_rank", accel_comm_rank(bad, &r), ACCEL_ERROR_INVALID_HANDLE);
+      expect("accel_comm_get_error", accel_comm_get_error(bad), ACCEL_ERROR_INVALID_HANDLE);
+      expect("accel_comm_split", accel_comm_split(bad, 0, 0, &c), ACCEL_ERROR_INVALID_HANDLE);
+      if (accel_comm_engine_name(bad)) fail("accel_comm_engine_name of a non-communicator");
+      break;
+    }
+    default:
+      expect("accel_comm_destroy", accel_comm_destroy(bad), ACCEL_ERROR_INVALID_HANDLE);
+  }
+}
+
 static void op_device(void) {
   unsigned raw = u8();
+  if (raw >= 252) { /* the very top (added last): communicators */
+    op_comm(raw - 252);
+    return;
+  }
   if (raw >= 240) { /* the top of the byte range: native handles (added later) */
     op_native(raw - 240);
     return;
