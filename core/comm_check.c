@@ -35,10 +35,7 @@ static int describe(char *buf, size_t size, const fingerprint_t *f) {
   return n;
 }
 
-bool accel_comm_check_enabled(void) {
-  const char *e = accel_env("ACCEL_COMM_CHECK");
-  return e && strcmp(e, "0") != 0 && *e;
-}
+bool accel_comm_check_enabled(void) { return accel_env_flag("ACCEL_COMM_CHECK", false); }
 
 bool accel_comm_check_applies(const accel_comm_op_t *op) {
   return op->kind != ACCEL_COMM_SEND && op->kind != ACCEL_COMM_RECV;

@@ -36,11 +36,7 @@ static pthread_cond_t watch_added = PTHREAD_COND_INITIALIZER;
 static watch_t *watches;
 static bool thread_started;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)accel_now_ns() * 1e-9; }
 
 static void watch_unref(watch_t *w) {
   if (atomic_fetch_sub(&w->refs, 1) != 1) return;
