@@ -43,6 +43,8 @@ static const accel_backend_vtable_t cpu_vtable = {
     .mem_info = cpu_mem_info,
     .dlpack_device_type = ACCEL_DL_CPU, /* registers host memory as is: no mem_register */
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE,
+    .stream_try_hold = cpu_stream_try_hold,
+    .stream_release_hold = cpu_stream_release_hold,
 };
 
 const accel_backend_vtable_t *accel_cpu_backend_vtable(void) { return &cpu_vtable; }

@@ -77,6 +77,7 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
   dev->host = host;
   atomic_init(&dev->next_stream_id, 0u);
   dev->spin_ns = cpu_spin_budget_ns();
+  dev->run_on_caller = cpu_sysinfo_run_on_caller(host);
   int rc = cpu_notifier_init(&dev->record_done, dev->spin_ns);
   if (rc != 0) {
     free(dev);
@@ -95,8 +96,9 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
                            threads, cpu_strerror(rc, err, sizeof(err)));
   }
   atomic_store(&b->open_pool_size, cpu_workers_size(dev->pool));
-  host->log(ACCEL_LOG_INFO, "cpu", "device opened with a pool of %u threads",
-            cpu_workers_size(dev->pool));
+  host->log(ACCEL_LOG_INFO, "cpu", "device opened with a pool of %u threads%s",
+            cpu_workers_size(dev->pool),
+            dev->run_on_caller ? "; collectives on idle streams run on the caller" : "");
   *out = dev;
   return ACCEL_OK;
 }

@@ -25,6 +25,7 @@ typedef struct cpu_device {
   cpu_notifier_t record_done;
   atomic_uint next_stream_id; /* names worker threads accel-cpu-s<N> */
   uint64_t spin_ns;           /* its notifiers' spin budget (cpu_spin_budget_ns at open) */
+  int run_on_caller;          /* stream_try_hold may hold (cpu_sysinfo_run_on_caller at open) */
 } cpu_device_t;
 
 /* Backend entry points (cpu_device.c). */

@@ -20,6 +20,8 @@ static int worker_should_wake(void *arg) {
   return s->queue.taken != cpu_queue_submitted(&s->queue) || atomic_load(&s->shutdown);
 }
 
+static int hold_released(void *arg) { return !atomic_load(&((cpu_stream_t *)arg)->held); }
+
 static void *worker_main(void *arg) {
   cpu_stream_t *s = arg;
   struct sched_param sp = {0};
@@ -30,6 +32,12 @@ static void *worker_main(void *arg) {
       /* Shutdown is only honoured once the queue is drained. */
       if (atomic_load(&s->shutdown)) break;
       cpu_notifier_wait(&s->work_available, worker_should_wake, s);
+      continue;
+    }
+    /* submitted during a hold: it starts after the caller's command (even at shutdown, which
+     * the core only begins once the holder is done) */
+    if (atomic_load(&s->held)) {
+      cpu_notifier_wait(&s->work_available, hold_released, s);
       continue;
     }
     cpu_op_execute(s->device, &e->op);
@@ -76,6 +84,7 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
                            sizeof(*s));
   s->device = dev;
   atomic_init(&s->shutdown, 0);
+  atomic_init(&s->held, 0);
   int rc = cpu_queue_init(&s->queue);
   if (rc != 0) {
     free(s);
@@ -141,6 +150,25 @@ accel_status_t cpu_stream_query(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
   return cpu_queue_completed(&s->queue) == cpu_queue_submitted(&s->queue) ? ACCEL_OK
                                                                           : ACCEL_ERROR_NOT_READY;
+}
+
+int cpu_stream_try_hold(accel_be_stream_t *stream) {
+  cpu_stream_t *s = stream;
+  /* Submissions are serialized by the core's lock, which the caller holds: once completed
+   * equals submitted the worker runs nothing until a later submission, which is published
+   * after the lock is released, so the worker that finds it also finds `held` set (release
+   * here, the lock, seq_cst publish and peek). */
+  if (!s->device->run_on_caller ||
+      cpu_queue_completed(&s->queue) != cpu_queue_submitted(&s->queue))
+    return 0;
+  atomic_store_explicit(&s->held, 1, memory_order_release);
+  return 1;
+}
+
+void cpu_stream_release_hold(accel_be_stream_t *stream) {
+  cpu_stream_t *s = stream;
+  atomic_store(&s->held, 0); /* seq_cst: the notifier's protocol (cpu_sync.h) */
+  cpu_notifier_notify(&s->work_available);
 }
 
 accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {

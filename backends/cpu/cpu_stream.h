@@ -2,6 +2,11 @@
  * Streams of the CPU backend: an asynchronous in-order queue (cpu_queue.h) drained by one
  * worker thread per stream.
  *
+ * Holding (stream_try_hold): while the stream is idle, the core may run a host engine's
+ * collective on the calling thread as the stream's next command; entries submitted meanwhile
+ * wait in the queue until stream_release_hold, so stream order holds without making other
+ * submitters wait.
+ *
  * The worker executes entries in order. When the queue is empty it spins briefly, then sleeps
  * (cpu_sync.h); a producer only pays for a wake-up when the worker actually sleeps. Waiting for
  * the stream (synchronize) spins and sleeps the same way on the `completed` counter.
@@ -23,6 +28,7 @@ typedef struct cpu_stream {
   cpu_notifier_t work_available; /* the worker sleeps here when the queue is empty */
   cpu_notifier_t work_done;      /* synchronize callers sleep here */
   atomic_int shutdown;
+  atomic_int held; /* a caller runs the next command (stream_try_hold) */
   pthread_t worker;
 } cpu_stream_t;
 
@@ -42,6 +48,8 @@ void cpu_stream_destroy(accel_be_stream_t *stream);
 accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream);
 accel_status_t cpu_stream_query(accel_be_stream_t *stream);
 accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+int cpu_stream_try_hold(accel_be_stream_t *stream);
+void cpu_stream_release_hold(accel_be_stream_t *stream);
 
 /* vtable entry points: commands (cpu_submit.c) */
 accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -35,6 +36,24 @@ unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host) {
   }
   unsigned n = cpu_sysinfo_usable_cpus();
   return n > CPU_POOL_MAX_THREADS ? CPU_POOL_MAX_THREADS : n;
+}
+
+static int word_is(const char *s, const char *const *words) {
+  for (; *words; ++words)
+    if (strcasecmp(s, *words) == 0) return 1;
+  return 0;
+}
+
+int cpu_sysinfo_run_on_caller(const accel_host_api_t *host) {
+  static const char *const on[] = {"1", "on", "yes", "true", NULL};
+  static const char *const off[] = {"0", "off", "no", "false", NULL};
+  const char *env = getenv("ACCEL_CPU_RUN_ON_CALLER");
+  if (env != NULL && word_is(env, on)) return 1;
+  if (env != NULL && word_is(env, off)) return 0;
+  if (env != NULL && env[0] != '\0' && strcasecmp(env, "auto") != 0)
+    host->log(ACCEL_LOG_WARN, "cpu",
+              "ignoring ACCEL_CPU_RUN_ON_CALLER=\"%s\": want 1, 0 or auto; using auto", env);
+  return cpu_sysinfo_usable_cpus() == 1;
 }
 
 /* Copies the value of a "key<TAB>: value" line of /proc/cpuinfo, trimmed. */

@@ -17,6 +17,12 @@ unsigned cpu_sysinfo_usable_cpus(void);
  * else is logged and ignored), else cpu_sysinfo_usable_cpus(). */
 unsigned cpu_sysinfo_thread_count(const accel_host_api_t *host);
 
+/* Whether an idle stream lets the caller run a host engine's collective itself
+ * (stream_try_hold): ACCEL_CPU_RUN_ON_CALLER=1/on/yes/true always, 0/off/no/false never;
+ * unset, "auto" or anything else (logged) when cpu_sysinfo_usable_cpus() is 1, where the
+ * stream's thread would need the caller's core. */
+int cpu_sysinfo_run_on_caller(const accel_host_api_t *host);
+
 /* "model name" and "vendor_id" of the first processor in /proc/cpuinfo; a generic name from
  * uname(2) and "unknown" where the fields are absent (e.g. on some ARM kernels). */
 void cpu_sysinfo_processor(char *name, size_t name_size, char *vendor, size_t vendor_size);

@@ -291,6 +291,20 @@ typedef struct accel_backend_vtable {
    * core never hands ACCEL_CMD_NATIVE to the plugin; a capture of native work is refused with
    * UNSUPPORTED, and a lazy queue is flushed before it runs eagerly. */
   uintptr_t native_commands;
+
+  /* --- holding an idle stream (read only when struct_size covers them) ---------------------
+   * Lets the core run host work that is the stream's next command (a host engine's
+   * collective) on the calling thread instead of handing it to the stream: on a process bound
+   * to one CPU the hand-over costs two context switches on the very core the work needs. Both
+   * NULL (every other backend): the core enqueues the work as a host function. */
+  /* Called with the core's lock of the stream held. Nonzero: the stream was idle (everything
+   * submitted has completed) and the plugin's policy lets the caller run the next command
+   * itself; until stream_release_hold, work submitted later is queued but does not start, and
+   * the stream's synchronize and query report only that work. Zero: nothing changed. */
+  int (*stream_try_hold)(accel_be_stream_t *stream);
+  /* Ends a hold (called without the core's lock, from the thread that holds): held-back work
+   * starts. */
+  void (*stream_release_hold)(accel_be_stream_t *stream);
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

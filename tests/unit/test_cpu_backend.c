@@ -6,6 +6,7 @@
  * CPU kernel library and -lpthread; see docs/backends/cpu.md.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -724,6 +725,123 @@ static int test_concurrent_streams(void) {
   return TEST_PASS;
 }
 
+/* ---- holding an idle stream (stream_try_hold) --------------------------------------------- */
+
+/* Opens the device with ACCEL_CPU_RUN_ON_CALLER=value (NULL: unset). */
+static accel_be_device_t *open_device_holding(const char *value) {
+  if (value) setenv("ACCEL_CPU_RUN_ON_CALLER", value, 1);
+  else unsetenv("ACCEL_CPU_RUN_ON_CALLER");
+  accel_be_device_t *dev = open_device(2);
+  unsetenv("ACCEL_CPU_RUN_ON_CALLER");
+  return dev;
+}
+
+/* 1 when an idle stream of a device opened with ACCEL_CPU_RUN_ON_CALLER=value can be held. */
+static int holds_when_idle(const char *value) {
+  accel_be_device_t *dev = open_device_holding(value);
+  if (!dev) return -1;
+  accel_be_stream_t *s = NULL;
+  if (vt->stream_create(dev, &s) != ACCEL_OK) return -1;
+  int held = vt->stream_try_hold(s);
+  if (held) vt->stream_release_hold(s);
+  vt->stream_destroy(s);
+  vt->device_close(dev);
+  return held;
+}
+
+typedef struct releaser {
+  accel_be_stream_t *s;
+  atomic_int released;
+} releaser_t;
+
+static void *release_later(void *arg) {
+  releaser_t *r = arg;
+  sleep_ms(30);
+  atomic_store(&r->released, 1);
+  vt->stream_release_hold(r->s);
+  return NULL;
+}
+
+/* A held stream starts nothing submitted during the hold until it is released; a busy stream
+ * is not held; synchronize waits for the held-back work. */
+static int test_hold(void) {
+  accel_be_device_t *dev = open_device_holding("1");
+  CHECK(dev != NULL, "open");
+  accel_be_stream_t *s = NULL;
+  CHECK_OK(vt->stream_create(dev, &s));
+  CHECK(vt->stream_try_hold(s) == 1, "an idle stream is not held");
+  uint32_t word = 0;
+  atomic_int ran = 0;
+  CHECK_OK(vt->memset_async(s, &word, 0x44, sizeof word));
+  CHECK_OK(vt->launch_host_func(s, count_fn, &ran));
+  sleep_ms(20);
+  CHECK(__atomic_load_n(&word, __ATOMIC_SEQ_CST) == 0 && atomic_load(&ran) == 0,
+        "work submitted during the hold ran before the release");
+  CHECK(vt->stream_query(s) == ACCEL_ERROR_NOT_READY, "query: the held-back work is pending");
+  CHECK(vt->stream_try_hold(s) == 0, "held twice (work is queued)");
+  vt->stream_release_hold(s);
+  CHECK_OK(vt->stream_synchronize(s));
+  CHECK(word == 0x44444444u && atomic_load(&ran) == 1, "after the release: %x, %d", word,
+        atomic_load(&ran));
+
+  /* busy: not held, and nothing changed */
+  gate_t g = {0};
+  CHECK_OK(vt->launch_host_func(s, gate_fn, &g));
+  CHECK(vt->stream_try_hold(s) == 0, "a busy stream was held");
+  atomic_store(&g.open, 1);
+  CHECK_OK(vt->stream_synchronize(s));
+
+  /* synchronize, while another thread still holds, returns only after the release and the
+   * work queued behind it */
+  CHECK(vt->stream_try_hold(s) == 1, "idle again, not held");
+  releaser_t r = {s, 0};
+  CHECK_OK(vt->memset_async(s, &word, 0x55, sizeof word));
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, release_later, &r) == 0, "pthread_create");
+  CHECK_OK(vt->stream_synchronize(s));
+  CHECK(atomic_load(&r.released) == 1, "synchronize returned during the hold");
+  CHECK(word == 0x55555555u, "word %x after synchronize", word);
+  pthread_join(th, NULL);
+
+  /* a hold released with nothing queued leaves the stream working */
+  CHECK(vt->stream_try_hold(s) == 1, "not held");
+  vt->stream_release_hold(s);
+  CHECK_OK(vt->memset_async(s, &word, 0x66, sizeof word));
+  CHECK_OK(vt->stream_synchronize(s));
+  CHECK(word == 0x66666666u, "word %x", word);
+  vt->stream_destroy(s);
+  vt->device_close(dev);
+  return TEST_PASS;
+}
+
+/* ACCEL_CPU_RUN_ON_CALLER: 1 and 0 force the policy; unset, "auto" and a bad value (logged)
+ * hold only when the process may run on one CPU. */
+static int test_hold_policy(void) {
+  CHECK(holds_when_idle("1") == 1, "=1");
+  CHECK(holds_when_idle("on") == 1, "=on");
+  CHECK(holds_when_idle("0") == 0, "=0");
+  CHECK(holds_when_idle("off") == 0, "=off");
+  cpu_set_t all, one;
+  CHECK(sched_getaffinity(0, sizeof all, &all) == 0, "sched_getaffinity");
+  const int many = CPU_COUNT(&all) > 1;
+  CHECK(holds_when_idle(NULL) == !many, "unset, %d CPUs", CPU_COUNT(&all));
+  CHECK(holds_when_idle("auto") == !many, "auto, %d CPUs", CPU_COUNT(&all));
+  CHECK(holds_when_idle("sometimes") == !many, "a bad value is auto");
+  if (!many) return TEST_PASS;
+  /* bound to one CPU, as mpirun binds a rank to a core: auto holds */
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
+  const int bound = holds_when_idle(NULL);
+  CHECK(sched_setaffinity(0, sizeof all, &all) == 0, "sched_setaffinity (restore)");
+  CHECK(bound == 1, "auto on one CPU: %d", bound);
+  return TEST_PASS;
+}
+
 /* Enqueue cost: many tiny ops queued, then one synchronize. */
 static int test_enqueue_cost(void) {
   accel_be_device_t *dev = open_device(2);
@@ -780,6 +898,8 @@ int main(int argc, char **argv) {
   run_test("destroy_drains", test_destroy_drains);
   run_test("concurrent_streams", test_concurrent_streams);
   run_test("enqueue_cost", test_enqueue_cost);
+  run_test("hold", test_hold);
+  run_test("hold_policy", test_hold_policy);
   vt->backend_shutdown(g_backend);
   printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
   return g_failed == 0 ? 0 : 1;
