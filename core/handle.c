@@ -127,6 +127,10 @@ bool accel_handle_is_live(const void *h, accel_handle_kind_t kind) {
   }
 }
 
+unsigned accel_handle_registry_version(void) {
+  return atomic_load_explicit(&seq, memory_order_acquire);
+}
+
 accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn) {
   if (accel_handle_is_live(h, kind)) return ACCEL_OK;
   return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid or %s %p", fn, what[kind], h);

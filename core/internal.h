@@ -59,6 +59,11 @@ void accel_handle_add_user(accel_handle_t *h);
  * one succeeds). The caller then drops the object reference that went with it. */
 accel_status_t accel_handle_drop_user(const void *h, accel_handle_kind_t kind, const char *fn);
 bool accel_handle_is_live(const void *h, accel_handle_kind_t kind);
+/* Changes whenever a handle enters or leaves the registry; odd while a change is under way.
+ * Handles a thread found live after reading an even version are still live (and the same
+ * objects) while the version reads the same: a hot path may remember them instead of looking
+ * them up again. */
+unsigned accel_handle_registry_version(void);
 /* ACCEL_OK for a live handle of that kind; else INVALID_HANDLE with a message naming fn. */
 accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn);
 

@@ -259,6 +259,23 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *s, const char *name, accel_
   return st;
 }
 
+bool accel_stream_run_on_caller(accel_stream_t *s, const char *name, void (*run)(void *ctx),
+                                void *ctx) {
+  const accel_backend_vtable_t *vt = s->dev->backend->vt;
+  if (!vt->stream_try_hold || !vt->stream_release_hold) return false;
+  pthread_mutex_lock(&s->lock);
+  const bool held = !s->capture && !s->lazy && vt->stream_try_hold(s->impl);
+  if (held) accel_stream_retain(s); /* a destroy meanwhile tears down after the release */
+  pthread_mutex_unlock(&s->lock);
+  if (!held) return false;
+  accel_trace_scope_t t = accel_trace_begin(s->trace_id, name);
+  run(ctx); /* without the lock: other threads keep submitting, behind the hold */
+  vt->stream_release_hold(s->impl);
+  accel_trace_end(&t);
+  accel_stream_release(s);
+  return true;
+}
+
 accel_status_t accel_enqueue_native(accel_stream_t *s, const char *name,
                                     accel_status_t (*enqueue)(void *ctx,
                                                               const accel_native_t *stream),
