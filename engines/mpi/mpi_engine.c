@@ -177,13 +177,14 @@ static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 static int wd_started;
 static double wd_period = 1.0; /* guarded by wd_lock: a tenth of the shortest timeout seen */
 
-/* The blocking calls by op kind, then (kind + NUM_KINDS) the persistent requests waited for. */
+/* The blocking calls by op kind, then (kind + NUM_KINDS) the persistent requests, which are
+ * waited for with MPI_Wait (block) or polled with MPI_Test (poll): named by their request. */
 #define NUM_KINDS 6
 static const char *const call_names[] = {
     "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Send",
-    "MPI_Recv", "MPI_Wait(persistent allreduce)", "MPI_Wait(persistent reduce_scatter_block)",
-    "MPI_Wait(persistent allgather)", "MPI_Wait(persistent bcast)", "MPI_Wait(MPI_Send_init)",
-    "MPI_Wait(MPI_Recv_init)"};
+    "MPI_Recv", "the persistent allreduce request", "the persistent reduce_scatter_block request",
+    "the persistent allgather request", "the persistent bcast request",
+    "the MPI_Send_init request", "the MPI_Recv_init request"};
 
 /* The call of c in flight since wd_since (its number wd_seen) when it is past its deadline. */
 static int wd_late(mpi_comm_t *c, double now) {
