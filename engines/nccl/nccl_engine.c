@@ -233,12 +233,4 @@ static const accel_comm_engine_vtable_t vtable = {
     .comm_cancel = ccl_cancel,
 };
 
-ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(uint32_t host_abi,
-                                                           const accel_host_api_t *h,
-                                                           const accel_comm_engine_vtable_t **out) {
-  if (host_abi != ACCEL_COMM_ENGINE_ABI_VERSION)
-    return h->set_error(ACCEL_ERROR_PLUGIN, ENGINE_NAME " engine: ABI %u, host has %u",
-                        ACCEL_COMM_ENGINE_ABI_VERSION, host_abi);
-  *out = &vtable;
-  return ACCEL_OK;
-}
+ACCEL_COMM_ENGINE_DEFINE_QUERY(vtable, ENGINE_NAME)

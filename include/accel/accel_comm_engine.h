@@ -8,6 +8,8 @@
  *   ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(
  *       uint32_t host_abi, const accel_host_api_t *host, const accel_comm_engine_vtable_t **out);
  *
+ * which ACCEL_COMM_ENGINE_DEFINE_QUERY(vtable, "name") (below) defines for a static vtable.
+ *
  * The vtable starts with {abi_version, struct_size} and only grows at its end, like the backend
  * vtable: the core reads a field only when struct_size covers it. The core validates every
  * argument, owns the communicator handle (reference counts, the failed state, stream order,
@@ -15,9 +17,10 @@
  *
  * Two kinds of engines:
  *  - host engines (MPI): `run` performs one collective synchronously on host-accessible memory;
- *    the core calls it from a host function in stream order, on the stream's thread, so it must
- *    be thread-safe (MPI_THREAD_MULTIPLE) and must return within timeout_s seconds (an error
- *    then, never a hang).
+ *    the core calls it in stream order, from a host function on the stream's thread or, on an
+ *    idle CPU stream, on the thread that issues the collective (docs/DISTRIBUTED.md), so it
+ *    must be thread-safe (MPI_THREAD_MULTIPLE) and must return within timeout_s seconds (an
+ *    error then, never a hang).
  *  - stream engines (NCCL, RCCL, oneCCL): `enqueue` issues the collective on the backend's
  *    native stream (accel_stream_native) and returns without waiting.
  */
@@ -138,6 +141,18 @@ typedef struct accel_comm_engine_vtable {
 typedef accel_status_t (*accel_comm_engine_query_fn)(uint32_t host_abi,
                                                      const accel_host_api_t *host,
                                                      const accel_comm_engine_vtable_t **out);
+
+/* Defines the exported accel_comm_engine_query: *out = &vt, or ACCEL_ERROR_PLUGIN naming the
+ * engine (name, a string literal) when the host's ABI differs. */
+#define ACCEL_COMM_ENGINE_DEFINE_QUERY(vt, name)                                            \
+  ACCEL_PLUGIN_EXPORT accel_status_t accel_comm_engine_query(                               \
+      uint32_t host_abi, const accel_host_api_t *h, const accel_comm_engine_vtable_t **out) { \
+    if (host_abi != ACCEL_COMM_ENGINE_ABI_VERSION)                                          \
+      return h->set_error(ACCEL_ERROR_PLUGIN, name " engine: ABI %u, host has %u",          \
+                          ACCEL_COMM_ENGINE_ABI_VERSION, host_abi);                         \
+    *out = &(vt);                                                                           \
+    return ACCEL_OK;                                                                        \
+  }
 
 #ifdef __cplusplus
 }
