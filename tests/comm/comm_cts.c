@@ -27,12 +27,6 @@ typedef struct ctx {
   int lazy;
 } ctx_t;
 
-#define OK(call)                                                                        \
-  do {                                                                                  \
-    accel_status_t st_ = (call);                                                        \
-    CHECK(st_ == ACCEL_OK, "%s -> %s: %s", #call, accel_status_name(st_), accel_last_error()); \
-  } while (0)
-
 static const accel_dtype_t dtypes[] = {ACCEL_F32, ACCEL_F16, ACCEL_BF16};
 static const char *const op_names[] = {"sum", "max", "min"};
 

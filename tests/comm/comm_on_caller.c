@@ -38,12 +38,6 @@
 #define RAN_MIN_MS 300.0
 #define QUEUED_MAX_MS 200.0
 
-#define OK(call)                                                                        \
-  do {                                                                                  \
-    accel_status_t st_ = (call);                                                        \
-    CHECK(st_ == ACCEL_OK, "%s -> %s: %s", #call, accel_status_name(st_), accel_last_error()); \
-  } while (0)
-
 typedef struct ctx {
   accel_device_t *dev;
   accel_stream_t *s;

@@ -21,12 +21,6 @@
 
 #define REPLAYS 100
 
-#define OK(call)                                                                        \
-  do {                                                                                  \
-    accel_status_t st_ = (call);                                                        \
-    CHECK(st_ == ACCEL_OK, "%s -> %s: %s", #call, accel_status_name(st_), accel_last_error()); \
-  } while (0)
-
 typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SEND_RECV, DOWNCAST } kind_t;
 static const char *const kind_names[] = {"all_reduce", "reduce_scatter", "all_gather",
                                          "broadcast",  "send_recv",      "all_gather_downcast"};

@@ -17,4 +17,12 @@ static int failures;
     }                                                         \
   } while (0)
 
+/* OK(call): CHECK that an accel call returned ACCEL_OK, naming the call, its status and
+ * accel_last_error() otherwise (accel/accel.h must be included first). */
+#define OK(call)                                                                        \
+  do {                                                                                  \
+    accel_status_t st_ = (call);                                                        \
+    CHECK(st_ == ACCEL_OK, "%s -> %s: %s", #call, accel_status_name(st_), accel_last_error()); \
+  } while (0)
+
 #endif
