@@ -181,6 +181,7 @@ int bench_comm(const bench_opts_t *o) {
       acc[r] = accel_first ? x : y;
       mpi[r] = accel_first ? y : x;
     }
+    /* the ratios first: bench_stats sorts its samples in place, which unpairs them */
     const bench_stats_t ratio = bench_ratio_stats(acc, mpi, reps, 1.0, tmp);
     bench_stats_t sm = bench_stats(mpi, (size_t)reps), sa = bench_stats(acc, (size_t)reps);
     const double overhead = ratio.median - 1.0;
