@@ -4,7 +4,8 @@
  * default; sizes 0, huge or overflowing; dtypes; captures begun, invalidated and abandoned;
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
  * random small tensor lists; native-handle calls, which the CPU backend refuses; communicator
- * calls without MPI, see op_comm). Any disagreement aborts with a message naming the call, the
+ * calls: on non-communicators, and all-reduces on a live one-rank communicator of a test engine
+ * that needs no MPI, see op_comm). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
@@ -82,6 +83,8 @@ static mpool_t P[NP];
 static malloc_t A[NA];
 static mreg_t R[NR];
 static mimport_t I[NI];
+/* The communicator: the fuzzhost engine (tests/fuzz/fuzz_host_engine.c), one rank, no MPI. */
+static struct { hstate_t st; accel_comm_t *h; } C;
 static float reg_buf[NR][SLOT_FLOATS] __attribute__((aligned(64)));
 static accel_dl_managed_tensor_versioned_t managed_v[NI];
 static accel_dl_managed_tensor_t managed_l[NI];
@@ -121,6 +124,9 @@ static void expect2(const char *call, accel_status_t got, accel_status_t a, acce
 
 static void ensure_device(void) {
   if (dev) return;
+  /* collectives on idle streams run on the calling thread (ACCEL_CPU_RUN_ON_CALLER), busy
+   * ones queue: both paths under the model */
+  setenv("ACCEL_CPU_RUN_ON_CALLER", "1", 1);
   if (accel_device_open("cpu", &dev) != ACCEL_OK ||
       accel_stream_default(dev, &default_stream) != ACCEL_OK ||
       accel_malloc(dev, SCRATCH_BYTES, (void **)&scratch) != ACCEL_OK ||
@@ -149,6 +155,7 @@ static void forget_dead(void *h) {
   for (int i = 0; i < NE; ++i) if (E[i].st == H_DEAD && (void *)E[i].h == h) E[i].st = H_NONE;
   for (int i = 0; i < NP; ++i) if (P[i].st == H_DEAD && (void *)P[i].h == h) P[i].st = H_NONE;
   for (int i = 0; i < NA; ++i) if (A[i].st == H_DEAD && A[i].p == h) A[i].st = H_NONE;
+  if (C.st == H_DEAD && (void *)C.h == h) C.st = H_NONE;
 }
 
 /* Pool handle references: user references plus graphs holding it. */
@@ -755,6 +762,100 @@ static void op_native(unsigned call) {
  * engine that would): creation with a malformed or absent engine name, and every call of
  * accel_comm.h on something that is not a communicator, which must be refused by its handle
  * check before anything else is looked at. */
+/* ---------------------------------------------------------------------------------------- */
+/* a live communicator (C): the fuzzhost engine, one rank */
+
+/* An all-reduce as the model chose it. Sub-op 4 of op_live_comm issues the last one again
+ * after whatever the input did in between (a stream, the communicator or a registration
+ * destroyed, a capture begun): the core remembers a call it validated (core/comm.c,
+ * rerun_validated) and must see every such change. */
+typedef struct {
+  int set, stream;                /* stream slot, -1: the default stream */
+  int reg;                        /* recv is reg_buf[reg]; -1: scratch slot recv_slot */
+  unsigned send_slot, recv_slot, dtype, op, misalign, past_end;
+  size_t count;
+} mcall_t;
+static mcall_t last_call;
+
+static mcall_t pick_call(void) {
+  mcall_t k = {.set = 1};
+  k.stream = (int)(u8() % (NS + 1)) - 1;
+  const unsigned b = u8();
+  k.send_slot = b % NSLOTS;
+  k.recv_slot = (b >> 3) % NSLOTS;
+  k.reg = b >> 6 == 3 ? (int)(u8() % NR) : -1;
+  const unsigned c = u8();
+  k.dtype = c % 4;      /* 3: not a dtype */
+  k.op = (c >> 2) % 4;  /* 3: not a reduce op */
+  k.misalign = (c >> 4) % 8 == 0;
+  k.past_end = (c >> 7) != 0 && u8() % 4 == 0;
+  /* past_end: more than the whole scratch buffer, in any dtype */
+  k.count = k.past_end ? 2u * NSLOTS * SLOT_FLOATS + 1 : u8() % (SLOT_FLOATS + 1);
+  return k;
+}
+
+static void issue_call(const mcall_t *k) {
+  if (C.st == H_NONE) return;
+  accel_stream_t *h = default_stream;
+  accel_status_t want = C.st == H_DEAD ? ACCEL_ERROR_INVALID_HANDLE : ACCEL_OK;
+  if (k->stream >= 0) {
+    if (S[k->stream].st == H_NONE) return;
+    h = S[k->stream].h;
+    if (S[k->stream].st == H_DEAD) want = ACCEL_ERROR_INVALID_HANDLE;
+  }
+  if (k->reg >= 0 && R[k->reg].st == R_UNCERTAIN) return;
+  static const accel_dtype_t dtypes[] = {ACCEL_F32, ACCEL_F16, ACCEL_BF16, (accel_dtype_t)9};
+  const accel_dtype_t dt = dtypes[k->dtype];
+  const void *send = (char *)(scratch + k->send_slot * SLOT_FLOATS) + k->misalign;
+  void *recv = k->reg >= 0 ? (void *)reg_buf[k->reg] : scratch + k->recv_slot * SLOT_FLOATS;
+  if (want == ACCEL_OK) {
+    int invalid = k->dtype == 3 || k->op == 3;
+    if (k->count > 0) {
+      invalid |= k->misalign || k->past_end; /* misaligned send; past the buffers' ends */
+      invalid |= k->reg >= 0 && (R[k->reg].st != R_LIVE || R[k->reg].ro); /* recv written */
+    }
+    want = invalid ? ACCEL_ERROR_INVALID_ARGUMENT : submit_status(k->stream);
+  }
+  accel_status_t st = accel_all_reduce(C.h, h, send, recv, k->count, dt,
+                                       (accel_reduce_op_t)k->op);
+  expect("accel_all_reduce (live communicator)", st, want);
+  if (st == ACCEL_OK && k->reg >= 0 && k->count > 0 && k->stream >= 0 && S[k->stream].cap >= 0)
+    G[S[k->stream].cap].regs |= 1u << k->reg;
+}
+
+/* Create or destroy the communicator, issue an all-reduce on it, or issue the last one again;
+ * sub-op 0 is the older check of a destroy on a non-communicator. */
+static void op_live_comm(accel_comm_t *bad) {
+  switch (u8() % 5) {
+    case 0:
+      expect("accel_comm_destroy", accel_comm_destroy(bad), ACCEL_ERROR_INVALID_HANDLE);
+      break;
+    case 1:
+      if (C.st == H_LIVE) {
+        expect("accel_comm_destroy", accel_comm_destroy(C.h), ACCEL_OK);
+        C.st = H_DEAD;
+      } else {
+        accel_comm_t *c = NULL;
+        accel_status_t want = unsafe(-1);
+        accel_status_t st = accel_comm_create_mpi(dev, NULL, "fuzzhost", &c);
+        expect("accel_comm_create_mpi (fuzzhost)", st, want);
+        if (st == ACCEL_OK) {
+          forget_dead(c);
+          C.st = H_LIVE;
+          C.h = c;
+        }
+      }
+      break;
+    case 2:
+    case 3:
+      last_call = pick_call();
+      issue_call(&last_call);
+      break;
+    default:
+      if (last_call.set) issue_call(&last_call);
+  }
+}
+
 static void op_comm(unsigned call) {
   int s;
   accel_stream_t *h;
@@ -790,7 +891,7 @@ static void op_comm(unsigned call) {
       break;
     }
     default:
-      expect("accel_comm_destroy", accel_comm_destroy(bad), ACCEL_ERROR_INVALID_HANDLE);
+      op_live_comm(bad);
   }
 }
 
@@ -1009,6 +1110,7 @@ static void teardown_input(void) {
       expect("accel_pool_release", accel_pool_release(P[p].h), ACCEL_OK);
       P[p].user_refs--;
     }
+  if (C.st == H_LIVE) expect("accel_comm_destroy", accel_comm_destroy(C.h), ACCEL_OK);
   for (int a = 0; a < NA; ++a)
     if (A[a].st == H_LIVE) expect("accel_free", accel_free(dev, A[a].p), ACCEL_OK);
   for (int e = 0; e < NE; ++e)
@@ -1034,6 +1136,8 @@ static void teardown_input(void) {
   memset(A, 0, sizeof A);
   memset(R, 0, sizeof R);
   memset(I, 0, sizeof I);
+  memset(&C, 0, sizeof C);
+  memset(&last_call, 0, sizeof last_call);
   memset(deletes_seen, 0, sizeof deletes_seen);
   memset(deletes_expected, 0, sizeof deletes_expected);
 }
