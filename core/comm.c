@@ -431,11 +431,16 @@ static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
 }
 
 /* Validates the common arguments; *esize gets the element size. */
+/* c and s were found live (and of one device) at this registry version. */
+static bool handles_remembered(const accel_comm_t *c, const accel_stream_t *s,
+                               unsigned version) {
+  return valid_cache.version == version && valid_cache.comm == c && valid_cache.stream == s;
+}
+
 static accel_status_t check_handles(accel_comm_t *c, accel_stream_t *s, const char *fn) {
   /* read before the lookups: a change after them moves the version stored below */
   const unsigned version = accel_handle_registry_version();
-  if (valid_cache.version == version && valid_cache.comm == c && valid_cache.stream == s)
-    return ACCEL_OK;
+  if (handles_remembered(c, s, version)) return ACCEL_OK;
   accel_status_t st = comm_check(c, fn);
   if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
@@ -514,8 +519,7 @@ static bool same_op(const accel_comm_op_t *a, const accel_comm_op_t *b) {
 static bool rerun_validated(accel_comm_t *c, accel_stream_t *s, const char *fn,
                             const accel_comm_op_t *cop) {
   /* c is dereferenced only once the version shows it still live */
-  if (!valid_cache.call_ok || valid_cache.comm != c || valid_cache.stream != s ||
-      valid_cache.version != accel_handle_registry_version() ||
+  if (!valid_cache.call_ok || !handles_remembered(c, s, accel_handle_registry_version()) ||
       !same_op(&valid_cache.call, cop) ||
       valid_cache.gen != accel_device_free_generation(c->dev))
     return false;
