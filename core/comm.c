@@ -430,7 +430,6 @@ static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
          (const char *)b < (const char *)a + na;
 }
 
-/* Validates the common arguments; *esize gets the element size. */
 /* c and s were found live (and of one device) at this registry version. */
 static bool handles_remembered(const accel_comm_t *c, const accel_stream_t *s,
                                unsigned version) {
@@ -457,6 +456,7 @@ static accel_status_t check_handles(accel_comm_t *c, accel_stream_t *s, const ch
   return ACCEL_OK;
 }
 
+/* Validates the common arguments; *esize gets the element size. */
 static accel_status_t check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
                                  const char *fn, size_t *esize) {
   accel_status_t st = check_handles(c, s, fn);
