@@ -48,18 +48,26 @@
 static const accel_host_api_t *host;
 static int poll_mode; /* ACCEL_COMM_MPI_WAIT=poll */
 
+/* Blocking calls of one class on a communicator, for the watchdog: numbered as they start;
+ * finished is the number of the latest that ended. since/seen: the watchdog's own, guarded by
+ * wd_lock (when it first saw call number `seen` in flight). */
+typedef struct wd_calls {
+  atomic_uint_least64_t started, finished;
+  uint64_t seen;
+  double since;
+} wd_calls_t;
+
 typedef struct mpi_comm {
   MPI_Comm comm;
   int rank, size;
   atomic_int stuck; /* a request timed out: the communicator cannot be freed safely */
-  /* the watchdog's view (blocking mode): blocking calls started and finished, the kind of the
-   * latest, the timeout in ms; its own bookkeeping, guarded by wd_lock */
+  /* the watchdog's view (blocking mode): the blocking collectives and sends/receives in
+   * flight, the kind of the latest call, the timeout in ms */
   int watched;
-  atomic_uint_least64_t started, finished, timeout_ms;
+  wd_calls_t coll, p2p;
+  atomic_uint_least64_t timeout_ms;
   atomic_uint kind;
-  struct mpi_comm *wd_next;
-  uint64_t wd_seen;
-  double wd_since;
+  struct mpi_comm *wd_next; /* guarded by wd_lock */
 } mpi_comm_t;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -165,11 +173,17 @@ static accel_status_t check_count(mpi_comm_t *c, const accel_comm_op_t *op,
 /* the watchdog of blocking calls */
 
 /* Every communicator is on the watchdog's list from creation to destruction. A blocking call
- * costs two atomic stores (started, then finished, each a count of calls): no lock and no
+ * is numbered when it starts and its number stored as finished when it ends: no lock and no
  * clock read, which would be a measurable share of a 2 us collective. The watchdog wakes
- * every period and times, with its own clock, how long the same call has been in flight;
- * collectives on one communicator are never concurrent (MPI requires one order per
- * communicator), so started - finished is 0 or 1. */
+ * every period and times, with its own clock, how long the same call has been in flight.
+ *
+ * Collectives on one communicator are never concurrent (MPI requires every rank to issue them
+ * in one order; a program that overlaps two is erroneous), so theirs are numbered with a plain
+ * load and store: no locked instruction (the two atomic increments this replaced were a tenth
+ * of a 4 KB all_reduce's cost beyond MPI's). A call stores finished only while it is still
+ * the latest started, so two erroneously overlapping collectives may hide one from the
+ * watchdog but do not leave a finished call in flight for it (a false timeout). Sends and
+ * receives may overlap (a pipeline's, on two streams): theirs are atomic increments. */
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cond;
 static mpi_comm_t *wd_list; /* guarded by wd_lock */
@@ -186,16 +200,40 @@ static const char *const call_names[] = {
     "the persistent allgather request", "the persistent bcast request",
     "the MPI_Send_init request", "the MPI_Recv_init request"};
 
-/* The call of c in flight since wd_since (its number wd_seen) when it is past its deadline. */
-static int wd_late(mpi_comm_t *c, double now) {
-  const uint64_t started = atomic_load(&c->started);
-  if (started == atomic_load(&c->finished)) return 0;
-  if (started != c->wd_seen) {
-    c->wd_seen = started; /* a call the watchdog has not timed yet: from now */
-    c->wd_since = now;
+static int is_p2p(unsigned kind) { return kind == ACCEL_COMM_SEND || kind == ACCEL_COMM_RECV; }
+
+/* Numbers a blocking call of `kind` (its name: `name`) as it starts; returns its number. */
+static uint64_t wd_begin(mpi_comm_t *c, unsigned kind, unsigned name) {
+  atomic_store_explicit(&c->kind, name, memory_order_relaxed);
+  if (is_p2p(kind)) return atomic_fetch_add(&c->p2p.started, 1) + 1;
+  const uint64_t n = atomic_load_explicit(&c->coll.started, memory_order_relaxed) + 1;
+  atomic_store_explicit(&c->coll.started, n, memory_order_relaxed);
+  return n;
+}
+
+static void wd_end(mpi_comm_t *c, unsigned kind, uint64_t n) {
+  if (is_p2p(kind)) {
+    atomic_fetch_add(&c->p2p.finished, 1);
+  } else if (atomic_load_explicit(&c->coll.started, memory_order_relaxed) == n) {
+    atomic_store_explicit(&c->coll.finished, n, memory_order_relaxed);
+  }
+}
+
+/* Whether the call of w in flight (since w->since, numbered w->seen) is past c's deadline. */
+static int wd_calls_late(mpi_comm_t *c, wd_calls_t *w, double now) {
+  const uint64_t started = atomic_load_explicit(&w->started, memory_order_relaxed);
+  if (started == atomic_load_explicit(&w->finished, memory_order_relaxed)) return 0;
+  if (started != w->seen) {
+    w->seen = started; /* a call the watchdog has not timed yet: from now */
+    w->since = now;
     return 0;
   }
-  return now - c->wd_since > atomic_load(&c->timeout_ms) * 1e-3;
+  return now - w->since > atomic_load(&c->timeout_ms) * 1e-3;
+}
+
+static int wd_late(mpi_comm_t *c, double now) {
+  const int coll = wd_calls_late(c, &c->coll, now); /* both: each times its own call */
+  return wd_calls_late(c, &c->p2p, now) || coll;
 }
 
 static void *watchdog(void *arg) {
@@ -286,8 +324,7 @@ static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, dou
     return host->set_error(ACCEL_ERROR_BACKEND, "MPI: no watchdog thread for %s (set "
                            "ACCEL_COMM_MPI_WAIT=poll)", call_names[op->kind]);
   watch_timeout(c, timeout_s);
-  atomic_store_explicit(&c->kind, op->kind, memory_order_relaxed);
-  atomic_fetch_add(&c->started, 1);
+  const uint64_t call = wd_begin(c, op->kind, op->kind);
   int rc = MPI_SUCCESS;
   switch (op->kind) {
     case ACCEL_COMM_ALL_REDUCE:
@@ -313,7 +350,7 @@ static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, dou
       rc = MPI_Recv(op->recv, n, t, op->peer, 0, c->comm, status);
       break;
   }
-  atomic_fetch_add(&c->finished, 1);
+  wd_end(c, op->kind, call);
   return rc == MPI_SUCCESS ? ACCEL_OK : mpi_error(call_names[op->kind], rc);
 }
 
@@ -494,10 +531,9 @@ static accel_status_t mpi_run_prepared(void *handle, double timeout_s) {
     st = wait_req(c, &p->req, call_names[name], timeout_s, &status);
   } else {
     watch_timeout(c, timeout_s);
-    atomic_store_explicit(&c->kind, name, memory_order_relaxed);
-    atomic_fetch_add(&c->started, 1);
+    const uint64_t call = wd_begin(c, p->op.kind, name);
     rc = MPI_Wait(&p->req, &status);
-    atomic_fetch_add(&c->finished, 1);
+    wd_end(c, p->op.kind, call);
     if (rc != MPI_SUCCESS) st = mpi_error(call_names[name], rc);
   }
   return st == ACCEL_OK && p->op.kind == ACCEL_COMM_RECV ? check_count(c, &p->op, &status) : st;
