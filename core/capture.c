@@ -48,6 +48,12 @@ static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static accel_capture_t *active;
 atomic_int accel_active_captures;
 
+/* Points s at the capture it records into (NULL: none); the caller holds s->lock. */
+static void set_capture(accel_stream_t *s, accel_capture_t *c) {
+  s->capture = c;
+  atomic_store_explicit(&s->capturing, c != NULL, memory_order_release);
+}
+
 static void invalidate_locked(accel_capture_t *c, const char *reason) {
   if (c->invalidated) return;
   c->invalidated = true;
@@ -150,7 +156,7 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
   accel_stream_retain(s);
   c->streams[0] = s;
   c->nstreams = 1;
-  s->capture = c;
+  set_capture(s, c);
   s->capture_slot = 0;
   pthread_mutex_lock(&active_lock);
   c->next = active;
@@ -299,7 +305,7 @@ accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_
                            MAX_CAPTURE_STREAMS);
     } else {
       accel_stream_retain(s);
-      s->capture = ec;
+      set_capture(s, ec);
       s->capture_slot = ec->nstreams;
       ec->streams[ec->nstreams++] = s;
     }
@@ -357,7 +363,7 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   for (uint32_t i = 0; i < c->nstreams; ++i) {
     accel_stream_t *s = c->streams[i];
     if (i) pthread_mutex_lock(&s->lock); /* the origin's lock is held by the caller */
-    s->capture = NULL;
+    set_capture(s, NULL);
     if (i) pthread_mutex_unlock(&s->lock);
     /* blocks freed during the capture become reusable by later captures sharing the pool */
     accel_allocator_retag(mem, c->pool->arena, s, NULL);

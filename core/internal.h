@@ -174,8 +174,10 @@ struct accel_stream {
   bool internal;
   bool lazy;
   bool wrapped;                   /* over a runtime's queue: always eager, never destroyed */
-  /* capture: set while this stream records into a capture (origin or joined) */
+  /* capture: set while this stream records into a capture (origin or joined); capturing
+   * mirrors capture != NULL for readers without the lock (accel_stream_run_on_caller) */
   accel_capture_t *capture;
+  atomic_bool capturing;
   uint32_t capture_slot;
   /* lazy mode */
   accel_cmdlist_t lazy_queue;

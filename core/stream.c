@@ -262,17 +262,20 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *s, const char *name, accel_
 bool accel_stream_run_on_caller(accel_stream_t *s, const char *name, void (*run)(void *ctx),
                                 void *ctx) {
   const accel_backend_vtable_t *vt = s->dev->backend->vt;
-  if (!vt->stream_try_hold || !vt->stream_release_hold) return false;
-  pthread_mutex_lock(&s->lock);
-  const bool held = !s->capture && !s->lazy && vt->stream_try_hold(s->impl);
-  if (held) accel_stream_retain(s); /* a destroy meanwhile tears down after the release */
-  pthread_mutex_unlock(&s->lock);
-  if (!held) return false;
+  accel_be_stream_t *impl = s->impl;
+  /* Without s->lock and without a reference: each is a locked instruction, and the four were
+   * a third of a 4 KB all_reduce's cost beyond MPI's. The backend's hold excludes concurrent
+   * submissions itself, and its synchronize and destroy wait for the release (the plugin
+   * contract), so the teardown of a stream released meanwhile waits for us. A capture that
+   * begins between this check and the hold comes after the command, which is still eager.
+   * (lazy is fixed at creation.) */
+  if (!vt->stream_try_hold || !vt->stream_release_hold || s->lazy ||
+      atomic_load_explicit(&s->capturing, memory_order_acquire) || !vt->stream_try_hold(impl))
+    return false;
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, name);
-  run(ctx); /* without the lock: other threads keep submitting, behind the hold */
-  vt->stream_release_hold(s->impl);
+  run(ctx); /* other threads keep submitting, behind the hold */
+  vt->stream_release_hold(impl); /* s may be gone from here on */
   accel_trace_end(&t);
-  accel_stream_release(s);
   return true;
 }
 

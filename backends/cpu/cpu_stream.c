@@ -1,6 +1,7 @@
 #include "cpu_stream.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,7 +21,18 @@ static int worker_should_wake(void *arg) {
   return s->queue.taken != cpu_queue_submitted(&s->queue) || atomic_load(&s->shutdown);
 }
 
-static int hold_released(void *arg) { return !atomic_load(&((cpu_stream_t *)arg)->held); }
+static int not_held(void *arg) {
+  return atomic_load(&((cpu_stream_t *)arg)->held) != CPU_HOLD_HELD;
+}
+
+/* Returns once no caller holds s and the last release is done with it (a new hold may have
+ * begun since). */
+static void wait_hold_ended(cpu_stream_t *s) {
+  cpu_notifier_wait(&s->hold_released, not_held, s);
+  /* the releaser is between its notify and its last store: a few instructions, unless it
+   * was preempted there */
+  while (atomic_load(&s->held) == CPU_HOLD_ENDING) sched_yield();
+}
 
 static void *worker_main(void *arg) {
   cpu_stream_t *s = arg;
@@ -34,10 +46,10 @@ static void *worker_main(void *arg) {
       cpu_notifier_wait(&s->work_available, worker_should_wake, s);
       continue;
     }
-    /* submitted during a hold: it starts after the caller's command (even at shutdown, which
-     * the core only begins once the holder is done) */
-    if (atomic_load(&s->held)) {
-      cpu_notifier_wait(&s->work_available, hold_released, s);
+    /* submitted during a hold: it starts after the caller's command (shutdown, too, waits
+     * for the hold to end) */
+    if (atomic_load(&s->held) == CPU_HOLD_HELD) {
+      cpu_notifier_wait(&s->hold_released, not_held, s);
       continue;
     }
     cpu_op_execute(s->device, &e->op);
@@ -84,7 +96,7 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
                            sizeof(*s));
   s->device = dev;
   atomic_init(&s->shutdown, 0);
-  atomic_init(&s->held, 0);
+  atomic_init(&s->held, CPU_HOLD_NONE);
   int rc = cpu_queue_init(&s->queue);
   if (rc != 0) {
     free(s);
@@ -98,9 +110,17 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
     if (rc != 0) cpu_notifier_destroy(&s->work_available);
   }
   if (rc == 0) {
+    rc = cpu_notifier_init(&s->hold_released, dev->spin_ns);
+    if (rc != 0) {
+      cpu_notifier_destroy(&s->work_done);
+      cpu_notifier_destroy(&s->work_available);
+    }
+  }
+  if (rc == 0) {
     call = "pthread_create";
     rc = pthread_create(&s->worker, NULL, worker_main, s);
     if (rc != 0) {
+      cpu_notifier_destroy(&s->hold_released);
       cpu_notifier_destroy(&s->work_done);
       cpu_notifier_destroy(&s->work_available);
     }
@@ -120,9 +140,11 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
 
 void cpu_stream_destroy(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
+  wait_hold_ended(s);
   atomic_store(&s->shutdown, 1);
   cpu_notifier_notify(&s->work_available);
   pthread_join(s->worker, NULL);
+  cpu_notifier_destroy(&s->hold_released);
   cpu_notifier_destroy(&s->work_done);
   cpu_notifier_destroy(&s->work_available);
   cpu_queue_destroy(&s->queue);
@@ -143,32 +165,44 @@ accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
   sync_target_t t = {s, cpu_queue_submitted(&s->queue)};
   cpu_notifier_wait_level(&s->work_done, reached, &t, t.submitted);
+  wait_hold_ended(s); /* a caller's command on an idle stream */
   return ACCEL_OK;
+}
+
+static bool idle(cpu_stream_t *s) {
+  /* completed first: equal to a later read of submitted, nothing was pending at that read */
+  const uint64_t completed = cpu_queue_completed(&s->queue);
+  return completed == cpu_queue_submitted(&s->queue);
 }
 
 accel_status_t cpu_stream_query(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
-  return cpu_queue_completed(&s->queue) == cpu_queue_submitted(&s->queue) ? ACCEL_OK
-                                                                          : ACCEL_ERROR_NOT_READY;
+  return idle(s) && atomic_load(&s->held) != CPU_HOLD_HELD ? ACCEL_OK : ACCEL_ERROR_NOT_READY;
 }
 
 int cpu_stream_try_hold(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
-  /* Submissions are serialized by the core's lock, which the caller holds: once completed
-   * equals submitted the worker runs nothing until a later submission, which is published
-   * after the lock is released, so the worker that finds it also finds `held` set (release
-   * here, the lock, seq_cst publish and peek). */
-  if (!s->device->run_on_caller ||
-      cpu_queue_completed(&s->queue) != cpu_queue_submitted(&s->queue))
-    return 0;
-  atomic_store_explicit(&s->held, 1, memory_order_release);
-  return 1;
+  if (!s->device->run_on_caller || !idle(s)) return 0; /* (no locked instruction) */
+  int none = CPU_HOLD_NONE;
+  if (!atomic_compare_exchange_strong(&s->held, &none, CPU_HOLD_HELD)) return 0;
+  /* Dekker with the worker (all seq_cst): we set held, then read the queue; the worker reads
+   * the queue (peek), then held. If this read misses a submission, the worker that finds it
+   * also finds held set and waits for the release. */
+  if (idle(s)) return 1;
+  cpu_stream_release_hold(s); /* a submission came first: it runs, not the caller */
+  return 0;
 }
 
 void cpu_stream_release_hold(accel_be_stream_t *stream) {
   cpu_stream_t *s = stream;
-  atomic_store(&s->held, 0); /* seq_cst: the notifier's protocol (cpu_sync.h) */
-  cpu_notifier_notify(&s->work_available);
+  /* release, not seq_cst: the notify's own fence orders it (cpu_sync.h); a second full
+   * barrier here cost a few percent of a 4 KB all_reduce run on the caller */
+  atomic_store_explicit(&s->held, CPU_HOLD_ENDING, memory_order_release);
+  /* not work_available: an idle worker sleeping there would wake for nothing, a context
+   * switch per collective run on the caller (measured: 1-2 per all_reduce at -np 2) */
+  cpu_notifier_notify(&s->hold_released);
+  /* the last access to s: synchronize and destroy wait for it */
+  atomic_store_explicit(&s->held, CPU_HOLD_NONE, memory_order_release);
 }
 
 accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {

@@ -22,13 +22,18 @@
 #include "cpu_queue.h"
 #include "cpu_sync.h"
 
+/* A stream's hold (stream_try_hold): ENDING while stream_release_hold still uses the stream
+ * after the holder is done with it (synchronize and destroy wait for NONE). */
+typedef enum cpu_hold_state { CPU_HOLD_NONE, CPU_HOLD_HELD, CPU_HOLD_ENDING } cpu_hold_state_t;
+
 typedef struct cpu_stream {
   cpu_device_t *device;
   cpu_queue_t queue;
   cpu_notifier_t work_available; /* the worker sleeps here when the queue is empty */
   cpu_notifier_t work_done;      /* synchronize callers sleep here */
+  cpu_notifier_t hold_released;  /* the worker sleeps here when a command waits for a hold */
   atomic_int shutdown;
-  atomic_int held; /* a caller runs the next command (stream_try_hold) */
+  atomic_int held; /* a caller runs the next command: cpu_hold_state_t (stream_try_hold) */
   pthread_t worker;
 } cpu_stream_t;
 

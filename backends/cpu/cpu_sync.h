@@ -6,9 +6,10 @@
  * sleeps on a condition variable; the notifier only touches the mutex when someone sleeps, so
  * the common "nobody is waiting" path costs one atomic load.
  *
- * Lost wake-ups are impossible because both sides use sequentially consistent operations in
- * opposite order (Dekker): the waiter raises `waiters` and then re-checks the condition, the
- * notifier makes the condition true and then reads `waiters`. At least one of them sees the
+ * Lost wake-ups are impossible because both sides order their two steps with sequentially
+ * consistent operations, in opposite order (Dekker): the waiter raises `waiters` and then
+ * re-checks the condition, the notifier makes the condition true and then, after a seq_cst
+ * fence, reads `waiters`. At least one of them sees the
  * other's write; a notifier that sees a waiter broadcasts under the mutex, which the waiter
  * holds from its re-check until pthread_cond_wait releases it.
  *
@@ -61,8 +62,9 @@ static inline void cpu_notifier_wait(cpu_notifier_t *n, cpu_ready_fn ready, void
   cpu_notifier_wait_level(n, ready, arg, 0);
 }
 
-/* Call after making a condition true (with a seq_cst store), with the level it reached:
- * wakes the sleepers that wait for that level or a lower one. */
+/* Call after making a condition true (with an atomic store: a relaxed or release one is
+ * enough, the seq_cst fence this begins with orders it before the loads of the protocol),
+ * with the level it reached: wakes the sleepers that wait for that level or a lower one. */
 void cpu_notifier_notify_level(cpu_notifier_t *n, uint64_t level);
 static inline void cpu_notifier_notify(cpu_notifier_t *n) {
   cpu_notifier_notify_level(n, UINT64_MAX);

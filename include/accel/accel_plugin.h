@@ -297,13 +297,15 @@ typedef struct accel_backend_vtable {
    * collective) on the calling thread instead of handing it to the stream: on a process bound
    * to one CPU the hand-over costs two context switches on the very core the work needs. Both
    * NULL (every other backend): the core enqueues the work as a host function. */
-  /* Called with the core's lock of the stream held. Nonzero: the stream was idle (everything
-   * submitted has completed) and the plugin's policy lets the caller run the next command
-   * itself; until stream_release_hold, work submitted later is queued but does not start, and
-   * the stream's synchronize and query report only that work. Zero: nothing changed. */
+  /* Called without the core's lock of the stream, possibly while other threads submit to it
+   * or try to hold it. Nonzero: the stream was idle (everything submitted has completed), no
+   * one else holds it, and the plugin's policy lets the caller run the next command itself;
+   * until stream_release_hold, work submitted later is queued but does not start, query
+   * reports NOT_READY, and synchronize and destroy wait for the release (the core keeps no
+   * reference to the stream during a hold: it relies on this). Zero: nothing changed. */
   int (*stream_try_hold)(accel_be_stream_t *stream);
-  /* Ends a hold (called without the core's lock, from the thread that holds): held-back work
-   * starts. */
+  /* Ends a hold (from the thread that holds): held-back work starts. The stream may be
+   * destroyed as soon as this returns. */
   void (*stream_release_hold)(accel_be_stream_t *stream);
 } accel_backend_vtable_t;
 

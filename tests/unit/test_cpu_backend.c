@@ -803,13 +803,84 @@ static int test_hold(void) {
   CHECK(word == 0x55555555u, "word %x after synchronize", word);
   pthread_join(th, NULL);
 
+  /* with nothing queued behind it, too: the holder's command is the stream's work (query
+   * reports it, synchronize waits for it) */
+  CHECK(vt->stream_try_hold(s) == 1, "idle again, not held");
+  CHECK(vt->stream_query(s) == ACCEL_ERROR_NOT_READY, "query during a hold");
+  atomic_store(&r.released, 0);
+  CHECK(pthread_create(&th, NULL, release_later, &r) == 0, "pthread_create");
+  CHECK_OK(vt->stream_synchronize(s));
+  CHECK(atomic_load(&r.released) == 1, "synchronize returned during a hold with nothing queued");
+  pthread_join(th, NULL);
+  CHECK_OK(vt->stream_query(s));
+
   /* a hold released with nothing queued leaves the stream working */
   CHECK(vt->stream_try_hold(s) == 1, "not held");
   vt->stream_release_hold(s);
   CHECK_OK(vt->memset_async(s, &word, 0x66, sizeof word));
   CHECK_OK(vt->stream_synchronize(s));
   CHECK(word == 0x66666666u, "word %x", word);
+
+  /* destroy waits for a hold to end: the core keeps no reference during one */
+  CHECK(vt->stream_try_hold(s) == 1, "not held before destroy");
+  atomic_store(&r.released, 0);
+  CHECK(pthread_create(&th, NULL, release_later, &r) == 0, "pthread_create");
   vt->stream_destroy(s);
+  CHECK(atomic_load(&r.released) == 1, "destroy returned during a hold");
+  pthread_join(th, NULL);
+  vt->device_close(dev);
+  return TEST_PASS;
+}
+
+/* Holds race with submissions (try_hold takes no lock): a holder thread runs its section
+ * whenever it gets a hold while the main thread submits host functions running the same
+ * section. The section is never entered twice at once, and every run is counted (the plain
+ * counter is also what a race detector would flag). */
+typedef struct hold_race {
+  accel_be_stream_t *s;
+  atomic_int inside, overlaps, stop;
+  long runs; /* plain on purpose: the hold must make the sections exclusive */
+  long holds;
+} hold_race_t;
+
+static void race_section(void *user) {
+  hold_race_t *r = user;
+  if (atomic_exchange(&r->inside, 1)) atomic_fetch_add(&r->overlaps, 1);
+  r->runs++;
+  atomic_store(&r->inside, 0);
+}
+
+static void *race_holder(void *arg) {
+  hold_race_t *r = arg;
+  while (!atomic_load(&r->stop))
+    if (vt->stream_try_hold(r->s)) {
+      race_section(r);
+      r->holds++;
+      vt->stream_release_hold(r->s);
+    }
+  return NULL;
+}
+
+static int test_hold_race(void) {
+  accel_be_device_t *dev = open_device_holding("1");
+  CHECK(dev != NULL, "open");
+  hold_race_t r = {0};
+  CHECK_OK(vt->stream_create(dev, &r.s));
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, race_holder, &r) == 0, "pthread_create");
+  const long submitted = 20000;
+  for (long i = 0; i < submitted; ++i) {
+    CHECK_OK(vt->launch_host_func(r.s, race_section, &r));
+    if (i % 4 == 0) CHECK_OK(vt->stream_synchronize(r.s)); /* idle gaps for the holder */
+  }
+  CHECK_OK(vt->stream_synchronize(r.s));
+  atomic_store(&r.stop, 1);
+  pthread_join(th, NULL);
+  CHECK(atomic_load(&r.overlaps) == 0, "%d sections overlapped", atomic_load(&r.overlaps));
+  CHECK(r.runs == submitted + r.holds, "%ld runs of %ld submitted + %ld held", r.runs,
+        submitted, r.holds);
+  CHECK(r.holds > 0, "the holder never got a hold (the test proves nothing)");
+  vt->stream_destroy(r.s);
   vt->device_close(dev);
   return TEST_PASS;
 }
@@ -899,6 +970,7 @@ int main(int argc, char **argv) {
   run_test("concurrent_streams", test_concurrent_streams);
   run_test("enqueue_cost", test_enqueue_cost);
   run_test("hold", test_hold);
+  run_test("hold_race", test_hold_race);
   run_test("hold_policy", test_hold_policy);
   vt->backend_shutdown(g_backend);
   printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
