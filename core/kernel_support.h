@@ -80,9 +80,10 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *stream, const char *name,
 /* Runs run(ctx) on the calling thread as the stream's next command, when s is eager (not
  * capturing, not lazy), idle, and its backend lets the caller hold it (accel_plugin.h
  * stream_try_hold: on the CPU backend, a process bound to one CPU); work submitted to s by
- * other threads meanwhile starts after it, and a synchronize of s waits for it. Returns false, having done nothing, otherwise (the
- * caller then enqueues the work). s must have been checked. Only for work that never waits for
- * later work of this process (a host engine's collective): the call returns once it has run. */
+ * other threads meanwhile starts after it, and a synchronize of s waits for it. Returns
+ * false, having done nothing, otherwise (the caller then enqueues the work). s must have been
+ * checked. Only for work that never waits for later work of this process (a host engine's
+ * collective): the call returns once it has run. */
 bool accel_stream_run_on_caller(accel_stream_t *stream, const char *name, void (*run)(void *ctx),
                                 void *ctx);
 

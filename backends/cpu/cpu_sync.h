@@ -9,9 +9,9 @@
  * Lost wake-ups are impossible because both sides order their two steps with sequentially
  * consistent operations, in opposite order (Dekker): the waiter raises `waiters` and then
  * re-checks the condition, the notifier makes the condition true and then, after a seq_cst
- * fence, reads `waiters`. At least one of them sees the
- * other's write; a notifier that sees a waiter broadcasts under the mutex, which the waiter
- * holds from its re-check until pthread_cond_wait releases it.
+ * fence, reads `waiters`. At least one of them sees the other's write; a notifier that sees a
+ * waiter broadcasts under the mutex, which the waiter holds from its re-check until
+ * pthread_cond_wait releases it.
  *
  * Levels: a condition that is a counter reaching a target (a stream's completed commands)
  * would otherwise wake every sleeper on every increment, and each wake-up is a context switch
