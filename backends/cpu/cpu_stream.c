@@ -86,6 +86,35 @@ accel_status_t cpu_stream_enqueue(cpu_stream_t *stream, const char *what, const 
   return ACCEL_OK;
 }
 
+/* The stream's notifiers, made and destroyed together. */
+#define NUM_NOTIFIERS 3
+static void stream_notifiers(cpu_stream_t *s, cpu_notifier_t *n[NUM_NOTIFIERS]) {
+  n[0] = &s->work_available;
+  n[1] = &s->work_done;
+  n[2] = &s->hold_released;
+}
+
+/* Destroys the first count of them. */
+static void destroy_notifiers(cpu_stream_t *s, int count) {
+  cpu_notifier_t *n[NUM_NOTIFIERS];
+  stream_notifiers(s, n);
+  while (count > 0) cpu_notifier_destroy(n[--count]);
+}
+
+/* 0, or the error of the first that failed (then none is left made). */
+static int init_notifiers(cpu_stream_t *s, uint64_t spin_ns) {
+  cpu_notifier_t *n[NUM_NOTIFIERS];
+  stream_notifiers(s, n);
+  for (int i = 0; i < NUM_NOTIFIERS; ++i) {
+    const int rc = cpu_notifier_init(n[i], spin_ns);
+    if (rc != 0) {
+      destroy_notifiers(s, i);
+      return rc;
+    }
+  }
+  return 0;
+}
+
 accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
   cpu_device_t *dev = device;
   const accel_host_api_t *host = dev->host;
@@ -104,26 +133,11 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
                            "cpu: stream_create: malloc of the queue failed");
   }
   const char *call = "pthread_mutex_init/pthread_cond_init";
-  rc = cpu_notifier_init(&s->work_available, dev->spin_ns);
-  if (rc == 0) {
-    rc = cpu_notifier_init(&s->work_done, dev->spin_ns);
-    if (rc != 0) cpu_notifier_destroy(&s->work_available);
-  }
-  if (rc == 0) {
-    rc = cpu_notifier_init(&s->hold_released, dev->spin_ns);
-    if (rc != 0) {
-      cpu_notifier_destroy(&s->work_done);
-      cpu_notifier_destroy(&s->work_available);
-    }
-  }
+  rc = init_notifiers(s, dev->spin_ns);
   if (rc == 0) {
     call = "pthread_create";
     rc = pthread_create(&s->worker, NULL, worker_main, s);
-    if (rc != 0) {
-      cpu_notifier_destroy(&s->hold_released);
-      cpu_notifier_destroy(&s->work_done);
-      cpu_notifier_destroy(&s->work_available);
-    }
+    if (rc != 0) destroy_notifiers(s, NUM_NOTIFIERS);
   }
   if (rc != 0) {
     cpu_queue_destroy(&s->queue);
@@ -144,9 +158,7 @@ void cpu_stream_destroy(accel_be_stream_t *stream) {
   atomic_store(&s->shutdown, 1);
   cpu_notifier_notify(&s->work_available);
   pthread_join(s->worker, NULL);
-  cpu_notifier_destroy(&s->hold_released);
-  cpu_notifier_destroy(&s->work_done);
-  cpu_notifier_destroy(&s->work_available);
+  destroy_notifiers(s, NUM_NOTIFIERS);
   cpu_queue_destroy(&s->queue);
   free(s);
 }
