@@ -12,155 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cts.h"
-
-#define KC_CHUNK 65536u /* ACC_CHUNK: the reduction order depends on it */
-#define KC_LANES 256u
-#define KC_GUARD 64u
-
-/* ---------------------------------------------------------------------------------------------
- * Independent F16/BF16 reference conversions
- * ------------------------------------------------------------------------------------------- */
-
-static float f32_from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
-/* Magnitude of a non-negative 15-bit code (no sign); the all-ones exponent code with zero
- * mantissa stands for the first value past the largest finite one (IEEE overflow rounding). */
-static double code_value(uint32_t code, accel_dtype_t dt) {
-  const int mbits = dt == ACCEL_F16 ? 10 : 7, bias = dt == ACCEL_F16 ? 15 : 127;
-  const uint32_t e = code >> mbits, m = code & ((1u << mbits) - 1);
-  if (e == 0) return ldexp((double)m, 1 - bias - mbits);
-  return ldexp((double)((1u << mbits) | m), (int)e - bias - mbits);
-}
-
-static float ref_widen(uint32_t h, accel_dtype_t dt) {
-  if (dt == ACCEL_F32) return f32_from_bits(h);
-  const uint32_t sign = h & 0x8000u, mag = h & 0x7fffu;
-  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
-  double v;
-  if (mag > inf) v = NAN;
-  else if (mag == inf) v = INFINITY;
-  else v = code_value(mag, dt);
-  return (float)(sign ? -v : v);
-}
-
-static uint32_t ref_narrow(float x, accel_dtype_t dt) {
-  if (dt == ACCEL_F32) return f32_bits(x);
-  const uint32_t sign = (f32_bits(x) >> 16) & 0x8000u;
-  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
-  if (isnan(x)) return dt == ACCEL_F16 ? (sign | 0x7e00u) : 0x7fc0u;
-  const double a = fabs((double)x);
-  if (isinf(x)) return sign | inf;
-  uint32_t lo = 0, hi = inf; /* largest code with value <= a */
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi + 1) / 2;
-    if (code_value(mid, dt) <= a) lo = mid;
-    else hi = mid - 1;
-  }
-  if (lo == inf) return sign | inf;
-  const double dl = a - code_value(lo, dt), du = code_value(lo + 1, dt) - a;
-  const uint32_t r = dl < du ? lo : du < dl ? lo + 1 : ((lo & 1u) ? lo + 1 : lo);
-  return sign | r;
-}
-
-static size_t esz(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : 2; }
-static uint32_t raw_get(const void *p, size_t i, accel_dtype_t dt) {
-  if (dt == ACCEL_F32) {
-    uint32_t u;
-    memcpy(&u, (const char *)p + 4 * i, 4);
-    return u;
-  }
-  return ((const uint16_t *)p)[i];
-}
-static void raw_set(void *p, size_t i, accel_dtype_t dt, uint32_t v) {
-  if (dt == ACCEL_F32) memcpy((char *)p + 4 * i, &v, 4);
-  else ((uint16_t *)p)[i] = (uint16_t)v;
-}
-static float val(const void *p, size_t i, accel_dtype_t dt) { return ref_widen(raw_get(p, i, dt), dt); }
-
-/* ---------------------------------------------------------------------------------------------
- * Tensor lists on the device, each tensor with guard bytes, plus a host copy of the bits
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct kc_list {
-  size_t n;
-  accel_dtype_t dtype;
-  accel_tensor_t *t;
-  cts_buf_t *buf;
-  void **host;
-} kc_list_t;
-
-static void kc_free(cts_ctx_t *ctx, kc_list_t *L) {
-  for (size_t i = 0; i < L->n; ++i) {
-    if (L->buf && L->buf[i].base) cts_dev_free(ctx, &L->buf[i]);
-    if (L->host) free(L->host[i]);
-  }
-  free(L->t);
-  free(L->buf);
-  free(L->host);
-  memset(L, 0, sizeof *L);
-}
-
-/* n tensors of sizes[i] elements (sizes cycles if n > count) with values scale * U(-1, 1). */
-static accel_status_t kc_make(cts_ctx_t *ctx, kc_list_t *L, size_t n, const size_t *sizes,
-                              size_t count, accel_dtype_t dt, float scale, uint64_t seed) {
-  memset(L, 0, sizeof *L);
-  L->n = n;
-  L->dtype = dt;
-  L->t = calloc(n + 1, sizeof *L->t);
-  L->buf = calloc(n + 1, sizeof *L->buf);
-  L->host = calloc(n + 1, sizeof *L->host);
-  if (!L->t || !L->buf || !L->host) return ACCEL_ERROR_OUT_OF_MEMORY;
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t numel = sizes[i % count], bytes = numel * esz(dt);
-    L->host[i] = malloc(bytes + 4);
-    if (!L->host[i]) return ACCEL_ERROR_OUT_OF_MEMORY;
-    for (size_t k = 0; k < numel; ++k)
-      raw_set(L->host[i], k, dt, ref_narrow(scale * cts_rand_uniform(&s, -1.0f, 1.0f), dt));
-    accel_status_t st = cts_dev_alloc(ctx, bytes, KC_GUARD, &L->buf[i]);
-    if (st == ACCEL_OK && bytes) st = cts_upload(ctx, L->buf[i].data, L->host[i], bytes);
-    if (st != ACCEL_OK) return st;
-    L->t[i] = (accel_tensor_t){L->buf[i].data, numel, dt};
-  }
-  return ACCEL_OK;
-}
-
-/* Uploads the host copy of tensor i again (after editing it). */
-static accel_status_t kc_push(cts_ctx_t *ctx, kc_list_t *L, size_t i) {
-  return cts_upload(ctx, L->t[i].data, L->host[i], L->t[i].numel * esz(L->dtype));
-}
-
-/* Downloads tensor i into out (numel * esize bytes) and checks its guards. */
-static int kc_pull(cts_ctx_t *ctx, kc_list_t *L, size_t i, void *out) {
-  if (L->t[i].numel && cts_download(ctx, out, L->t[i].data, L->t[i].numel * esz(L->dtype)) != ACCEL_OK)
-    return 0;
-  return cts_dev_guard_ok(ctx, &L->buf[i]);
-}
-
-/* A device scalar block (guarded): up to 16 floats. */
-typedef struct kc_scalars {
-  cts_buf_t buf;
-  float *dev;
-} kc_scalars_t;
-
-static accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, size_t bytes) {
-  accel_status_t st = cts_dev_alloc(ctx, 64, KC_GUARD, &S->buf);
-  if (st != ACCEL_OK) return st;
-  S->dev = S->buf.data;
-  unsigned char zero[64] = {0};
-  if (bytes) memcpy(zero, init, bytes);
-  return cts_upload(ctx, S->dev, zero, 64);
-}
+#include "kc_lists.h"
 
 /* ---------------------------------------------------------------------------------------------
  * The contract, emulated in fp32 on the host
@@ -190,7 +42,7 @@ static float emu_norm(const kc_list_t *L, int kind, float p) {
       const size_t cnt = L->t[t].numel - off < KC_CHUNK ? L->t[t].numel - off : KC_CHUNK;
       for (unsigned l = 0; l < KC_LANES; ++l) a[l] = 0.0f;
       for (size_t i = 0; i < cnt; ++i)
-        a[i % KC_LANES] = step(a[i % KC_LANES], val(L->host[t], off + i, L->dtype), kind, p);
+        a[i % KC_LANES] = step(a[i % KC_LANES], kc_val(L->host[t], off + i, L->dtype), kind, p);
       if (np == cap) parts = realloc(parts, (cap *= 2) * sizeof *parts);
       parts[np++] = tree(a, kind);
     }
@@ -205,7 +57,7 @@ static double ref_norm(const kc_list_t *L, int kind, double p) {
   double acc = 0;
   for (size_t t = 0; t < L->n; ++t)
     for (size_t i = 0; i < L->t[t].numel; ++i) {
-      const double x = fabs((double)val(L->host[t], i, L->dtype));
+      const double x = fabs((double)kc_val(L->host[t], i, L->dtype));
       if (kind == KC_INF) acc = (x > acc || x != x) ? x : acc;
       else if (kind == KC_L2) acc += x * x;
       else if (kind == KC_L1) acc += x;
@@ -303,7 +155,7 @@ CTS_CASE(kernels_norm, CTS_TAG_KERNELS) {
                 (double)ps[k], (double)got, ref, nmse);
       if (kinds[k] != KC_P) {
         const float emu = emu_norm(&L, kinds[k], ps[k]);
-        CTS_CHECK(f32_bits(got) == f32_bits(emu),
+        CTS_CHECK(kc_f32_bits(got) == kc_f32_bits(emu),
                   "%s p=%g: %a is not the contract's bits %a", accel_dtype_name(kDtypes[d]),
                   (double)ps[k], (double)got, (double)emu);
       }
@@ -326,8 +178,8 @@ CTS_CASE(kernels_norm_nonfinite, CTS_TAG_KERNELS) {
     CTS_OK(kc_make(ctx, &L, 2, sizes, 2, kDtypes[d], 1.0f, 5));
     for (int variant = 0; variant < 3; ++variant) {
       /* 0: one Inf; 1: one NaN; 2: NaN and Inf (NaN wins, as torch) */
-      if (variant != 1) raw_set(L.host[1], KC_CHUNK + 2, kDtypes[d], ref_narrow(-INFINITY, kDtypes[d]));
-      if (variant >= 1) raw_set(L.host[0], 17, kDtypes[d], ref_narrow(NAN, kDtypes[d]));
+      if (variant != 1) kc_raw_set(L.host[1], KC_CHUNK + 2, kDtypes[d], kc_ref_narrow(-INFINITY, kDtypes[d]));
+      if (variant >= 1) kc_raw_set(L.host[0], 17, kDtypes[d], kc_ref_narrow(NAN, kDtypes[d]));
       CTS_OK(kc_push(ctx, &L, 0));
       CTS_OK(kc_push(ctx, &L, 1));
       for (int k = 0; k < 4; ++k) {
@@ -380,7 +232,7 @@ CTS_CASE(kernels_many_tensors, CTS_TAG_KERNELS) {
   float got;
   CTS_OK(run_norm(ctx, &L, 2.0f, &S, &got));
   const float emu = emu_norm(&L, KC_L2, 2.0f);
-  CTS_CHECK(f32_bits(got) == f32_bits(emu), "10000 tensors: %a, contract %a", (double)got, (double)emu);
+  CTS_CHECK(kc_f32_bits(got) == kc_f32_bits(emu), "10000 tensors: %a, contract %a", (double)got, (double)emu);
   const float factor = 0.37f;
   CTS_OK(cts_upload(ctx, S.dev, &factor, 4));
   kc_job_t j = {.a = L.t, .n = N, .s0 = S.dev};
@@ -389,7 +241,7 @@ CTS_CASE(kernels_many_tensors, CTS_TAG_KERNELS) {
   for (size_t i = 0; i < N; ++i) {
     CTS_CHECK(kc_pull(ctx, &L, i, tmp), "guard bytes of tensor %zu overwritten", i);
     for (size_t k = 0; k < L.t[i].numel; ++k) {
-      const uint32_t want = ref_narrow(val(L.host[i], k, ACCEL_BF16) * factor, ACCEL_BF16);
+      const uint32_t want = kc_ref_narrow(kc_val(L.host[i], k, ACCEL_BF16) * factor, ACCEL_BF16);
       CTS_CHECK(tmp[k] == want, "scale tensor %zu[%zu]: %04x, want %04x", i, k, tmp[k], want);
     }
   }
@@ -408,15 +260,15 @@ typedef uint32_t (*kc_expect_fn)(const kc_list_t *L, size_t t, size_t i, const v
 static cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, const void *user,
                               const char *what) {
   for (size_t t = 0; t < L->n; ++t) {
-    void *got = malloc(L->t[t].numel * esz(L->dtype) + 4);
+    void *got = malloc(L->t[t].numel * kc_esz(L->dtype) + 4);
     CTS_CHECK(got, "out of host memory");
     if (!kc_pull(ctx, L, t, got)) {
       free(got);
       return cts_fail(ctx, __FILE__, __LINE__, "%s: guard bytes of tensor %zu overwritten", what, t);
     }
     for (size_t i = 0; i < L->t[t].numel; ++i) {
-      const uint32_t g = raw_get(got, i, L->dtype), w = want(L, t, i, user);
-      const float gf = ref_widen(g, L->dtype), wf = ref_widen(w, L->dtype);
+      const uint32_t g = kc_raw_get(got, i, L->dtype), w = want(L, t, i, user);
+      const float gf = kc_ref_widen(g, L->dtype), wf = kc_ref_widen(w, L->dtype);
       if (g != w && !(isnan(gf) && isnan(wf))) {
         free(got);
         return cts_fail(ctx, __FILE__, __LINE__, "%s %s: tensor %zu[%zu] = %08x (%g), want %08x (%g)",
@@ -429,7 +281,7 @@ static cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, c
 }
 
 static uint32_t want_mul(const kc_list_t *L, size_t t, size_t i, const void *u) {
-  return ref_narrow(val(L->host[t], i, L->dtype) * *(const float *)u, L->dtype);
+  return kc_ref_narrow(kc_val(L->host[t], i, L->dtype) * *(const float *)u, L->dtype);
 }
 
 CTS_CASE(kernels_clip, CTS_TAG_KERNELS) {
@@ -447,7 +299,7 @@ CTS_CASE(kernels_clip, CTS_TAG_KERNELS) {
       float coef;
       CTS_OK(cts_download(ctx, &coef, S.dev + 1, 4));
       const float want_coef = 1.0f / (totals[c] + 1e-6f);
-      CTS_CHECK(f32_bits(coef) == f32_bits(want_coef) || (isnan(coef) && isnan(want_coef)),
+      CTS_CHECK(kc_f32_bits(coef) == kc_f32_bits(want_coef) || (isnan(coef) && isnan(want_coef)),
                 "coef %g, want %g", (double)coef, (double)want_coef);
       const float applied = want_coef > 1.0f ? 1.0f : want_coef; /* NaN stays NaN */
       cts_result_t r = kc_expect(ctx, &L, want_mul, &applied, "clip");
@@ -481,7 +333,7 @@ CTS_CASE(kernels_norm_then_clip, CTS_TAG_KERNELS) {
   const float coef = 1.0f / (norm + 1e-6f), applied = coef > 1.0f ? 1.0f : coef;
   float got[2];
   CTS_OK(cts_download(ctx, got, S.dev, 8));
-  CTS_CHECK(f32_bits(got[0]) == f32_bits(norm) && f32_bits(got[1]) == f32_bits(coef),
+  CTS_CHECK(kc_f32_bits(got[0]) == kc_f32_bits(norm) && kc_f32_bits(got[1]) == kc_f32_bits(coef),
             "norm %a coef %a, want %a %a", (double)got[0], (double)got[1], (double)norm, (double)coef);
   cts_result_t r = kc_expect(ctx, &L, want_mul, &applied, "norm+clip");
   kc_free(ctx, &L);
@@ -496,11 +348,11 @@ typedef struct hp_user {
 } hp_user_t;
 static uint32_t want_hp(const kc_list_t *L, size_t t, size_t i, const void *u) {
   const hp_user_t *h = u;
-  const float base = h->assign ? h->init : val(L->host[t], i, ACCEL_F32);
-  return f32_bits(base + val(h->lp->host[t], i, h->lp->dtype));
+  const float base = h->assign ? h->init : kc_val(L->host[t], i, ACCEL_F32);
+  return kc_f32_bits(base + kc_val(h->lp->host[t], i, h->lp->dtype));
 }
 static uint32_t want_lp(const kc_list_t *L, size_t t, size_t i, const void *u) {
-  return *(const int *)u ? 0u : raw_get(L->host[t], i, L->dtype);
+  return *(const int *)u ? 0u : kc_raw_get(L->host[t], i, L->dtype);
 }
 
 /* Checks hp against want_hp and lp against want_lp (zeroed or kept), then frees both. */
@@ -544,9 +396,9 @@ CTS_CASE(kernels_fill_then_update_hp, CTS_TAG_KERNELS) {
       CTS_OK(kc_make(ctx, &hp, NSIZES, kSizes, NSIZES, ACCEL_F32, 1.0f, 62));
       for (size_t t = 0; t < NSIZES; ++t) {
         for (size_t k = 0; k < 3 && k < lp.t[t].numel; ++k)
-          raw_set(lp.host[t], k, kDtypes[d], ref_narrow(ref_widen(specials[k], ACCEL_BF16), kDtypes[d]));
-        if (lp.t[t].numel > 3) raw_set(lp.host[t], 3, kDtypes[d], ref_narrow(-INFINITY, kDtypes[d]));
-        if (lp.t[t].numel > 4) raw_set(lp.host[t], 4, kDtypes[d], ref_narrow(NAN, kDtypes[d]));
+          kc_raw_set(lp.host[t], k, kDtypes[d], kc_ref_narrow(kc_ref_widen(specials[k], ACCEL_BF16), kDtypes[d]));
+        if (lp.t[t].numel > 3) kc_raw_set(lp.host[t], 3, kDtypes[d], kc_ref_narrow(-INFINITY, kDtypes[d]));
+        if (lp.t[t].numel > 4) kc_raw_set(lp.host[t], 4, kDtypes[d], kc_ref_narrow(NAN, kDtypes[d]));
         CTS_OK(kc_push(ctx, &lp, t));
       }
       const int zero = v & 1;
@@ -567,8 +419,8 @@ CTS_CASE(kernels_convert_widen_all, CTS_TAG_KERNELS) {
     CTS_OK(kc_make(ctx, &lp, 1, &n, 1, kDtypes[d], 1.0f, 1));
     CTS_OK(kc_make(ctx, &hp, 1, &n, 1, ACCEL_F32, 1.0f, 1));
     for (size_t i = 0; i < n; ++i) {
-      raw_set(lp.host[0], i, kDtypes[d], (uint32_t)i);
-      raw_set(hp.host[0], i, ACCEL_F32, 0x80000000u);
+      kc_raw_set(lp.host[0], i, kDtypes[d], (uint32_t)i);
+      kc_raw_set(hp.host[0], i, ACCEL_F32, 0x80000000u);
     }
     CTS_OK(kc_push(ctx, &lp, 0));
     CTS_OK(kc_push(ctx, &hp, 0));
@@ -577,12 +429,12 @@ CTS_CASE(kernels_convert_widen_all, CTS_TAG_KERNELS) {
     float *got = malloc(n * 4);
     CTS_CHECK(got && kc_pull(ctx, &hp, 0, got), "download/guards");
     for (size_t i = 0; i < n; ++i) {
-      const float w = ref_widen((uint32_t)i, kDtypes[d]);
-      if (!(f32_bits(got[i]) == f32_bits(w) || (isnan(w) && isnan(got[i])))) {
-        const uint32_t gb = f32_bits(got[i]);
+      const float w = kc_ref_widen((uint32_t)i, kDtypes[d]);
+      if (!(kc_f32_bits(got[i]) == kc_f32_bits(w) || (isnan(w) && isnan(got[i])))) {
+        const uint32_t gb = kc_f32_bits(got[i]);
         free(got);
         return cts_fail(ctx, __FILE__, __LINE__, "%s %04zx widened to %08x, want %08x",
-                        accel_dtype_name(kDtypes[d]), i, gb, f32_bits(w));
+                        accel_dtype_name(kDtypes[d]), i, gb, kc_f32_bits(w));
       }
     }
     free(got);
@@ -600,7 +452,7 @@ CTS_CASE(kernels_convert_narrow_all, CTS_TAG_KERNELS) {
     for (int f = 0; f < 5; ++f) {
       kc_list_t L;
       CTS_OK(kc_make(ctx, &L, 1, &n, 1, kDtypes[d], 1.0f, 1));
-      for (size_t i = 0; i < n; ++i) raw_set(L.host[0], i, kDtypes[d], (uint32_t)i);
+      for (size_t i = 0; i < n; ++i) kc_raw_set(L.host[0], i, kDtypes[d], (uint32_t)i);
       CTS_OK(kc_push(ctx, &L, 0));
       kc_scalars_t S;
       CTS_OK(kc_scalars(ctx, &S, &factors[f], 4));
@@ -621,7 +473,7 @@ CTS_CASE(kernels_unscale, CTS_TAG_KERNELS) {
       kc_list_t L;
       CTS_OK(kc_make(ctx, &L, NSIZES, kSizes, NSIZES, kDtypes[d], 100.0f, 31));
       if (bad) {
-        raw_set(L.host[9], 5000, kDtypes[d], ref_narrow(bad == 1 ? INFINITY : NAN, kDtypes[d]));
+        kc_raw_set(L.host[9], 5000, kDtypes[d], kc_ref_narrow(bad == 1 ? INFINITY : NAN, kDtypes[d]));
         CTS_OK(kc_push(ctx, &L, 9));
       }
       const float init[2] = {0.125f, 0.0f};
@@ -660,8 +512,8 @@ static uint32_t want_adam(const kc_list_t *out, size_t t, size_t i, const void *
   const adam_ref_t *r = u;
   const accel_adam_args_t *a = &r->a;
   (void)out;
-  float p = val(r->p->host[t], i, ACCEL_F32), g = val(r->g->host[t], i, r->g->dtype);
-  float m = val(r->m->host[t], i, ACCEL_F32), v = val(r->v->host[t], i, ACCEL_F32);
+  float p = kc_val(r->p->host[t], i, ACCEL_F32), g = kc_val(r->g->host[t], i, r->g->dtype);
+  float m = kc_val(r->m->host[t], i, ACCEL_F32), v = kc_val(r->v->host[t], i, ACCEL_F32);
   if (a->found_inf == 0.0f) {
     const float bc1 = 1.0f - powi(a->beta1, a->step), bc2 = 1.0f - powi(a->beta2, a->step);
     if (a->adamw) p = p * (1.0f - a->lr * a->weight_decay);
@@ -670,7 +522,7 @@ static uint32_t want_adam(const kc_list_t *out, size_t t, size_t i, const void *
     v = a->beta2 * v + ((1.0f - a->beta2) * g) * g;
     p = p - ((a->lr / bc1) * m) / (sqrtf(v) / sqrtf(bc2) + a->eps);
   }
-  return f32_bits(r->which == 0 ? p : r->which == 1 ? m : v);
+  return kc_f32_bits(r->which == 0 ? p : r->which == 1 ? m : v);
 }
 
 CTS_CASE(kernels_adam, CTS_TAG_KERNELS) {
@@ -690,7 +542,7 @@ CTS_CASE(kernels_adam, CTS_TAG_KERNELS) {
       CTS_OK(kc_make(ctx, &V, NSIZES, kSizes, NSIZES, ACCEL_F32, 0.001f, 44));
       for (size_t t = 0; t < V.n; ++t) /* second moments are non-negative */
         for (size_t i = 0; i < V.t[t].numel; ++i)
-          raw_set(V.host[t], i, ACCEL_F32, f32_bits(fabsf(val(V.host[t], i, ACCEL_F32))));
+          kc_raw_set(V.host[t], i, ACCEL_F32, kc_f32_bits(fabsf(kc_val(V.host[t], i, ACCEL_F32))));
       for (size_t t = 0; t < V.n; ++t) CTS_OK(kc_push(ctx, &V, t));
       kc_scalars_t S;
       CTS_OK(kc_scalars(ctx, &S, &variants[k], sizeof variants[k]));
@@ -715,7 +567,7 @@ CTS_CASE(kernels_adam, CTS_TAG_KERNELS) {
 static uint32_t want_fill(const kc_list_t *L, size_t t, size_t i, const void *u) {
   (void)t;
   (void)i;
-  return ref_narrow(*(const float *)u, L->dtype);
+  return kc_ref_narrow(*(const float *)u, L->dtype);
 }
 
 CTS_CASE(kernels_fill_scale, CTS_TAG_KERNELS) {
@@ -1005,8 +857,8 @@ typedef struct cast_ref {
 /* dst = src converted through fp32 (round to nearest even), or the old dst when skipped. */
 static uint32_t want_cast(const kc_list_t *dst, size_t t, size_t i, const void *u) {
   const cast_ref_t *r = u;
-  if (r->skipped) return raw_get(dst->host[t], i, dst->dtype);
-  return ref_narrow(val(r->src->host[t], i, r->src->dtype), dst->dtype);
+  if (r->skipped) return kc_raw_get(dst->host[t], i, dst->dtype);
+  return kc_ref_narrow(kc_val(r->src->host[t], i, r->src->dtype), dst->dtype);
 }
 
 static accel_status_t body_cast(accel_stream_t *s, void *u) {
@@ -1023,9 +875,9 @@ CTS_CASE(kernels_cast, CTS_TAG_KERNELS) {
         kc_list_t S, D;
         CTS_OK(kc_make(ctx, &S, NSIZES, kSizes, NSIZES, kDtypes[sd], 1e5f, 61 + sd));
         CTS_OK(kc_make(ctx, &D, NSIZES, kSizes, NSIZES, kDtypes[dd], 1.0f, 71 + dd));
-        raw_set(S.host[9], 17, kDtypes[sd], ref_narrow(NAN, kDtypes[sd]));
-        raw_set(S.host[9], 18, kDtypes[sd], ref_narrow(-INFINITY, kDtypes[sd]));
-        raw_set(S.host[9], 19, kDtypes[sd], ref_narrow(1e-7f, kDtypes[sd])); /* F16 subnormal */
+        kc_raw_set(S.host[9], 17, kDtypes[sd], kc_ref_narrow(NAN, kDtypes[sd]));
+        kc_raw_set(S.host[9], 18, kDtypes[sd], kc_ref_narrow(-INFINITY, kDtypes[sd]));
+        kc_raw_set(S.host[9], 19, kDtypes[sd], kc_ref_narrow(1e-7f, kDtypes[sd])); /* F16 subnormal */
         CTS_OK(kc_push(ctx, &S, 9));
         const float flags[2] = {0.0f, 1.0f};
         kc_scalars_t F;
@@ -1099,11 +951,11 @@ CTS_CASE(kernels_amp_scaler, CTS_TAG_KERNELS) {
     for (size_t t = 0; t < G.n; ++t) { /* fresh gradients every step */
       uint64_t seed = 1000u + (uint64_t)step * 17u + t;
       for (size_t i = 0; i < G.t[t].numel; ++i)
-        raw_set(G.host[t], i, dt, ref_narrow(cts_rand_uniform(&seed, -10.0f, 10.0f), dt));
+        kc_raw_set(G.host[t], i, dt, kc_ref_narrow(cts_rand_uniform(&seed, -10.0f, 10.0f), dt));
     }
-    if (bad) raw_set(G.host[8], 3, dt, ref_narrow(step == 2 ? INFINITY : step == 5 ? 65504.0f : NAN, dt));
+    if (bad) kc_raw_set(G.host[8], 3, dt, kc_ref_narrow(step == 2 ? INFINITY : step == 5 ? 65504.0f : NAN, dt));
     if (step == 5) { /* 65504 * (1/2048) is finite: the overflow must come from an Inf */
-      raw_set(G.host[8], 4, dt, ref_narrow(-INFINITY, dt));
+      kc_raw_set(G.host[8], 4, dt, kc_ref_narrow(-INFINITY, dt));
     }
     for (size_t t = 0; t < G.n; ++t) CTS_OK(kc_push(ctx, &G, t));
     const float inv = 1.0f / want.scale; /* a power of two: exact */
@@ -1115,7 +967,7 @@ CTS_CASE(kernels_amp_scaler, CTS_TAG_KERNELS) {
     }
     amp_dev_t got;
     CTS_OK(cts_download(ctx, &got, S.dev, sizeof got));
-    CTS_CHECK(f32_bits(got.scaler.scale) == f32_bits(want.scale) &&
+    CTS_CHECK(kc_f32_bits(got.scaler.scale) == kc_f32_bits(want.scale) &&
                   got.scaler.growth_tracker == want.growth_tracker &&
                   got.adam.step == want_step && got.adam.found_inf == (bad ? 1.0f : 0.0f) &&
                   got.scaler.growth_interval == 3 && got.scaler.growth_factor == 2.0f &&

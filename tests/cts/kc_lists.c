@@ -1,0 +1,137 @@
+/* See kc_lists.h. */
+#include "kc_lists.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Independent F16/BF16 reference conversions
+ * ------------------------------------------------------------------------------------------- */
+
+float kc_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t kc_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* Magnitude of a non-negative 15-bit code (no sign); the all-ones exponent code with zero
+ * mantissa stands for the first value past the largest finite one (IEEE overflow rounding). */
+static double kc_code_value(uint32_t code, accel_dtype_t dt) {
+  const int mbits = dt == ACCEL_F16 ? 10 : 7, bias = dt == ACCEL_F16 ? 15 : 127;
+  const uint32_t e = code >> mbits, m = code & ((1u << mbits) - 1);
+  if (e == 0) return ldexp((double)m, 1 - bias - mbits);
+  return ldexp((double)((1u << mbits) | m), (int)e - bias - mbits);
+}
+
+float kc_ref_widen(uint32_t h, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) return kc_f32_from_bits(h);
+  const uint32_t sign = h & 0x8000u, mag = h & 0x7fffu;
+  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
+  double v;
+  if (mag > inf) v = NAN;
+  else if (mag == inf) v = INFINITY;
+  else v = kc_code_value(mag, dt);
+  return (float)(sign ? -v : v);
+}
+
+uint32_t kc_ref_narrow(float x, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) return kc_f32_bits(x);
+  const uint32_t sign = (kc_f32_bits(x) >> 16) & 0x8000u;
+  const uint32_t inf = dt == ACCEL_F16 ? 0x7c00u : 0x7f80u;
+  if (isnan(x)) return dt == ACCEL_F16 ? (sign | 0x7e00u) : 0x7fc0u;
+  const double a = fabs((double)x);
+  if (isinf(x)) return sign | inf;
+  uint32_t lo = 0, hi = inf; /* largest code with value <= a */
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (kc_code_value(mid, dt) <= a) lo = mid;
+    else hi = mid - 1;
+  }
+  if (lo == inf) return sign | inf;
+  const double dl = a - kc_code_value(lo, dt), du = kc_code_value(lo + 1, dt) - a;
+  const uint32_t r = dl < du ? lo : du < dl ? lo + 1 : ((lo & 1u) ? lo + 1 : lo);
+  return sign | r;
+}
+
+size_t kc_esz(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : 2; }
+uint32_t kc_raw_get(const void *p, size_t i, accel_dtype_t dt) {
+  if (dt == ACCEL_F32) {
+    uint32_t u;
+    memcpy(&u, (const char *)p + 4 * i, 4);
+    return u;
+  }
+  return ((const uint16_t *)p)[i];
+}
+void kc_raw_set(void *p, size_t i, accel_dtype_t dt, uint32_t v) {
+  if (dt == ACCEL_F32) memcpy((char *)p + 4 * i, &v, 4);
+  else ((uint16_t *)p)[i] = (uint16_t)v;
+}
+float kc_val(const void *p, size_t i, accel_dtype_t dt) {
+  return kc_ref_widen(kc_raw_get(p, i, dt), dt);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensor lists on the device, each tensor with guard bytes, plus a host copy of the bits
+ * ------------------------------------------------------------------------------------------- */
+
+void kc_free(cts_ctx_t *ctx, kc_list_t *L) {
+  for (size_t i = 0; i < L->n; ++i) {
+    if (L->buf && L->buf[i].base) cts_dev_free(ctx, &L->buf[i]);
+    if (L->host) free(L->host[i]);
+  }
+  free(L->t);
+  free(L->buf);
+  free(L->host);
+  memset(L, 0, sizeof *L);
+}
+
+accel_status_t kc_make(cts_ctx_t *ctx, kc_list_t *L, size_t n, const size_t *sizes, size_t count,
+                       accel_dtype_t dt, float scale, uint64_t seed) {
+  memset(L, 0, sizeof *L);
+  L->n = n;
+  L->dtype = dt;
+  L->t = calloc(n + 1, sizeof *L->t);
+  L->buf = calloc(n + 1, sizeof *L->buf);
+  L->host = calloc(n + 1, sizeof *L->host);
+  if (!L->t || !L->buf || !L->host) return ACCEL_ERROR_OUT_OF_MEMORY;
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t numel = sizes[i % count], bytes = numel * kc_esz(dt);
+    L->host[i] = malloc(bytes + 4);
+    if (!L->host[i]) return ACCEL_ERROR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < numel; ++k)
+      kc_raw_set(L->host[i], k, dt,
+                 kc_ref_narrow(scale * cts_rand_uniform(&s, -1.0f, 1.0f), dt));
+    accel_status_t st = cts_dev_alloc(ctx, bytes, KC_GUARD, &L->buf[i]);
+    if (st == ACCEL_OK && bytes) st = cts_upload(ctx, L->buf[i].data, L->host[i], bytes);
+    if (st != ACCEL_OK) return st;
+    L->t[i] = (accel_tensor_t){L->buf[i].data, numel, dt};
+  }
+  return ACCEL_OK;
+}
+
+accel_status_t kc_push(cts_ctx_t *ctx, kc_list_t *L, size_t i) {
+  return cts_upload(ctx, L->t[i].data, L->host[i], L->t[i].numel * kc_esz(L->dtype));
+}
+
+int kc_pull(cts_ctx_t *ctx, kc_list_t *L, size_t i, void *out) {
+  const size_t bytes = L->t[i].numel * kc_esz(L->dtype);
+  if (bytes && cts_download(ctx, out, L->t[i].data, bytes) != ACCEL_OK) return 0;
+  return cts_dev_guard_ok(ctx, &L->buf[i]);
+}
+
+accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, size_t bytes) {
+  accel_status_t st = cts_dev_alloc(ctx, 64, KC_GUARD, &S->buf);
+  if (st != ACCEL_OK) return st;
+  S->dev = S->buf.data;
+  unsigned char zero[64] = {0};
+  if (bytes) memcpy(zero, init, bytes);
+  return cts_upload(ctx, S->dev, zero, 64);
+}
+
