@@ -105,6 +105,11 @@ void kop_entry_release(kop_entry_t *e) { accel_keepalive_release(&e->keep); }
 /* The lists this call writes (validation sets r->written from the table and the flags). */
 static uint32_t written_mask(const kop_req_t *r) { return r->written; }
 
+/* Elements of a key: one per tensor of every list the call gave. */
+static size_t key_len(const kop_req_t *r) {
+  return (size_t)__builtin_popcount(r->present) * r->n;
+}
+
 static const void *stream_key(const kop_req_t *r) {
   return r->desc->per_stream ? (const void *)r->stream : NULL;
 }
@@ -115,7 +120,7 @@ static const void *stream_key(const kop_req_t *r) {
 uint64_t kop_hash(const kop_req_t *r) {
   uint64_t a = 0x9E3779B97F4A7C15ull, b = 0xC2B2AE3D27D4EB4Full;
   for (int l = 0; l < r->desc->nl; ++l)
-    for (size_t i = 0; i < r->n; ++i) {
+    for (size_t i = 0; kop_has_list(r, l) && i < r->n; ++i) {
       const accel_tensor_t *t = &r->lists[l][i];
       a = ((a << 23 | a >> 41) ^ (uint64_t)(uintptr_t)t->data) * 0xFF51AFD7ED558CCDull;
       b = ((b << 23 | b >> 41) ^ (uint64_t)t->numel ^ (uint64_t)t->dtype << 58) *
@@ -123,14 +128,15 @@ uint64_t kop_hash(const kop_req_t *r) {
     }
   uint64_t h = accel_hash_fold(accel_hash_fold(a, b),
                                (uint64_t)r->op | (uint64_t)written_mask(r) << 32);
+  h = accel_hash_fold(h, r->present);
   return accel_hash_fold(h, (uintptr_t)stream_key(r));
 }
 
 static int key_matches(const kop_entry_t *e, const kop_req_t *r) {
-  if (e->key_len != (size_t)r->desc->nl * r->n) return 0;
+  if (e->present != r->present || e->key_len != key_len(r)) return 0;
   const kop_key_elem_t *k = e->key;
   for (int l = 0; l < r->desc->nl; ++l)
-    for (size_t i = 0; i < r->n; ++i, ++k) {
+    for (size_t i = 0; kop_has_list(r, l) && i < r->n; ++i, ++k) {
       const accel_tensor_t *t = &r->lists[l][i];
       if (k->data != (uintptr_t)t->data || k->numel != t->numel || k->dtype != (uint64_t)t->dtype)
         return 0;
@@ -172,14 +178,14 @@ static kop_span_t *make_spans(const kop_interval_t *iv, size_t count, size_t *ns
 }
 
 static kop_key_elem_t *kop_make_key(const kop_req_t *r, size_t *len) {
-  *len = (size_t)r->desc->nl * r->n;
+  *len = key_len(r);
   kop_key_elem_t *key = calloc(*len + 1, sizeof *key);
   if (!key) return NULL;
+  size_t k = 0;
   for (int l = 0; l < r->desc->nl; ++l)
-    for (size_t i = 0; i < r->n; ++i) {
+    for (size_t i = 0; kop_has_list(r, l) && i < r->n; ++i) {
       const accel_tensor_t *t = &r->lists[l][i];
-      key[(size_t)l * r->n + i] =
-          (kop_key_elem_t){(uintptr_t)t->data, t->numel, (uint64_t)t->dtype};
+      key[k++] = (kop_key_elem_t){(uintptr_t)t->data, t->numel, (uint64_t)t->dtype};
     }
   return key;
 }
@@ -194,6 +200,7 @@ static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry
     const size_t numel = r->lists[0][i].numel;
     for (size_t off = 0; off < numel; off += ACC_CHUNK) {
       for (int l = 0; l < r->desc->nl; ++l) {
+        if (!kop_has_list(r, l)) continue; /* calloc left its address 0 */
         const accel_tensor_t *t = &r->lists[l][i];
         host[c].ptr[l] = (acc_u64)((uintptr_t)t->data + off * accel_dtype_size(t->dtype));
       }
@@ -284,6 +291,7 @@ accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t co
   e->dev = r->dev;
   e->hash = h;
   e->op = r->op;
+  e->present = r->present;
   e->written = written_mask(r);
   e->stream = stream_key(r);
   pthread_mutex_lock(&s->mu);
@@ -308,6 +316,7 @@ int kop_touches_spans(const kop_entry_t *en, uintptr_t b, uintptr_t e) {
 
 static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {
   const kop_req_t *r = ctx;
+  if (!kop_has_list(r, (int)(k / r->n))) return 0;
   const accel_tensor_t *t = &r->lists[k / r->n][k % r->n];
   *ptr = t->data;
   *size = t->numel * accel_dtype_size(t->dtype);

@@ -81,22 +81,30 @@ static accel_status_t norm_body(const kop_req_t *r, kop_entry_t *e, const void *
   return kop_launch(r, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
 }
 
+/* The norm kind of p for the validated r (on error its table reference is dropped). */
+static accel_status_t norm_kind(kop_req_t *r, float norm_type, uint32_t *kind) {
+  if (!(norm_type > 0.0f)) { /* also rejects NaN */
+    if (r->entry) kop_entry_release(r->entry);
+    r->entry = NULL;
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: norm_type %g is not supported (want p > 0 or INFINITY)", r->fn,
+                           (double)norm_type);
+  }
+  *kind = isinf(norm_type)       ? ACC_NORM_INF
+          : norm_type == 1.0f   ? ACC_NORM_L1
+          : norm_type == 2.0f   ? ACC_NORM_L2
+                                : ACC_NORM_P;
+  return ACCEL_OK;
+}
+
 accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
                                        size_t n, float norm_type, float *out_dev) {
   kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {out_dev}};
   accel_status_t st = kop_validate(&r);
+  norm_args_t a = {0, norm_type, out_dev};
+  if (st == ACCEL_OK) st = norm_kind(&r, norm_type, &a.kind);
   if (st != ACCEL_OK) return st;
-  if (!(norm_type > 0.0f)) { /* also rejects NaN */
-    if (r.entry) kop_entry_release(r.entry);
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: norm_type %g is not supported (want p > 0 or INFINITY)", r.fn,
-                           (double)norm_type);
-  }
-  norm_args_t a = {ACC_NORM_P, norm_type, out_dev};
-  if (isinf(norm_type)) a.kind = ACC_NORM_INF;
-  else if (norm_type == 1.0f) a.kind = ACC_NORM_L1;
-  else if (norm_type == 2.0f) a.kind = ACC_NORM_L2;
   return kop_run(&r, norm_body, &a);
 }
 
@@ -259,4 +267,108 @@ accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
   accel_status_t st = kop_validate(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, cast_body, skip_if_dev);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The fused optimizer step
+ * ------------------------------------------------------------------------------------------- */
+
+_Static_assert(ACCEL_ADAM_STEP_ZERO_GRADS == ACC_STEP_ZERO_GRADS &&
+                   ACCEL_ADAM_STEP_ACCUMULATE == ACC_STEP_ACCUMULATE,
+               "accel_adam_step_t flags and the kernels' ACC_STEP_* differ");
+#define STEP_FLAGS (ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_ACCUMULATE | ACCEL_ADAM_STEP_CLIP)
+
+/* The checks of the stream and of the descriptor itself (the lists and scalars are the table's
+ * to check). */
+static accel_status_t check_step(accel_stream_t *stream, const accel_adam_step_t *st,
+                                 const char *fn) {
+  accel_device_t *dev;
+  accel_status_t s = accel_stream_check(stream, fn, &dev);
+  if (s != ACCEL_OK) return s;
+  if (!st) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: step is NULL", fn);
+  if (st->struct_size < sizeof *st)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: step->struct_size %zu is smaller than accel_adam_step_t (%zu): "
+                           "set it to sizeof(accel_adam_step_t)", fn, st->struct_size, sizeof *st);
+  if (st->flags & ~STEP_FLAGS)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
+                           (unsigned)(st->flags & ~STEP_FLAGS));
+  if ((st->flags & ACCEL_ADAM_STEP_ACCUMULATE) && !st->hp_grads && st->n > 0)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: ACCEL_ADAM_STEP_ACCUMULATE needs hp_grads", fn);
+  return ACCEL_OK;
+}
+
+typedef struct grad_norm_args {
+  const accel_adam_step_t *step;
+  uint32_t kind;
+} grad_norm_args_t;
+
+static accel_status_t grad_norm_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const grad_norm_args_t *a = user;
+  const accel_adam_step_t *st = a->step;
+  const uint32_t nc = e ? e->num_chunks : 0;
+  if (!st->norm_dev && !st->found_inf_dev) return ACCEL_OK; /* nothing asked for */
+  if (nc > 0) {
+    const acc_grad_norm_params_t pp = {e->chunks_addr, e->partials_addr, ADDR(st->inv_scale_dev),
+                                       ADDR(st->found_inf_dev), nc,
+                                       (acc_u32)r->lists[0][0].dtype, a->kind, st->norm_type,
+                                       r->flags, 0};
+    accel_status_t s = kop_launch(r, ACCEL_KERNEL_GRAD_NORM_PARTIAL, nc, &pp, sizeof pp, e);
+    if (s != ACCEL_OK || !st->norm_dev) return s;
+  }
+  if (!st->norm_dev) return ACCEL_OK;
+  /* With no partials the final kernel stores 0. */
+  const acc_norm_final_params_t fp = {e ? e->partials_addr : 0, ADDR(st->norm_dev), nc, a->kind,
+                                      st->norm_type, 0};
+  return kop_launch(r, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
+}
+
+accel_status_t accel_adam_step_norm(accel_stream_t *stream, const accel_adam_step_t *step) {
+  accel_status_t st = check_step(stream, step, "accel_adam_step_norm");
+  if (st != ACCEL_OK) return st;
+  const int accumulate = (step->flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
+  kop_req_t r = {KOP_REQ(GRAD_NORM_PARTIAL), .stream = stream,
+                 .lists = {step->grads, accumulate ? step->hp_grads : NULL}, .n = step->n,
+                 .scalars = {step->norm_dev, step->inv_scale_dev, step->found_inf_dev},
+                 .flags = accumulate ? ACC_STEP_ACCUMULATE : 0u};
+  st = kop_validate(&r);
+  grad_norm_args_t a = {step, 0};
+  if (st == ACCEL_OK && step->norm_dev) st = norm_kind(&r, step->norm_type, &a.kind);
+  if (st != ACCEL_OK) return st;
+  return kop_run(&r, grad_norm_body, &a);
+}
+
+static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const accel_adam_step_t *st = user;
+  const int clip = (st->flags & ACCEL_ADAM_STEP_CLIP) != 0;
+  const uint32_t nc = e ? e->num_chunks : 0;
+  if (nc == 0 && !(clip && st->coef_out_dev)) return ACCEL_OK;
+  const acc_adam_step_params_t p = {
+      e ? e->chunks_addr : 0, ADDR(st->args_dev), ADDR(st->inv_scale_dev),
+      clip ? ADDR(st->norm_dev) : 0, clip ? ADDR(st->coef_out_dev) : 0, nc,
+      nc ? (acc_u32)r->lists[0][0].dtype : 0,
+      nc && kop_has_list(r, 5) ? (acc_u32)r->lists[5][0].dtype : 0, r->flags, st->max_norm,
+      st->clip_eps};
+  /* with no chunks one block still stores the clip coefficient */
+  return kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
+}
+
+accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_step_t *step) {
+  accel_status_t st = check_step(stream, step, "accel_adam_step_update");
+  if (st != ACCEL_OK) return st;
+  const int clip = (step->flags & ACCEL_ADAM_STEP_CLIP) != 0;
+  if (clip && !step->norm_dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "accel_adam_step_update: ACCEL_ADAM_STEP_CLIP needs norm_dev");
+  kop_req_t r = {KOP_REQ(ADAM_STEP), .stream = stream,
+                 .lists = {step->grads, step->hp_grads, step->params, step->exp_avg,
+                           step->exp_avg_sq, step->model_params},
+                 .n = step->n,
+                 .scalars = {step->args_dev, step->inv_scale_dev, clip ? step->norm_dev : NULL,
+                             clip ? step->coef_out_dev : NULL},
+                 .flags = step->flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)};
+  st = kop_validate(&r);
+  if (st != ACCEL_OK) return st;
+  return kop_run(&r, adam_step_body, step);
 }

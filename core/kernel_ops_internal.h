@@ -14,8 +14,8 @@
 #include "accel_kernel_ids.h"
 #include "kernel_support.h"
 
-#define KOP_MAX_LISTS 4   /* acc_chunk_t.ptr */
-#define KOP_MAX_SCALARS 3 /* accel_cpu_kernel_access_t.scalars */
+#define KOP_MAX_LISTS ACC_MAX_LISTS /* acc_chunk_t.ptr */
+#define KOP_MAX_SCALARS 4
 
 /* dtype rule of a list: any float dtype, F32 only, or the dtype of list k (k >= 0). */
 #define KOP_DT_ANY (-1)
@@ -31,6 +31,7 @@ typedef struct kop_list_desc {
   uint32_t flag;
   int8_t dtype;      /* KOP_DT_ANY, KOP_DT_F32 or a list index */
   int8_t alias;      /* KOP_NO_ALIAS or a list index */
+  uint8_t optional;  /* the call may leave the list out (NULL) */
 } kop_list_desc_t;
 
 typedef struct kop_scalar_desc {
@@ -68,6 +69,7 @@ typedef struct kop_req {
   /* filled by validation */
   const char *fn;
   accel_device_t *dev;
+  uint32_t present; /* bit l: list l is given (optional lists may be NULL) */
   uint32_t written; /* bit l: list l is written by this call */
   uint64_t hash;    /* kop_hash of the call: its chunk-table cache key */
   uint64_t free_gen; /* the device's free generation when validation began */
@@ -104,6 +106,7 @@ struct kop_entry {
   uint64_t hash;
   uint64_t last_use;
   uint32_t op;
+  uint32_t present;   /* bit l: list l was given (the table has 0 addresses for the others) */
   uint32_t written;   /* bit l: list l is written (the overlap rules depend on it) */
   const void *stream; /* NULL unless the table carries per-stream scratch */
   kop_key_elem_t *key;
@@ -118,6 +121,9 @@ struct kop_entry {
   uint64_t chunks_addr;
   uint64_t partials_addr;
 };
+
+/* 1 when the call gave list l (validation sets r->present). */
+static inline int kop_has_list(const kop_req_t *r, int l) { return (int)((r->present >> l) & 1u); }
 
 /* kernel_validate.c: validates the stream, every list and every scalar of r, counts the chunks
  * and, when there are any, gets the chunk table (r->entry, a reference kop_run hands to the

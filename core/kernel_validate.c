@@ -64,7 +64,8 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
 #define ACC_SAME_DT(k) (k)
 #define ACC_NO_ALIAS KOP_NO_ALIAS
 #define ACC_ALIAS(k) (k)
-#define ACC_LIST(name, access, dtype, alias) {name, access, dtype, alias}
+#define ACC_LIST(name, access, dtype, alias) {name, access, dtype, alias, 0}
+#define ACC_OPT_LIST(name, access, dtype, alias) {name, access, dtype, alias, 1}
 /* A scalar: {name, bytes, mode, required}; scratch is internal, not the caller's to validate. */
 #define ACC_SCALAR(name, field, size, mode, need, blocks) {name, (size), ACC_MODE_##mode, need}
 #define ACC_SCRATCH(member, size, mode, blocks)
@@ -91,7 +92,7 @@ const kop_desc_t accel_kop_descs[ACCEL_KERNEL_COUNT] = {
 #include "accel_kernel_list.h"
 #undef ACCEL_KERNEL
 };
-_Static_assert(KOP_MAX_LISTS <= 32, "written lists are a 32-bit mask");
+_Static_assert(KOP_MAX_LISTS <= 32, "present and written lists are 32-bit masks");
 
 /* ---------------------------------------------------------------------------------------------
  * The rules
@@ -170,7 +171,7 @@ static accel_status_t check_tensor_rules(const kop_req_t *r, int l, size_t i,
   if (L->dtype == KOP_DT_F32 && t->dtype != ACCEL_F32)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu] must be F32, not %s",
                            r->fn, L->name, i, accel_dtype_name(t->dtype));
-  if (L->dtype >= 0 && t->dtype != r->lists[L->dtype][i].dtype)
+  if (L->dtype >= 0 && kop_has_list(r, L->dtype) && t->dtype != r->lists[L->dtype][i].dtype)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s[%zu] is %s but %s[%zu] is %s (same dtype required)", r->fn,
                            L->name, i, accel_dtype_name(t->dtype),
@@ -233,7 +234,7 @@ static size_t scalar_intervals(const kop_req_t *r, kop_interval_t *iv, size_t co
  * interval, not one of its own). */
 static int is_alias(const kop_req_t *r, int l, size_t i) {
   const int k = r->desc->lists[l].alias;
-  return k >= 0 && r->lists[l][i].data == r->lists[k][i].data &&
+  return k >= 0 && kop_has_list(r, k) && r->lists[l][i].data == r->lists[k][i].data &&
          r->lists[l][i].numel * accel_dtype_size(r->lists[l][i].dtype) ==
              r->lists[k][i].numel * accel_dtype_size(r->lists[k][i].dtype);
 }
@@ -243,9 +244,13 @@ static int is_alias(const kop_req_t *r, int l, size_t i) {
 static accel_status_t check_call(kop_req_t *r) {
   const kop_desc_t *d = r->desc;
   r->fn = d->fn;
+  r->present = 0;
   r->written = 0;
-  for (int l = 0; l < d->nl; ++l)
+  for (int l = 0; l < d->nl; ++l) {
+    if (!r->lists[l]) continue;
+    r->present |= 1u << l;
     if (list_mode(r, l) & ACC_MODE_W) r->written |= 1u << l;
+  }
   accel_status_t st = accel_stream_check(r->stream, r->fn, &r->dev);
   if (st != ACCEL_OK) return st;
   for (int s = 0; s < d->ns; ++s)
@@ -253,7 +258,7 @@ static accel_status_t check_call(kop_req_t *r) {
       return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", r->fn,
                              d->scalars[s].name);
   for (int l = 0; l < d->nl; ++l)
-    if (r->n > 0 && !r->lists[l])
+    if (r->n > 0 && !r->lists[l] && !d->lists[l].optional)
       return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with n = %zu", r->fn,
                              d->lists[l].name, r->n);
   if (r->n > SIZE_MAX / sizeof(kop_interval_t) / 5)
@@ -273,6 +278,7 @@ static accel_status_t validate_all(kop_req_t *r, kop_interval_t **out, size_t *o
   size_t count = 0;
   uint64_t chunks = 0;
   for (int l = 0; l < d->nl; ++l) {
+    if (!kop_has_list(r, l)) continue;
     const accel_dtype_t list_dtype = r->n ? r->lists[l][0].dtype : ACCEL_F32;
     for (size_t i = 0; i < r->n; ++i) {
       size_t bytes = 0;

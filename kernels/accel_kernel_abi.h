@@ -12,8 +12,9 @@
 
 /* Version of this layout, installed as <accel/accel_kernel_abi.h> for out-of-tree plugins.
  * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
- * row (a new id, a new params struct) keeps it. */
-#define ACCEL_KERNEL_ABI_VERSION 1u
+ * row (a new id, a new params struct) keeps it. 2: acc_chunk_t holds 8 addresses (the fused
+ * optimizer step has 6 lists). */
+#define ACCEL_KERNEL_ABI_VERSION 2u
 
 /* Elements per chunk. A chunk never crosses a tensor boundary; it is one logical block of a
  * launch and one norm partial. Changing it changes norm bits (the reduction order). */
@@ -32,10 +33,14 @@
 #define ACC_NORM_INF 2u /* max |x|, NaN propagating */
 #define ACC_NORM_P 3u   /* (sum |x|^p)^(1/p) */
 
-/* One chunk: up to four element addresses (already offset to the chunk start) for the lists of
- * the operation, in the order the operation documents, and the element count. */
+/* Tensor lists an operation can have (acc_chunk_t.ptr). */
+#define ACC_MAX_LISTS 8u
+
+/* One chunk: the element addresses (already offset to the chunk start) of the lists of the
+ * operation, in the order the operation documents, and the element count. A list the call left
+ * out (an optional list) has address 0 in every chunk; slots past the operation's lists are 0. */
 typedef struct acc_chunk {
-  acc_u64 ptr[4];
+  acc_u64 ptr[ACC_MAX_LISTS];
   acc_u32 count;  /* 1..ACC_CHUNK */
   acc_u32 tensor; /* index of the tensor in its list (diagnostics) */
 } acc_chunk_t;
@@ -187,5 +192,51 @@ typedef struct acc_cast_params {
   acc_u32 dst_dtype;
   acc_u32 reserved;
 } acc_cast_params_t;
+
+/* The fused optimizer step (accel_adam_step_norm / accel_adam_step_update): its flags. The
+ * gradient of element i is g = base + float(grads[i]), base = hp[i] with ACC_STEP_ACCUMULATE
+ * (earlier micro-batches' sum), else 0 (the addition accel_update_hp_grads makes into a zeroed
+ * hp, so the same bits), then g *= inv_scale[0] when inv_scale != 0 (accel_unscale_and_check's
+ * product). */
+#define ACC_STEP_ZERO_GRADS 1u /* update: grads = 0 once read */
+#define ACC_STEP_ACCUMULATE 2u /* hp is read: g = hp + float(grads) */
+
+/* accel_k_grad_norm_partial: ptr[0] = grads (dtype), ptr[1] = hp (f32) with
+ * ACC_STEP_ACCUMULATE. partials[b] = the norm partial of chunk b over the gradients g, in the
+ * order of accel_k_norm_partial; a non-finite g stores 1.0f to found_inf[0] when found_inf !=
+ * 0. accel_k_norm_final then reduces the partials. */
+typedef struct acc_grad_norm_params {
+  acc_u64 chunks;
+  acc_u64 partials;  /* f32[num_chunks] */
+  acc_u64 inv_scale; /* 0: no loss scale */
+  acc_u64 found_inf; /* 0: not checked */
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+  acc_u32 kind; /* ACC_NORM_* */
+  acc_f32 p;    /* exponent for ACC_NORM_P */
+  acc_u32 flags; /* ACC_STEP_* */
+  acc_u32 reserved;
+} acc_grad_norm_params_t;
+
+/* accel_k_adam_step: ptr[0] = grads (grad_dtype), ptr[1] = hp (f32, or 0), ptr[2] = params,
+ * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (f32), ptr[5] = model params (model_dtype, or 0).
+ * Per element: g as above; grads = 0 with ACC_STEP_ZERO_GRADS; g *= min(coef, 1) when
+ * total_norm != 0 (coef = max_norm / (total_norm[0] + eps), accel_k_clip's; block 0 stores coef
+ * to coef_out when that is nonzero); hp = g when hp is given; then, unless args->found_inf !=
+ * 0, accel_k_adam's update of params / exp_avg / exp_avg_sq with g, and model = round(params)
+ * when model params are given. */
+typedef struct acc_adam_step_params {
+  acc_u64 chunks;
+  acc_u64 args;       /* acc_adam_args_t */
+  acc_u64 inv_scale;  /* 0: no loss scale */
+  acc_u64 total_norm; /* 0: no clipping */
+  acc_u64 coef_out;   /* 0: not stored */
+  acc_u32 num_chunks;
+  acc_u32 grad_dtype;
+  acc_u32 model_dtype; /* ignored without model params */
+  acc_u32 flags;       /* ACC_STEP_* */
+  acc_f32 max_norm;
+  acc_f32 eps;         /* of the clip */
+} acc_adam_step_params_t;
 
 #endif

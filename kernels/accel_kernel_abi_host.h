@@ -10,7 +10,7 @@ typedef float acc_f32;
 
 #include "accel_kernel_abi.h"
 
-_Static_assert(sizeof(acc_chunk_t) == 40, "acc_chunk_t has padding");
+_Static_assert(sizeof(acc_chunk_t) == 72, "acc_chunk_t has padding");
 _Static_assert(sizeof(acc_norm_partial_params_t) == 32, "norm_partial params padded");
 _Static_assert(sizeof(acc_norm_final_params_t) == 32, "norm_final params padded");
 _Static_assert(sizeof(acc_clip_params_t) == 40, "clip params padded");
@@ -25,5 +25,7 @@ _Static_assert(sizeof(acc_amp_begin_params_t) == 32, "amp_begin params padded");
 _Static_assert(sizeof(acc_amp_update_params_t) == 32, "amp_update params padded");
 _Static_assert(sizeof(acc_step_count_params_t) == 32, "step_count params padded");
 _Static_assert(sizeof(acc_cast_params_t) == 32, "cast params padded");
+_Static_assert(sizeof(acc_grad_norm_params_t) == 56, "grad_norm params padded");
+_Static_assert(sizeof(acc_adam_step_params_t) == 64, "adam_step params padded");
 
 #endif

@@ -13,14 +13,16 @@
  *           scratch); ACC_NO_OP for a kernel launched only as a second step of another row's op;
  * lists     (ACC_LIST(...), ...): the operation's tensor lists in chunk-slot order
  *           (acc_chunk_t.ptr[k] is list k):
- *             ACC_LIST("name", access, dtype, aliasing)
+ *             ACC_LIST("name", access, dtype, aliasing), or ACC_OPT_LIST(...) for a list the
+ *             call may leave out (NULL: every chunk holds address 0 for it; never list 0)
  *             access    ACC_IO(R | W | RW), or ACC_IO_IF(field, FLAG, mode, mode_with_flag): the
  *                       mode depends on a flag bit of params_t.field (the op's flags in core);
  *             dtype     ACC_ANY_DT(field): F32, F16 or BF16, one per list, passed in
  *                       params_t.field; ACC_F32_DT: F32 only; ACC_SAME_DT(k): list k's dtype;
  *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
  *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
- *             (k: an earlier list of the row; at most 4 lists and 3 scalars per row);
+ *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 4 scalars per
+ *             row);
  * scalars   (ACC_SCALAR(...), ACC_SCRATCH(...), ...): device memory outside the chunk table:
  *             ACC_SCALAR("name", field, bytes, R | W, ACC_REQUIRED | ACC_OPTIONAL, blocks)
  *               a device pointer argument of the operation (validated by core: aligned, live,
@@ -96,6 +98,34 @@ ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_OP("accel_cast", ACC_TAB
              (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(src_dtype), ACC_NO_ALIAS),
               ACC_LIST("dst", ACC_IO(W), ACC_ANY_DT(dst_dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS)))
+/* The fused optimizer step (kernels/step.h): the norm sweep over the gradients (partials, then
+ * NORM_FINAL) and the one update pass. */
+ACCEL_KERNEL(GRAD_NORM_PARTIAL, accel_k_grad_norm_partial, acc_grad_norm_params_t,
+             ACC_OP("accel_adam_step_norm", ACC_TABLE_PER_STREAM),
+             (ACC_LIST("grads", ACC_IO(R), ACC_ANY_DT(dtype), ACC_NO_ALIAS),
+              ACC_OPT_LIST("hp_grads", ACC_IO(R), ACC_F32_DT, ACC_NO_ALIAS)),
+             (ACC_SCALAR("norm_dev", ACC_NO_FIELD, 4, W, ACC_OPTIONAL, ACC_ALL_BLOCKS),
+              ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_OPTIONAL,
+                         ACC_ALL_BLOCKS),
+              ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_OPTIONAL,
+                         ACC_ALL_BLOCKS),
+              ACC_SCRATCH(partials, 4, W, ACC_PER_BLOCK(4))))
+ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
+             ACC_OP("accel_adam_step_update", ACC_TABLE_SHARED),
+             (ACC_LIST("grads", ACC_IO_IF(flags, ACC_STEP_ZERO_GRADS, R, RW),
+                       ACC_ANY_DT(grad_dtype), ACC_NO_ALIAS),
+              ACC_OPT_LIST("hp_grads", ACC_IO_IF(flags, ACC_STEP_ACCUMULATE, W, RW), ACC_F32_DT,
+                           ACC_NO_ALIAS),
+              ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_LIST("exp_avg", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_OPT_LIST("model_params", ACC_IO(W), ACC_ANY_DT(model_dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("args_dev", ACC_FIELD(args), sizeof(acc_adam_args_t), R, ACC_REQUIRED,
+                         ACC_ALL_BLOCKS),
+              ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_OPTIONAL,
+                         ACC_ALL_BLOCKS),
+              ACC_SCALAR("norm_dev", ACC_FIELD(total_norm), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS),
+              ACC_SCALAR("coef_out_dev", ACC_FIELD(coef_out), 4, W, ACC_OPTIONAL, ACC_BLOCK0)))
 #ifdef ACCEL_TEST_EXTRA_KERNEL
 /* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
 #include "accel_test_extra_kernel.h"

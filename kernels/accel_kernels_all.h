@@ -9,5 +9,6 @@
 #include "elementwise.h"
 #include "adam.h"
 #include "amp.h"
+#include "step.h"
 
 #endif

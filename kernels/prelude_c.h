@@ -169,6 +169,30 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
   ACC_LANE_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, \
                       ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
 
+/* Rows of ACC_BLOCK elements of [0, n), one at a time: the statement runs with `row` the row's
+ * first element and `rn` its length (ACC_BLOCK but in the last row); in it, ACC_ROW_LANES(rn,
+ * stmt) runs stmt for the lanes l < rn (element row + l: lane l's next element, as in the
+ * folds). A computation split into stages joined by a lane-private value (each stage with its
+ * own specialisations) costs the sum of the stages' copies instead of their product. */
+#define ACC_FOR_ROWS(row, rn, n)                                                   \
+  for (acc_idx row = 0, rn = (n) < ACC_BLOCK ? (acc_idx)(n) : ACC_BLOCK; row < (n); \
+       row += ACC_BLOCK, rn = (n) - row < ACC_BLOCK ? (n) - row : ACC_BLOCK)
+#define ACC_ROW_LANES(rn, ...)                        \
+  for (acc_idx lane = 0; lane < (rn); ++lane) {       \
+    __VA_ARGS__                                       \
+  }
+
+/* Runs the statement with F bound to (flags & bit), a compile-time constant for each of its two
+ * values, so that each gets its own branch-free loop. */
+#define ACC_FLAG_SWITCH(flags, bit, F, ...) \
+  if (((flags) & (bit)) != 0u) {           \
+    const acc_u32 F = (bit);               \
+    __VA_ARGS__                            \
+  } else {                                 \
+    const acc_u32 F = 0u;                  \
+    __VA_ARGS__                            \
+  }
+
 /* Fixed pairwise tree over red[0..ACC_BLOCK): red[l] = FN(red[l], red[l + s], ARG) for
  * s = ACC_BLOCK/2 ... 1, l < s. The result is red[0]. */
 #define ACC_TREE(red, FN, ARG)                                  \

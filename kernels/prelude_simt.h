@@ -34,6 +34,25 @@
   ACC_LANE_LOOP(acc_i_, n, ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
 #define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...) ACC_LANE_FOLD(x, n, FN, __VA_ARGS__)
 
+/* Rows (prelude_c.h): the lanes walk the rows together, lane l taking element row + l. */
+#define ACC_FOR_ROWS(row, rn, n)                                                       \
+  for (acc_idx row = 0, rn = (n) < ACC_BLOCK ? (acc_idx)(n) : (acc_idx)ACC_BLOCK;    \
+       row < (n); row += ACC_BLOCK,                                                   \
+               rn = (n) - row < ACC_BLOCK ? (acc_idx)((n) - row) : (acc_idx)ACC_BLOCK)
+#define ACC_ROW_LANES(rn, ...)               \
+  if (ACC_LANE_ID_ < (rn)) {                 \
+    const acc_u32 lane = ACC_LANE_ID_;       \
+    __VA_ARGS__                              \
+  }
+
+/* One copy of the statement with F = (flags & bit) at run time: a branch that is the same for
+ * every lane costs nothing here, where a copy per value would only grow the kernel. */
+#define ACC_FLAG_SWITCH(flags, bit, F, ...)  \
+  {                                          \
+    const acc_u32 F = (flags) & (bit);       \
+    __VA_ARGS__                              \
+  }
+
 #define ACC_TREE(red, FN, ARG)                                            \
   for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
     if (ACC_LANE_ID_ < acc_s_)                                            \

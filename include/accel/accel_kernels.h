@@ -157,6 +157,71 @@ ACCEL_API accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t
                                     const accel_tensor_t *dst, size_t n,
                                     const float *skip_if_dev);
 
+/* ---- The fused optimizer step ---------------------------------------------------------------
+ * A DeepSpeed-style mixed-precision AdamW step in two sweeps over the gradients instead of one
+ * pass per kernel (update_hp, unscale, norm, clip, Adam, cast): accel_adam_step_norm reads the
+ * gradients once for the global norm and the overflow check; accel_adam_step_update then makes
+ * one pass per chunk that takes each gradient to fp32, unscales, clips, runs AdamW and writes
+ * the model weights. Between the two, a distributed step reduces the norm and the overflow
+ * flag over the ranks (accel_comm.h). The separate kernels above stay for callers that want
+ * them; the results are bitwise those of
+ *   accel_fill(hp, 0) + accel_update_hp_grads(grads, hp, zero)   (without ACCUMULATE)
+ *   accel_update_hp_grads(grads, hp, zero)                       (with ACCUMULATE)
+ *   accel_unscale_and_check(hp, inv_scale, found_inf)            (inv_scale given)
+ *   accel_multi_tensor_norm(hp, norm_type, norm)
+ *   accel_clip_by_global_norm(hp, max_norm, norm, clip_eps, coef_out)   (with CLIP)
+ *   accel_fused_adam(params, hp, exp_avg, exp_avg_sq, args)
+ *   accel_cast(params, model_params, &args->found_inf)          (model_params given)
+ * run one after the other (docs/KERNELS.md, "The fused step"). */
+
+/* accel_adam_step_t.flags */
+#define ACCEL_ADAM_STEP_ZERO_GRADS 1u /* the update sets grads to 0 once read (DeepSpeed's
+                                         zero_grad of the lp gradients) */
+#define ACCEL_ADAM_STEP_ACCUMULATE 2u /* the gradient is hp_grads + grads: hp_grads holds the
+                                         sum of earlier micro-batches (both sweeps read it) */
+#define ACCEL_ADAM_STEP_CLIP 4u       /* the update clips by norm_dev (clip_grad_norm_) */
+
+/* One step's lists and device scalars; both calls take the same descriptor. Growable: set
+ * struct_size = sizeof(accel_adam_step_t); fields past a caller's struct_size read as absent. */
+typedef struct accel_adam_step {
+  size_t struct_size;
+  size_t n;                           /* tensors in every list */
+  const accel_tensor_t *grads;        /* the gradients backward left (F32, F16 or BF16) */
+  const accel_tensor_t *hp_grads;     /* NULL, or F32: receives the final fp32 gradients
+                                         (unscaled, clipped); read with ACCUMULATE */
+  const accel_tensor_t *params;       /* F32 master weights */
+  const accel_tensor_t *exp_avg;      /* F32 */
+  const accel_tensor_t *exp_avg_sq;   /* F32 */
+  const accel_tensor_t *model_params; /* NULL, or any dtype: = params rounded after the update
+                                         (skipped on overflow) */
+  const accel_adam_args_t *args_dev;  /* hyper-parameters, step; the update is skipped when
+                                         args_dev->found_inf != 0 */
+  const float *inv_scale_dev;         /* NULL: no loss scale; else gradients *= inv_scale */
+  float *found_inf_dev;               /* norm sweep: set to 1.0f when a gradient is not finite
+                                         (never cleared); NULL: not checked. Point it at
+                                         &args_dev->found_inf to skip the update on overflow */
+  float norm_type;                    /* norm sweep: p as accel_multi_tensor_norm */
+  float *norm_dev;                    /* norm sweep: the global norm (NULL: not computed);
+                                         update: what CLIP clips by */
+  float max_norm;                     /* CLIP: coef = max_norm / (norm + clip_eps), applied */
+  float clip_eps;                     /*       when < 1 (accel_clip_by_global_norm) */
+  float *coef_out_dev;                /* NULL, or CLIP's coefficient (stored raw) */
+  uint32_t flags;                     /* ACCEL_ADAM_STEP_* */
+} accel_adam_step_t;
+
+/* The norm sweep: the gradients' global norm into norm_dev and the overflow check into
+ * found_inf_dev, reading each gradient (and hp_grads with ACCUMULATE) once. With neither
+ * norm_dev nor found_inf_dev it does nothing. Two launches (one per chunk, then one block). */
+ACCEL_API accel_status_t accel_adam_step_norm(accel_stream_t *stream,
+                                              const accel_adam_step_t *step);
+
+/* The update pass: one launch, one pass over every list. Validation as the other operations
+ * (lists of n tensors with matching numel, dtypes, alignment, live memory, no overlaps), plus:
+ * CLIP needs norm_dev, ACCUMULATE needs hp_grads, unknown flags and a struct_size too small
+ * for the fields above are INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_adam_step_update(accel_stream_t *stream,
+                                                const accel_adam_step_t *step);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,7 @@ static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size
 }
 
 enum { R = ACCEL_CPU_SLOT_READ, W = ACCEL_CPU_SLOT_WRITE };
+_Static_assert(ACCEL_CPU_MAX_SLOTS == ACC_MAX_LISTS, "a slot per list of acc_chunk_t");
 _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT_WRITE &&
                    ACC_MODE_RW == (ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE),
                "the table's access modes are the CPU slot modes");
@@ -53,6 +54,7 @@ _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT
 #define ACC_NO_ALIAS
 #define ACC_ALIAS(k)
 #define ACC_LIST(name, mode, bytes, alias) set_slot(out, slot++, bytes, mode)
+#define ACC_OPT_LIST(name, mode, bytes, alias) set_slot(out, slot++, bytes, mode)
 #define ACC_FIELD(member) p.member
 #define ACC_NO_FIELD 0u
 #define ACC_ALL_BLOCKS ACCEL_CPU_ALL_BLOCKS, 0u
@@ -100,7 +102,7 @@ uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params) {
   accel_cpu_kernel_access_t a;
   accel_cpu_kernel_access(kernel_id, params, &a);
   uint64_t per_element = 0;
-  for (unsigned k = 0; k < 4u; ++k) {
+  for (unsigned k = 0; k < ACCEL_CPU_MAX_SLOTS; ++k) {
     const unsigned passes = ((a.slot_mode[k] & R) != 0u) + ((a.slot_mode[k] & W) != 0u);
     per_element += (uint64_t)a.elem_bytes[k] * passes;
   }

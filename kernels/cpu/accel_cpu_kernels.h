@@ -28,17 +28,21 @@ typedef struct accel_cpu_kernel_scalar {
   uint32_t write;
 } accel_cpu_kernel_scalar_t;
 
+/* Chunk slots (ACC_MAX_LISTS) and scalars (a row's 4 and its scratch) of a launch. */
+#define ACCEL_CPU_MAX_SLOTS 8u
+#define ACCEL_CPU_MAX_SCALARS 5u
+
 /* Everything one launch reads and writes, so that the CPU backend can prove two launches of a
  * graph independent block by block (graph fusion, backends/cpu/cpu_fuse.c). */
 typedef struct accel_cpu_kernel_access {
   /* acc_chunk_t[num_chunks]: block b touches chunks[b].ptr[k][0, count) for every slot k with
-   * elem_bytes[k] != 0, as slot_mode[k] says. NULL: the launch is not chunk-wise (it is never
-   * fused). */
+   * elem_bytes[k] != 0 and a nonzero address (0: a list the call left out), as slot_mode[k]
+   * says. NULL: the launch is not chunk-wise (it is never fused). */
   const void *chunks;
   uint32_t num_chunks;
-  uint8_t elem_bytes[4];
-  uint8_t slot_mode[4]; /* ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE */
-  accel_cpu_kernel_scalar_t scalars[3];
+  uint8_t elem_bytes[ACCEL_CPU_MAX_SLOTS];
+  uint8_t slot_mode[ACCEL_CPU_MAX_SLOTS]; /* ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE */
+  accel_cpu_kernel_scalar_t scalars[ACCEL_CPU_MAX_SCALARS];
   unsigned num_scalars;
 } accel_cpu_kernel_access_t;
 

@@ -190,13 +190,86 @@ static void test_norm(uint32_t dt, uint32_t kind, float p) {
   xfree(out);
 }
 
+/* The fused step's norm sweep over grads (dt) accumulated into hp and unscaled by 0.5, with
+ * an Inf in the last tensor when `bad`: CPU (two splits) and OpenCL (grids 1, 3, all) bitwise
+ * equal, the norm against a double reference, found_inf set exactly when a gradient is bad. */
+static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
+  void *lp[NT], *hp[NT];
+  make_tensors(lp, dt, 3.0f, 2000 + dt * 7 + kind);
+  make_tensors(hp, ACC_DT_F32, 1.0f, 3000 + kind);
+  if (bad) st(lp[NT - 1], 4321, dt, -INFINITY);
+  size_t es[2] = {esize(dt), 4};
+  void *const *lists[2] = {lp, hp};
+  const uint32_t nc = total_chunks();
+  acc_chunk_t *chunks = xalloc(nc * sizeof *chunks);
+  kt_chunks(chunks, 2, lists, es, kSizes, NT);
+  float *partials = xalloc(nc * sizeof(float));
+  float *sc = xalloc(4 * sizeof(float)); /* inv_scale, found_inf, norm */
+  const acc_u64 a = (acc_u64)(uintptr_t)sc;
+  const acc_grad_norm_params_t pp = {(acc_u64)(uintptr_t)chunks, (acc_u64)(uintptr_t)partials,
+                                     a, a + 4, nc, dt, kind, p, ACC_STEP_ACCUMULATE, 0};
+  const acc_norm_final_params_t fp = {(acc_u64)(uintptr_t)partials, a + 8, nc, kind, p, 0};
+  float res[2][2];
+  for (int split = 0; split < 2; ++split) {
+    sc[0] = 0.5f;
+    sc[1] = 0.0f;
+    run_cpu(ACCEL_KERNEL_GRAD_NORM_PARTIAL, &pp, nc, split);
+    run_cpu(ACCEL_KERNEL_NORM_FINAL, &fp, 1, split);
+    res[split][0] = sc[2];
+    res[split][1] = sc[1];
+  }
+  KT_CHECK(memcmp(res[0], res[1], sizeof res[0]) == 0,
+           "grad norm dt %u kind %u: split changes bits %a vs %a", dt, kind, res[0][0], res[1][0]);
+  KT_CHECK(res[0][1] == (bad ? 1.0f : 0.0f), "grad norm dt %u kind %u bad %d: found_inf %g", dt,
+           kind, bad, res[0][1]);
+  double acc = 0;
+  for (size_t k = 0; k < NT; ++k)
+    for (size_t i = 0; i < kSizes[k]; ++i) {
+      const double x = fabs(((double)ld(hp[k], i, 0) + ld(lp[k], i, dt)) * 0.5);
+      if (kind == ACC_NORM_INF) acc = x > acc ? x : acc;
+      else if (kind == ACC_NORM_L2) acc += x * x;
+      else acc += pow(x, p);
+    }
+  const double ref = kind == ACC_NORM_L2 ? sqrt(acc) : kind == ACC_NORM_P ? pow(acc, 1.0 / p) : acc;
+  if (bad)
+    KT_CHECK(isinf(res[0][0]), "grad norm dt %u kind %u: %g with an Inf gradient", dt, kind,
+             res[0][0]);
+  else
+    KT_CHECK(fabs(res[0][0] - ref) / ref < 1e-5, "grad norm dt %u kind %u: %.9g vs ref %.9g", dt,
+             kind, res[0][0], ref);
+#ifdef KT_OPENCL
+  if (g_cl_ok) {
+    const uint32_t grids[3] = {1, 3, nc};
+    for (int g = 0; g < 3; ++g) {
+      sc[1] = 0.0f;
+      sc[2] = -1.0f;
+      run_cl(ACCEL_KERNEL_GRAD_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
+      run_cl(ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
+      KT_CHECK(sc[1] == res[0][1], "grad norm grid %u: OpenCL found_inf %g, CPU %g", grids[g],
+               sc[1], res[0][1]);
+      if (kind != ACC_NORM_P)
+        KT_CHECK(memcmp(&sc[2], &res[0][0], 4) == 0,
+                 "grad norm dt %u kind %u grid %u: OpenCL %a != CPU %a", dt, kind, grids[g],
+                 sc[2], res[0][0]);
+    }
+  }
+#endif
+  for (size_t k = 0; k < NT; ++k) {
+    xfree(lp[k]);
+    xfree(hp[k]);
+  }
+  xfree(chunks);
+  xfree(partials);
+  xfree(sc);
+}
+
 /* Runs an elementwise kernel on copies of the same data on the CPU (both splits) and OpenCL;
  * all results must be bitwise equal, and the CPU result close to the case's reference. */
 typedef struct ew_case {
   uint32_t id;
-  int nl;              /* lists */
-  uint32_t dt[4];      /* dtype per list */
-  float scale[4];      /* data range per list */
+  int nl;                        /* lists */
+  uint32_t dt[ACC_MAX_LISTS];    /* dtype per list */
+  float scale[ACC_MAX_LISTS];    /* data range per list */
   size_t psize;
   void (*make_params)(void *params, acc_u64 chunks, uint32_t nc, acc_u64 scalars);
   void (*reference)(void *const *const *lists, const float *scalars); /* in-place on host copies */
@@ -256,6 +329,15 @@ static void p_cast_skipped(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
   memcpy(pp, &p, sizeof p);
 }
 
+/* The fused update: grads (bf16, zeroed), hp (f32, accumulated into), params, exp_avg,
+ * exp_avg_sq, model (f16); inv_scale and the total norm are scalars[0] (0.5: max_norm 0.25
+ * makes the clip factor 0.5), coef_out scalars[1]. */
+static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, nc, ACC_DT_BF16, ACC_DT_F16,
+                              ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f};
+  memcpy(pp, &p, sizeof p);
+}
+
 static void test_elementwise(const ew_case_t *ec) {
   const uint32_t nc = total_chunks();
   enum { NRUN = 2
@@ -263,9 +345,9 @@ static void test_elementwise(const ew_case_t *ec) {
                 + 2
 #endif
   };
-  void *t[NRUN][4][NT];
+  void *t[NRUN][ACC_MAX_LISTS][NT];
   float *scal[NRUN];
-  size_t es[4];
+  size_t es[ACC_MAX_LISTS];
   for (int l = 0; l < ec->nl; ++l) es[l] = esize(ec->dt[l]);
   for (int r = 0; r < NRUN; ++r) {
     for (int l = 0; l < ec->nl; ++l) make_tensors(t[r][l], ec->dt[l], ec->scale[l], 77 + l);
@@ -280,7 +362,8 @@ static void test_elementwise(const ew_case_t *ec) {
     for (int r = 0; r < NRUN; ++r) st(t[r][0][NT - 1], 12345, ec->dt[0], INFINITY);
   unsigned char params[64];
   for (int r = 0; r < NRUN; ++r) {
-    void *const *lists[4] = {t[r][0], t[r][1], t[r][2], t[r][3]};
+    void *const *lists[ACC_MAX_LISTS];
+    for (int l = 0; l < ec->nl; ++l) lists[l] = t[r][l];
     acc_chunk_t *chunks = xalloc(nc * sizeof *chunks);
     kt_chunks(chunks, ec->nl, lists, es, kSizes, NT);
     ec->make_params(params, (acc_u64)(uintptr_t)chunks, nc, (acc_u64)(uintptr_t)scal[r]);
@@ -305,10 +388,11 @@ static void test_elementwise(const ew_case_t *ec) {
                accel_kernel_names[ec->id], r);
   }
   /* reference on fresh data */
-  void *ref[4][NT];
+  void *ref[ACC_MAX_LISTS][NT];
   for (int l = 0; l < ec->nl; ++l) make_tensors(ref[l], ec->dt[l], ec->scale[l], 77 + l);
   if (ec->id == ACCEL_KERNEL_UNSCALE) st(ref[0][NT - 1], 12345, ec->dt[0], INFINITY);
-  void *const *rl[4] = {ref[0], ref[1], ref[2], ref[3]};
+  void *const *rl[ACC_MAX_LISTS];
+  for (int l = 0; l < ec->nl; ++l) rl[l] = ref[l];
   ec->reference(rl, scal[0]);
   for (int l = 0; l < ec->nl; ++l) {
     double num = 0, den = 0;
@@ -369,6 +453,26 @@ static void r_adam(void *const *const *L, const float *s) {
     st(L[0][k], i, 0, (float)p);
     st(L[2][k], i, 0, (float)m);
     st(L[3][k], i, 0, (float)v);
+  }
+}
+static void r_adam_step(void *const *const *L, const float *s) {
+  acc_adam_args_t a;
+  memcpy(&a, &s[2], sizeof a);
+  const double bc1 = 1 - pow(a.beta1, a.step), bc2 = 1 - pow(a.beta2, a.step);
+  const double factor = (double)s[0] * (0.25 / (s[0] + 1e-6)); /* inv_scale * clip */
+  FOR_ALL(k, i) {
+    const double g = ((double)ld(L[1][k], i, 0) + ld(L[0][k], i, ACC_DT_BF16)) * factor;
+    double p = ld(L[2][k], i, 0), m = ld(L[3][k], i, 0), v = ld(L[4][k], i, 0);
+    p *= 1 - (double)a.lr * a.weight_decay;
+    m = a.beta1 * m + (1 - a.beta1) * g;
+    v = a.beta2 * v + (1 - a.beta2) * g * g;
+    p -= a.lr / bc1 * m / (sqrt(v) / sqrt(bc2) + a.eps);
+    st(L[0][k], i, ACC_DT_BF16, 0.0f);
+    st(L[1][k], i, 0, (float)g);
+    st(L[2][k], i, 0, (float)p);
+    st(L[3][k], i, 0, (float)m);
+    st(L[4][k], i, 0, (float)v);
+    st(L[5][k], i, ACC_DT_F16, (float)p);
   }
 }
 static void r_fill(void *const *const *L, const float *s) {
@@ -491,6 +595,10 @@ int main(void) {
     test_norm(dt, ACC_NORM_L2, 2.0f);
     test_norm(dt, ACC_NORM_INF, 0.0f);
     test_norm(dt, ACC_NORM_P, 3.5f);
+    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 0);
+    test_grad_norm(dt, ACC_NORM_INF, 0.0f, 0);
+    test_grad_norm(dt, ACC_NORM_P, 1.5f, 0);
+    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 1);
   }
   const ew_case_t cases[] = {
       {ACCEL_KERNEL_CLIP, 1, {0}, {1}, sizeof(acc_clip_params_t), p_clip, r_clip, 1e-14},
@@ -504,6 +612,8 @@ int main(void) {
       {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {7e4f, 1}, sizeof(acc_cast_params_t), p_cast_f16, r_cast_f16, 0},
       {ACCEL_KERNEL_CAST, 2, {ACC_DT_BF16, 0}, {1e3f, 1}, sizeof(acc_cast_params_t), p_cast_widen, r_cast_widen, 0},
       {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {1, 1}, sizeof(acc_cast_params_t), p_cast_skipped, r_nothing, 0},
+      {ACCEL_KERNEL_ADAM_STEP, 6, {ACC_DT_BF16, 0, 0, 0, 0, ACC_DT_F16}, {1, 1, 1, 0.1f, 0.01f, 1},
+       sizeof(acc_adam_step_params_t), p_adam_step, r_adam_step, 1e-7},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) test_elementwise(&cases[c]);
   test_amp();

@@ -478,16 +478,78 @@ static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
   expect("accel_cast", accel_cast(h, n ? src : NULL, n ? dst : NULL, n, flag), want);
 }
 
+/* The fused step (accel_adam_step_norm / _update) over up to two tensors per list: list l in
+ * scratch slot l (tensor i at float i * 128, at most 64 elements), its scalars in slot 6 (Adam
+ * args at 0, found_inf = args.found_inf, inv_scale at 8, the norm at 9, coef at 10), any
+ * dtypes and flags, optional lists present or not, and one injected fault: none, a NULL or too
+ * small descriptor, an unknown flag, CLIP without a norm, F16 master weights, model weights on
+ * the master weights, a misaligned gradient. */
+static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
+  enum { NT_ = 2 };
+  const size_t n = u8() % (NT_ + 1);
+  const unsigned b = u8(), flags = u8() % 8u, fault = u8() % 12u, update = u8() & 1u;
+  const accel_dtype_t gdt = (accel_dtype_t)(b % 3), mdt = (accel_dtype_t)((b >> 2) % 3);
+  const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1;
+  accel_tensor_t L[6][NT_];
+  uint64_t chunks = 0;
+  int invalid = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t numel = u8() % 65;
+    chunks += numel > 0;
+    for (int l = 0; l < 6; ++l) {
+      const accel_dtype_t dt = l == 0 ? gdt : l == 5 ? mdt : ACCEL_F32;
+      L[l][i] = (accel_tensor_t){scratch + (size_t)l * SLOT_FLOATS + i * 128, numel, dt};
+    }
+    if (fault == 11 && numel > 0) { /* a misaligned gradient */
+      L[0][i].data = (char *)L[0][i].data + 1;
+      invalid = 1;
+    }
+    if (fault == 9) L[2][i].dtype = ACCEL_F16; /* master weights must be F32 */
+    if (fault == 10) L[5][i].data = L[2][i].data; /* model weights on the master weights */
+  }
+  float *sc = scratch + 6 * SLOT_FLOATS;
+  accel_adam_step_t d = {.struct_size = sizeof d, .n = n, .grads = n ? L[0] : NULL,
+                         .hp_grads = has_hp && n ? L[1] : NULL, .params = n ? L[2] : NULL,
+                         .exp_avg = n ? L[3] : NULL, .exp_avg_sq = n ? L[4] : NULL,
+                         .model_params = has_model && n ? L[5] : NULL,
+                         .args_dev = (const accel_adam_args_t *)(void *)sc,
+                         .inv_scale_dev = sc + 8, .found_inf_dev = sc + 7, .norm_type = 2.0f,
+                         .norm_dev = fault == 7 ? NULL : sc + 9, .max_norm = 1.0f,
+                         .clip_eps = 1e-6f, .coef_out_dev = sc + 10, .flags = flags};
+  if (fault == 5) d.struct_size -= 8;
+  if (fault == 6) d.flags |= 0x80u;
+  const int accumulate = (d.flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
+  /* what both calls check, then what only the update checks */
+  invalid |= fault == 4 || fault == 5 || fault == 6 || (accumulate && !d.hp_grads && n > 0);
+  if (update) {
+    invalid |= ((d.flags & ACCEL_ADAM_STEP_CLIP) && !d.norm_dev) ||
+               (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0);
+  }
+  int launches;
+  if (update) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);
+  else launches = d.norm_dev != NULL || chunks > 0;
+  accel_status_t want = hs;
+  if (want == ACCEL_OK) want = invalid ? ACCEL_ERROR_INVALID_ARGUMENT
+                             : launches ? submit_status(s) : ACCEL_OK;
+  const accel_adam_step_t *dp = fault == 4 ? NULL : &d;
+  if (update) expect("accel_adam_step_update", accel_adam_step_update(h, dp), want);
+  else expect("accel_adam_step_norm", accel_adam_step_norm(h, dp), want);
+}
+
 /* The one-block calls of the mixed-precision step on the state block, each pointer valid,
- * NULL, in host memory, misaligned, or overlapping the other. */
+ * NULL, in host memory, misaligned, or overlapping the other; the cast; the fused step. */
 static void op_amp(void) {
   int s;
   accel_stream_t *h;
   accel_status_t hs;
   if (!pick_stream(&s, &h, &hs)) return;
-  const unsigned which = u8() % 4; /* begin, update, step count, cast */
+  const unsigned which = u8() % 5; /* begin, update, step count, cast, fused step */
   if (which == 3) {
     op_cast(s, h, hs);
+    return;
+  }
+  if (which == 4) {
+    op_adam_step(s, h, hs);
     return;
   }
   /* first: the scaler (begin, update) or the step (count); second: found_inf / the flag */

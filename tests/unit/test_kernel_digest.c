@@ -23,7 +23,7 @@
 #include "accel/accel_kernels.h"
 
 #define CHUNK 65536u
-#define MAX_LISTS 4
+#define MAX_LISTS 6
 #define MAX_TENSORS 8
 
 /* Recorded digests: name, CPU, OpenCL (0: not checked on that backend). */
@@ -85,19 +85,26 @@ static const recorded_t recorded[] = {
     {"amp_step/F32", 0xe2d5989d1a40f7f9ull, 0xe2d5989d1a40f7f9ull},
     {"amp_step/F16", 0x8a5f3da329918a2dull, 0x8a5f3da329918a2dull},
     {"amp_step/BF16", 0x6ac000a980da43f2ull, 0x6ac000a980da43f2ull},
+    /* issue 30: recorded from the code that added the fused step */
+    {"adam_step/F32", 0x18a4c03bbc163be4ull, 0x18a4c03bbc163be4ull},
+    {"adam_step/F16", 0x3011c36b6747a0a9ull, 0x3011c36b6747a0a9ull},
+    {"adam_step/BF16", 0x3c5d05ca72c34609ull, 0x3c5d05ca72c34609ull},
 };
 
 typedef enum op {
   OP_NORM1, OP_NORM2, OP_NORMINF, OP_NORM3, OP_CLIP, OP_HP, OP_HP_ZERO, OP_UNSCALE,
   OP_UNSCALE_INF, OP_ADAM, OP_ADAMW, OP_FILL, OP_SCALE,
   /* issue 22 (recorded when they were added) */
-  OP_CAST_DOWN, OP_CAST_UP, OP_CAST_SKIPPED, OP_AMP_STEP, OP_COUNT
+  OP_CAST_DOWN, OP_CAST_UP, OP_CAST_SKIPPED, OP_AMP_STEP,
+  /* issue 30: the fused step (recorded when it was added; the CTS checks that its bits are
+   * those of the separate kernels) */
+  OP_ADAM_STEP, OP_COUNT
 } op_t;
 
 static const char *const op_names[OP_COUNT] = {
     "norm_p1", "norm_p2", "norm_pinf", "norm_p3", "clip", "update_hp", "update_hp_zero",
     "unscale", "unscale_overflow", "adam", "adamw", "fill", "scale",
-    "cast_down", "cast_up", "cast_skipped", "amp_step"};
+    "cast_down", "cast_up", "cast_skipped", "amp_step", "adam_step"};
 
 /* Lists per operation, and which of them take the dtype under test (the others are F32). */
 static int op_lists(op_t op, int *varies) {
@@ -109,6 +116,9 @@ static int op_lists(op_t op, int *varies) {
   case OP_CAST_DOWN:
   case OP_CAST_SKIPPED: varies[0] = 0; varies[1] = 1; return 2;
   case OP_CAST_UP: varies[0] = 1; varies[1] = 0; return 2;
+  case OP_ADAM_STEP: /* grads and model weights in the dtype; hp, params, moments F32 */
+    for (int l = 0; l < 6; ++l) varies[l] = l == 0 || l == 5;
+    return 6;
   default: varies[0] = 1; return 1;
   }
 }
@@ -184,8 +194,8 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   for (int l = 0; l < nl; ++l)
     for (size_t i = 0; i < n; ++i) {
       const accel_dtype_t ldt = varies[l] ? dt : ACCEL_F32;
-      /* exp_avg_sq (list 3 of Adam) is a running mean of squares */
-      random_fill(host + off[l][i], numel[i], ldt, l == 3);
+      /* exp_avg_sq (list 3 of Adam, 4 of the fused step) is a running mean of squares */
+      random_fill(host + off[l][i], numel[i], ldt, l == (op == OP_ADAM_STEP ? 4 : 3));
       lists[l][i] = (accel_tensor_t){(char *)dmem + off[l][i], numel[i], ldt};
     }
   /* device scalars: [0] out/total norm, [1] coef_out/found_inf, [2] scale, [8..] Adam args */
@@ -231,6 +241,19 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
       if (st == ACCEL_OK) st = accel_unscale_and_check(s, t0, n, &dscaler->inv_scale, dsc + 1);
       if (st == ACCEL_OK) st = accel_step_count(s, &dargs->step, dsc + 1);
       if (st == ACCEL_OK) st = accel_amp_update_scale(s, dscaler, dsc + 1);
+      break;
+    }
+    case OP_ADAM_STEP: {
+      const accel_adam_step_t d = {
+          .struct_size = sizeof d, .n = n, .grads = t0, .hp_grads = t1,
+          .params = n ? lists[2] : NULL, .exp_avg = n ? lists[3] : NULL,
+          .exp_avg_sq = n ? lists[4] : NULL, .model_params = n ? lists[5] : NULL,
+          .args_dev = (const accel_adam_args_t *)(dsc + 8), .inv_scale_dev = dsc + 2,
+          .found_inf_dev = dsc + 1, .norm_type = 2.0f, .norm_dev = dsc, .max_norm = 1.0f,
+          .clip_eps = 1e-6f, .coef_out_dev = dsc + 3,
+          .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+      st = accel_adam_step_norm(s, &d);
+      if (st == ACCEL_OK) st = accel_adam_step_update(s, &d);
       break;
     }
     case OP_COUNT: break;

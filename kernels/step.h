@@ -1,0 +1,133 @@
+/*
+ * The fused optimizer step (accel_adam_step_norm / accel_adam_step_update, accel_kernels.h): a
+ * mixed-precision AdamW step in two sweeps over the gradients instead of five passes.
+ *  norm:   accel_k_grad_norm_partial reads each gradient once: g = base + float(grads) (base =
+ *          hp with ACC_STEP_ACCUMULATE, else 0), g *= inv_scale; the norm partial of each
+ *          chunk (accel_k_norm_partial's order, so accel_k_norm_final reduces them to the bits
+ *          accel_multi_tensor_norm gives over the unscaled hp), and a non-finite g sets
+ *          found_inf (accel_unscale_and_check's check of the stored value);
+ *  update: accel_k_adam_step, one pass per chunk: the same g, grads = 0, g *= min(coef, 1)
+ *          (the clip), hp = g, AdamW (accel_k_adam's element function) and the model weights'
+ *          cast, each skipped as the separate kernels skip.
+ * So the results are bitwise those of update_hp (+ its fill fold), unscale, norm, clip, Adam
+ * and cast run one after the other (the CTS compares them). Multiplying by an inv_scale or a
+ * clip factor of exactly 1 changes no bits of an arithmetic result (it is never a signalling
+ * NaN), so both are applied unconditionally.
+ */
+#ifndef ACCEL_KERNELS_STEP_H
+#define ACCEL_KERNELS_STEP_H
+
+/* A form of the update's gradient stage besides ACC_STEP_ZERO_GRADS / ACC_STEP_ACCUMULATE: the
+ * chunk has hp. */
+#define ACC_STEP_HAS_HP 4u
+
+/* The gradient of element i (see the top of the file); ACC: ACC_STEP_ACCUMULATE or 0. */
+ACC_INLINE acc_f32 acc_step_grad(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 dt, acc_u32 acc,
+                                 acc_f32 s) {
+  const acc_f32 base = acc != 0u ? ACC_PTR(const acc_f32, hp)[i] : 0.0f;
+  return (base + acc_load(grads, i, dt)) * s;
+}
+
+ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
+  ACC_SHARED(acc_f32, red, ACC_BLOCK);
+  ACC_SHARED(acc_u32, red_bad, ACC_BLOCK);
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  ACC_GPTR(acc_f32) partials = ACC_PTR(acc_f32, P.partials);
+  const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
+  ACC_FOR_BLOCKS(b, P.num_chunks) {
+    const acc_u64 grads = chunks[b].ptr[0];
+    const acc_u64 hp = chunks[b].ptr[1];
+    const acc_u32 count = chunks[b].count;
+    ACC_PRIVATE(acc_f32, a);
+    ACC_PRIVATE(acc_u32, bad);
+    ACC_PRIVATE(acc_f32, g);
+    ACC_LANES(ACC_LV(a) = 0.0f; ACC_LV(bad) = 0u;)
+    ACC_FOR_ROWS(row, rn, count) {
+      ACC_DTYPE_SWITCH(P.dtype, DT,
+        ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
+          ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad(row + lane, grads, hp, DT, AC, s);)))
+      ACC_NORM_KIND_SWITCH(P.kind, KIND,
+        ACC_ROW_LANES(rn, ACC_LV(a) = acc_norm_step(ACC_LV(a), ACC_LV(g), KIND, P.p);
+                          ACC_LV(bad) |= acc_is_finite(ACC_LV(g)) ^ 1u;))
+    }
+    ACC_LANES(red[lane] = ACC_LV(a); red_bad[lane] = ACC_LV(bad);)
+    ACC_BARRIER();
+    ACC_TREE(red, acc_norm_combine, P.kind)
+    ACC_TREE(red_bad, acc_or_u32, 0u)
+    ACC_LANE0(partials[b] = red[0];
+              if (red_bad[0] != 0u && P.found_inf != 0u) ACC_PTR(acc_f32, P.found_inf)[0] = 1.0f;)
+    ACC_BARRIER();
+  }
+}
+
+/* The update runs each row in two stages joined by the lane-private gradient (ACC_FOR_ROWS), so
+ * that the gradient's forms and the model weights' dtypes each get their own loops without
+ * multiplying. Stage 1 of element i: the gradient, with grads zeroed and hp
+ * stored as FORM says (ACC_STEP_* flags). Run alone when the step is skipped (found_inf): the
+ * gradients are still consumed, as accel_update_hp_grads and the clip do not skip. */
+ACC_INLINE acc_f32 acc_step_grad_elem(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 dt,
+                                      acc_u32 form, acc_f32 s, acc_f32 c) {
+  const acc_f32 g = acc_step_grad(i, grads, hp, dt, form & ACC_STEP_ACCUMULATE, s) * c;
+  if ((form & ACC_STEP_ZERO_GRADS) != 0u) acc_store(grads, i, dt, 0.0f);
+  if ((form & ACC_STEP_HAS_HP) != 0u) ACC_PTR(acc_f32, hp)[i] = g;
+  return g;
+}
+
+/* Stage 2: AdamW with gradient g, then the model weights (MDT; with ACC_DT_NONE
+ * none) = round(param). */
+#define ACC_DT_NONE 3u
+ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
+                                   ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
+                                   acc_u64 model, acc_u32 mdt, acc_u32 mode,
+                                   const acc_adam_consts_t C) {
+  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, mode, C);
+  if (mdt != ACC_DT_NONE) acc_store(model, i, mdt, p);
+}
+
+ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
+  const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_f32 coef = P.total_norm != 0u
+                           ? P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps)
+                           : 1.0f;
+  const acc_f32 c = coef > 1.0f ? 1.0f : coef;
+  const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
+  const acc_adam_consts_t C = acc_adam_consts(A);
+  const acc_u32 mode = acc_adam_mode(A);
+  const acc_u32 go = (acc_u32)(A.found_inf == 0.0f);
+  /* with no chunks a single block still stores coef_out (as accel_k_clip) */
+  ACC_FOR_BLOCKS(b, P.num_chunks > 0u ? P.num_chunks : 1u) {
+    if (b == 0u && P.coef_out != 0u) {
+      ACC_LANE0(ACC_PTR(acc_f32, P.coef_out)[0] = coef;)
+    }
+    if (b >= P.num_chunks) continue;
+    const acc_u64 grads = chunks[b].ptr[0];
+    const acc_u64 hp = chunks[b].ptr[1];
+    ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[2]);
+    ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[3]);
+    ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[4]);
+    const acc_u64 model = chunks[b].ptr[5];
+    const acc_u32 count = chunks[b].count;
+    const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
+                         (hp != 0u ? ACC_STEP_HAS_HP : 0u);
+    ACC_PRIVATE(acc_f32, g);
+    ACC_FOR_ROWS(row, rn, count) {
+      ACC_DTYPE_SWITCH(P.grad_dtype, DT,
+        ACC_FLAG_SWITCH(form, ACC_STEP_ZERO_GRADS, Z,
+          ACC_FLAG_SWITCH(form, ACC_STEP_ACCUMULATE, AC,
+            ACC_FLAG_SWITCH(form, ACC_STEP_HAS_HP, H,
+              ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad_elem(row + lane, grads, hp, DT,
+                                                               Z | AC | H, s, c);)))))
+      if (go && model == 0u) {
+        ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg, exp_avg_sq,
+                                             model, ACC_DT_NONE, mode, C);)
+      } else if (go) {
+        ACC_DTYPE_SWITCH(P.model_dtype, MDT,
+          ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
+                                               exp_avg_sq, model, MDT, mode, C);))
+      }
+    }
+  }
+}
+
+#endif
