@@ -293,9 +293,17 @@ static accel_status_t check_step(accel_stream_t *stream, const accel_adam_step_t
   if (st->flags & ~STEP_FLAGS)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
                            (unsigned)(st->flags & ~STEP_FLAGS));
-  if ((st->flags & ACCEL_ADAM_STEP_ACCUMULATE) && !st->hp_grads && st->n > 0)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: ACCEL_ADAM_STEP_ACCUMULATE needs hp_grads", fn);
+  if (!(st->flags & ACCEL_ADAM_STEP_ACCUMULATE) || st->n == 0) return ACCEL_OK;
+  if (!st->hp_grads || !st->grads) /* a NULL grads is the table's to report */
+    return st->grads ? accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                                       "%s: ACCEL_ADAM_STEP_ACCUMULATE needs hp_grads", fn)
+                     : ACCEL_OK;
+  /* hp may be the gradients themselves (in place), but then there is nothing to add to */
+  for (size_t i = 0; i < st->n; ++i)
+    if (st->hp_grads[i].data == st->grads[i].data && st->grads[i].numel > 0)
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                             "%s: ACCEL_ADAM_STEP_ACCUMULATE with hp_grads[%zu] = grads[%zu] "
+                             "(in place: the gradient would be added to itself)", fn, i, i);
   return ACCEL_OK;
 }
 

@@ -234,7 +234,8 @@ static size_t scalar_intervals(const kop_req_t *r, kop_interval_t *iv, size_t co
  * interval, not one of its own). */
 static int is_alias(const kop_req_t *r, int l, size_t i) {
   const int k = r->desc->lists[l].alias;
-  return k >= 0 && kop_has_list(r, k) && r->lists[l][i].data == r->lists[k][i].data &&
+  return k >= 0 && kop_has_list(r, l) && kop_has_list(r, k) &&
+         r->lists[l][i].data == r->lists[k][i].data &&
          r->lists[l][i].numel * accel_dtype_size(r->lists[l][i].dtype) ==
              r->lists[k][i].numel * accel_dtype_size(r->lists[k][i].dtype);
 }

@@ -21,11 +21,15 @@
  * chunk has hp. */
 #define ACC_STEP_HAS_HP 4u
 
-/* The gradient of element i (see the top of the file); ACC: ACC_STEP_ACCUMULATE or 0. */
+/* The gradient of element i (see the top of the file); ACC: ACC_STEP_ACCUMULATE or 0. In place
+ * (hp is the F32 gradients themselves, torch's unscale_ and clip_grad_norm_ on the grads) there
+ * is no addition: 0 + x would turn a -0 gradient into +0 where torch leaves it. */
 ACC_INLINE acc_f32 acc_step_grad(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 dt, acc_u32 acc,
-                                 acc_f32 s) {
+                                 acc_u32 in_place, acc_f32 s) {
+  const acc_f32 x = acc_load(grads, i, dt);
   const acc_f32 base = acc != 0u ? ACC_PTR(const acc_f32, hp)[i] : 0.0f;
-  return (base + acc_load(grads, i, dt)) * s;
+  const acc_f32 sum = base + x;
+  return (in_place != 0u ? x : sum) * s;
 }
 
 ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
@@ -45,7 +49,7 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
     ACC_FOR_ROWS(row, rn, count) {
       ACC_DTYPE_SWITCH(P.dtype, DT,
         ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
-          ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad(row + lane, grads, hp, DT, AC, s);)))
+          ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad(row + lane, grads, hp, DT, AC, 0u, s);)))
       ACC_NORM_KIND_SWITCH(P.kind, KIND,
         ACC_ROW_LANES(rn, ACC_LV(a) = acc_norm_step(ACC_LV(a), ACC_LV(g), KIND, P.p);
                           ACC_LV(bad) |= acc_is_finite(ACC_LV(g)) ^ 1u;))
@@ -66,8 +70,8 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
  * stored as FORM says (ACC_STEP_* flags). Run alone when the step is skipped (found_inf): the
  * gradients are still consumed, as accel_update_hp_grads and the clip do not skip. */
 ACC_INLINE acc_f32 acc_step_grad_elem(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 dt,
-                                      acc_u32 form, acc_f32 s, acc_f32 c) {
-  const acc_f32 g = acc_step_grad(i, grads, hp, dt, form & ACC_STEP_ACCUMULATE, s) * c;
+                                      acc_u32 form, acc_u32 in_place, acc_f32 s, acc_f32 c) {
+  const acc_f32 g = acc_step_grad(i, grads, hp, dt, form & ACC_STEP_ACCUMULATE, in_place, s) * c;
   if ((form & ACC_STEP_ZERO_GRADS) != 0u) acc_store(grads, i, dt, 0.0f);
   if ((form & ACC_STEP_HAS_HP) != 0u) ACC_PTR(acc_f32, hp)[i] = g;
   return g;
@@ -110,6 +114,7 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
     const acc_u32 count = chunks[b].count;
     const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
                          (hp != 0u ? ACC_STEP_HAS_HP : 0u);
+    const acc_u32 in_place = (acc_u32)(hp == grads); /* a run-time select, not a loop copy */
     ACC_PRIVATE(acc_f32, g);
     ACC_FOR_ROWS(row, rn, count) {
       ACC_DTYPE_SWITCH(P.grad_dtype, DT,
@@ -117,7 +122,7 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
           ACC_FLAG_SWITCH(form, ACC_STEP_ACCUMULATE, AC,
             ACC_FLAG_SWITCH(form, ACC_STEP_HAS_HP, H,
               ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad_elem(row + lane, grads, hp, DT,
-                                                               Z | AC | H, s, c);)))))
+                                                               Z | AC | H, in_place, s, c);)))))
       if (go && model == 0u) {
         ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg, exp_avg_sq,
                                              model, ACC_DT_NONE, mode, C);)

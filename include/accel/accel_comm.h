@@ -133,6 +133,14 @@ ACCEL_API accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *comm,
                                                         float max_norm, float norm_type,
                                                         float eps, float *total_norm_out_dev,
                                                         float *coef_out_dev);
+/* The norm sweep of the fused step (accel_adam_step_norm) over this rank's shard, then the
+ * global norm into step->norm_dev as accel_comm_global_norm makes it (bitwise identical on every
+ * rank) and step->found_inf_dev reduced with MAX as accel_comm_overflow_reduce: between it and
+ * accel_adam_step_update every rank sees the same norm and the same overflow flag. Every rank
+ * passes the same optional outputs (they decide which collectives run); a descriptor refused
+ * here issues nothing. Scratch from accel_malloc_async on stream. */
+ACCEL_API accel_status_t accel_comm_adam_step_norm(accel_comm_t *comm, accel_stream_t *stream,
+                                                   const accel_adam_step_t *step);
 /* All-gather of F32 shards that crosses the wire as recv_dtype (BF16 or F16): each rank's
  * send_count fp32 values are rounded to recv_dtype (nearest even, as the cast kernels) and the
  * rounded shards are gathered into recv (size * send_count elements of recv_dtype). */

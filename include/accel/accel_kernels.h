@@ -188,7 +188,11 @@ typedef struct accel_adam_step {
   size_t n;                           /* tensors in every list */
   const accel_tensor_t *grads;        /* the gradients backward left (F32, F16 or BF16) */
   const accel_tensor_t *hp_grads;     /* NULL, or F32: receives the final fp32 gradients
-                                         (unscaled, clipped); read with ACCUMULATE */
+                                         (unscaled, clipped); read with ACCUMULATE. May be
+                                         grads itself (F32 grads, tensor for tensor): then
+                                         they are unscaled and clipped in place, as torch's
+                                         unscale_ and clip_grad_norm_ leave them, bitwise
+                                         (not with ACCUMULATE; it overrides ZERO_GRADS) */
   const accel_tensor_t *params;       /* F32 master weights */
   const accel_tensor_t *exp_avg;      /* F32 */
   const accel_tensor_t *exp_avg_sq;   /* F32 */

@@ -117,9 +117,10 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 class _StepPlan:
-    """The captured AdamW step over the current parameters and gradients: one upload of the
-    per-group arguments, [unscale + overflow check], [global norm + clip], fused AdamW per
-    group, all in one graph."""
+    """The captured AdamW step over the current parameters and gradients, in one graph: one
+    upload of the per-group arguments, the fused step's norm sweep ([unscale + overflow check],
+    [global norm]) over every gradient, and one update pass per group ([unscale, clip] the
+    gradients in place, as torch's unscale_ and clip_grad_norm_ leave them, and AdamW)."""
 
     def __init__(self, opt, groups, grad_scaling):
         self.groups = groups  # [(group, [params with grads])]
@@ -161,24 +162,43 @@ class _StepPlan:
         return t
 
     def _enqueue(self):
-        s, args, n_all = self.stream._handle(), self.args.dev, self.P.n
+        s, args = self.stream._handle(), self.args.dev
         self.args.upload(self.stream)
         found_inf = ffi.addressof(args[0], "found_inf")
-        if self.grad_scaling:
-            check(lib.accel_unscale_and_check(s, self.G.array, n_all, self.tail, found_inf))
-            for g in range(1, len(self.groups)):
-                check(lib.accel_memcpy_async(s, ffi.addressof(args[g], "found_inf"), found_inf,
-                                             4))
-        if self.max_grad_norm is not None:
-            check(lib.accel_multi_tensor_norm(s, self.G.array, n_all, 2.0, self.tail + 1))
-            check(lib.accel_clip_by_global_norm(s, self.G.array, n_all,
-                                                float(self.max_grad_norm), self.tail + 1, 1e-6,
-                                                self.tail + 2))
+        clip = self.max_grad_norm is not None
+        step = ffi.new("accel_adam_step_t *")
+        step.struct_size = ffi.sizeof("accel_adam_step_t")
+        step.n = self.P.n
+        step.grads = self.G.array
+        # float32 gradients are unscaled / clipped in place (hp = grads), as torch leaves them;
+        # 16-bit ones, and any without unscale or clip, are only read.
+        in_place = (self.grad_scaling or clip) and all(g.dtype == torch.float32
+                                                       for g in self.grads)
+        step.hp_grads = self.G.array if in_place else ffi.NULL
+        step.params, step.exp_avg, step.exp_avg_sq = self.P.array, self.M.array, self.V.array
+        step.args_dev = args
+        step.inv_scale_dev = self.tail if self.grad_scaling else ffi.NULL
+        step.found_inf_dev = found_inf if self.grad_scaling else ffi.NULL
+        step.norm_type = 2.0
+        step.norm_dev = self.tail + 1 if clip else ffi.NULL
+        step.max_norm = float(self.max_grad_norm) if clip else 0.0
+        step.clip_eps = 1e-6
+        step.coef_out_dev = self.tail + 2 if clip else ffi.NULL
+        step.flags = lib.ACCEL_ADAM_STEP_CLIP if clip else 0
+        check(lib.accel_adam_step_norm(s, step))
+        for g in range(1, len(self.groups)):  # every group skips on the one overflow flag
+            check(lib.accel_memcpy_async(s, ffi.addressof(args[g], "found_inf"), found_inf, 4))
         start = 0
         for g, (_, ps) in enumerate(self.groups):
-            check(lib.accel_fused_adam(s, self.P.array + start, self.G.array + start,
-                                       self.M.array + start, self.V.array + start, len(ps),
-                                       args + g))
+            step.n = len(ps)
+            for field, lst in (("grads", self.G), ("params", self.P), ("exp_avg", self.M),
+                               ("exp_avg_sq", self.V)):
+                setattr(step, field, lst.array + start)
+            if step.hp_grads != ffi.NULL:
+                step.hp_grads = step.grads
+            step.args_dev = args + g
+            step.coef_out_dev = self.tail + 2 if clip and g == 0 else ffi.NULL
+            check(lib.accel_adam_step_update(s, step))
             start += len(ps)
 
     def still_valid(self, param_groups, grad_scaling):
@@ -200,7 +220,7 @@ class _StepPlan:
 
 
 class AdamW(torch.optim.Optimizer):
-    """torch.optim.AdamW (amsgrad=False, maximize=False) running accel_fused_adam in place.
+    """torch.optim.AdamW (amsgrad=False, maximize=False) running accel's fused step in place.
 
     Same constructor, param groups, state (step, exp_avg, exp_avg_sq per parameter) and
     state_dict as torch's AdamW, so checkpoints move between the two and lr schedulers work.

@@ -3,8 +3,8 @@
 
 usage: check_optstep_json.py ACCEL_BENCH [extra accel-bench arguments]
 
-Wants: scenario "optstep", one run of preset tiny with the four variants (per-tensor /
-multi-tensor x eager / graph), each with a positive finite ms median and spread, graph variants
+Wants: scenario "optstep", one run of preset tiny with the five variants (per-tensor /
+multi-tensor x eager / graph, and the unfused graph), each with a positive finite ms median and spread, graph variants
 with a node count, the same digest everywhere, and agreement true (exit status 0).
 """
 import json
@@ -12,7 +12,8 @@ import math
 import subprocess
 import sys
 
-VARIANTS = ["per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph"]
+VARIANTS = ["per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph",
+            "unfused graph"]
 
 
 def main():

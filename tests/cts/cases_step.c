@@ -32,6 +32,7 @@ typedef struct step_cfg {
   float norm_type, max_norm;
   accel_adam_args_t args;
   int inject; /* 0, or a gradient made Inf (1) / NaN (2) */
+  int in_place; /* hp_grads = grads (F32 gradients only): unscaled and clipped in place */
 } step_cfg_t;
 
 /* One copy of the state: lists and scalars. */
@@ -78,6 +79,10 @@ static accel_status_t state_make(cts_ctx_t *ctx, step_state_t *st, accel_dtype_t
     kc_raw_set(st->lp.host[9], KC_CHUNK + 1, dt, kc_ref_narrow(bad, dt));
     s = kc_push(ctx, &st->lp, 9);
   }
+  if (s == ACCEL_OK && c->in_place) { /* a -0 gradient stays -0 in place, as torch leaves it */
+    kc_raw_set(st->lp.host[2], 7, ACCEL_F32, 0x80000000u);
+    s = kc_push(ctx, &st->lp, 2);
+  }
   const step_scalars_t init = {c->args, c->scale ? 0x1p-10f : 1.0f, 0.0f, 0.0f, 0.0f};
   if (s == ACCEL_OK) s = kc_scalars(ctx, &st->S, &init, sizeof init);
   st->d = (step_scalars_t *)st->S.dev;
@@ -90,18 +95,19 @@ static accel_status_t body_sequence(accel_stream_t *s, void *u) {
   const step_cfg_t *c = j->c;
   step_state_t *st = j->st;
   const size_t n = st->lp.n;
+  /* in place, the F32 gradients themselves are torch's hp */
+  const accel_tensor_t *hp = c->in_place ? st->lp.t : st->hp.t;
   accel_status_t r = accel_memset_async(s, &st->d->args.found_inf, 0, sizeof(float));
-  if (r == ACCEL_OK && !(c->flags & ACCEL_ADAM_STEP_ACCUMULATE))
-    r = accel_fill(s, st->hp.t, n, 0.0f);
-  if (r == ACCEL_OK)
-    r = accel_update_hp_grads(s, st->lp.t, st->hp.t, n,
-                              (c->flags & ACCEL_ADAM_STEP_ZERO_GRADS) != 0);
+  if (r == ACCEL_OK && !c->in_place && !(c->flags & ACCEL_ADAM_STEP_ACCUMULATE))
+    r = accel_fill(s, hp, n, 0.0f);
+  if (r == ACCEL_OK && !c->in_place)
+    r = accel_update_hp_grads(s, st->lp.t, hp, n, (c->flags & ACCEL_ADAM_STEP_ZERO_GRADS) != 0);
   if (r == ACCEL_OK && c->scale)
-    r = accel_unscale_and_check(s, st->hp.t, n, &st->d->inv_scale, &st->d->args.found_inf);
-  if (r == ACCEL_OK) r = accel_multi_tensor_norm(s, st->hp.t, n, c->norm_type, &st->d->norm);
+    r = accel_unscale_and_check(s, hp, n, &st->d->inv_scale, &st->d->args.found_inf);
+  if (r == ACCEL_OK) r = accel_multi_tensor_norm(s, hp, n, c->norm_type, &st->d->norm);
   if (r == ACCEL_OK && (c->flags & ACCEL_ADAM_STEP_CLIP))
-    r = accel_clip_by_global_norm(s, st->hp.t, n, c->max_norm, &st->d->norm, 1e-6f, &st->d->coef);
-  if (r == ACCEL_OK) r = accel_fused_adam(s, st->p.t, st->hp.t, st->m.t, st->v.t, n, &st->d->args);
+    r = accel_clip_by_global_norm(s, hp, n, c->max_norm, &st->d->norm, 1e-6f, &st->d->coef);
+  if (r == ACCEL_OK) r = accel_fused_adam(s, st->p.t, hp, st->m.t, st->v.t, n, &st->d->args);
   if (r == ACCEL_OK && c->model != NO_MODEL)
     r = accel_cast(s, st->p.t, st->model.t, n, &st->d->args.found_inf);
   return r;
@@ -111,7 +117,7 @@ static accel_adam_step_t step_desc(const step_cfg_t *c, step_state_t *st) {
   return (accel_adam_step_t){.struct_size = sizeof(accel_adam_step_t),
                              .n = st->lp.n,
                              .grads = st->lp.t,
-                             .hp_grads = c->hp ? st->hp.t : NULL,
+                             .hp_grads = c->in_place ? st->lp.t : c->hp ? st->hp.t : NULL,
                              .params = st->p.t,
                              .exp_avg = st->m.t,
                              .exp_avg_sq = st->v.t,
@@ -195,21 +201,24 @@ static cts_result_t compare_states(cts_ctx_t *ctx, step_state_t *seq, step_state
 
 static const step_cfg_t kConfigs[] = {
     /* DeepSpeed's fp16 / bf16 optimizers: zero the lp grads, clip, master -> model */
-    {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 0},
-    {Z | CLIP, 0, 0, ACCEL_F16, 2.0f, 1.0f, ADAM_L2, 0},
+    {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 0, 0},
+    {Z | CLIP, 0, 0, ACCEL_F16, 2.0f, 1.0f, ADAM_L2, 0, 0},
     /* gradient accumulation into hp, no model weights */
-    {ACC | CLIP, 1, 1, NO_MODEL, 2.0f, 1.0f, ADAM, 0},
-    {Z | ACC, 1, 0, ACCEL_F32, 1.0f, 1.0f, ADAMW, 0},
+    {ACC | CLIP, 1, 1, NO_MODEL, 2.0f, 1.0f, ADAM, 0, 0},
+    {Z | ACC, 1, 0, ACCEL_F32, 1.0f, 1.0f, ADAMW, 0, 0},
     /* nothing optional: no zeroing, no clip, no hp, no model */
-    {0, 0, 0, NO_MODEL, 2.0f, 1.0f, ADAMW, 0},
+    {0, 0, 0, NO_MODEL, 2.0f, 1.0f, ADAMW, 0, 0},
     /* clip by the inf norm; a max_norm that does not clip */
-    {Z | CLIP, 1, 1, ACCEL_F16, INFINITY, 1.0f, ADAM_L2, 0},
-    {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1e30f, ADAMW, 0},
+    {Z | CLIP, 1, 1, ACCEL_F16, INFINITY, 1.0f, ADAM_L2, 0, 0},
+    {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1e30f, ADAMW, 0, 0},
     /* overflowing steps: found_inf skips Adam and the cast; grads are still consumed */
-    {CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 1}, /* kept: not zeroed */
-    {Z | ACC | CLIP, 1, 1, ACCEL_F16, 2.0f, 1.0f, ADAMW, 2},
+    {CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 1, 0}, /* kept: not zeroed */
+    {Z | ACC | CLIP, 1, 1, ACCEL_F16, 2.0f, 1.0f, ADAMW, 2, 0},
     /* without the check, a NaN gradient flows through the norm and the clip as it does there */
-    {Z | CLIP, 1, 0, NO_MODEL, 2.0f, 1.0f, ADAMW, 2},
+    {Z | CLIP, 1, 0, NO_MODEL, 2.0f, 1.0f, ADAMW, 2, 0},
+    /* accel.torch's step: F32 gradients unscaled and clipped in place */
+    {CLIP, 0, 1, NO_MODEL, 2.0f, 1.0f, ADAMW, 0, 1},
+    {CLIP, 0, 1, NO_MODEL, 2.0f, 1.0f, ADAMW, 1, 1},
 };
 
 CTS_CASE(kernels_adam_step_matches_sequence, CTS_TAG_KERNELS) {
@@ -217,6 +226,7 @@ CTS_CASE(kernels_adam_step_matches_sequence, CTS_TAG_KERNELS) {
   for (size_t d = 0; d < 3; ++d)
     for (size_t k = 0; k < sizeof kConfigs / sizeof kConfigs[0]; ++k) {
       const step_cfg_t *c = &kConfigs[k];
+      if (c->in_place && dts[d] != ACCEL_F32) continue;
       char cfg[64];
       snprintf(cfg, sizeof cfg, "%s grads, config %zu", accel_dtype_name(dts[d]), k);
       step_state_t seq, fus;
@@ -238,7 +248,7 @@ CTS_CASE(kernels_adam_step_matches_sequence, CTS_TAG_KERNELS) {
 
 /* Empty lists: nothing to update, but the norm is 0 and the clip coefficient is stored. */
 CTS_CASE(kernels_adam_step_empty, CTS_TAG_KERNELS) {
-  const step_cfg_t c = {Z | CLIP, 1, 1, NO_MODEL, 2.0f, 1.0f, ADAMW, 0};
+  const step_cfg_t c = {Z | CLIP, 1, 1, NO_MODEL, 2.0f, 1.0f, ADAMW, 0, 0};
   const step_scalars_t init = {c.args, 1.0f, 7.0f, 7.0f, 0.0f};
   kc_scalars_t S;
   CTS_OK(kc_scalars(ctx, &S, &init, sizeof init));
@@ -262,7 +272,7 @@ CTS_CASE(kernels_adam_step_empty, CTS_TAG_KERNELS) {
 }
 
 CTS_CASE(kernels_adam_step_bad_input, CTS_TAG_KERNELS) {
-  const step_cfg_t c = {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 0};
+  const step_cfg_t c = {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 0, 0};
   step_state_t st;
   CTS_OK(state_make(ctx, &st, ACCEL_BF16, &c));
   kc_list_t h16;
@@ -290,6 +300,16 @@ CTS_CASE(kernels_adam_step_bad_input, CTS_TAG_KERNELS) {
   d.hp_grads = NULL;
   d.flags |= ACCEL_ADAM_STEP_ACCUMULATE;
   CTS_STATUS(accel_adam_step_norm(s, &d), BAD);
+  d = good;
+  d.hp_grads = d.grads; /* in place needs F32 gradients */
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  kc_list_t g32;
+  CTS_OK(kc_make(ctx, &g32, NSTEP, kStepSizes, NSTEP, ACCEL_F32, 1.0f, 68));
+  d.grads = d.hp_grads = g32.t;
+  CTS_OK(accel_adam_step_update(s, &d));
+  d.flags |= ACCEL_ADAM_STEP_ACCUMULATE; /* nothing to add the gradient to */
+  CTS_STATUS(accel_adam_step_norm(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "in place"), "message: %s", accel_last_error());
   d = good;
   d.norm_type = 0.0f;
   CTS_STATUS(accel_adam_step_norm(s, &d), BAD);
@@ -323,6 +343,7 @@ CTS_CASE(kernels_adam_step_bad_input, CTS_TAG_KERNELS) {
   CTS_OK(accel_stream_synchronize(s));
   CTS_OK(accel_stream_destroy(s));
   kc_free(ctx, &h16);
+  kc_free(ctx, &g32);
   state_free(ctx, &st);
   return CTS_PASS;
 }

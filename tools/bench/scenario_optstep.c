@@ -1,22 +1,24 @@
 /*
  * optstep (issue 8): a DeepSpeed-style mixed-precision optimizer step on a synthetic model,
  *   fresh bf16 grads (device copy from a pristine buffer: the stand-in for backward)
- *   -> hp grads = 0, hp += float(lp), lp = 0        (accel_fill, accel_update_hp_grads)
- *   -> unscale hp, found_inf -> adam args.found_inf  (accel_unscale_and_check)
- *   -> global L2 norm -> clip to max_norm 1.0         (accel_multi_tensor_norm, _clip_by_...)
- *   -> AdamW                                          (accel_fused_adam)
- * in four variants: per-tensor (every op called with n = 1 per tensor) or multi-tensor (one
- * call per op), each eager or captured once and replayed. The global norm is one reduction
- * over the whole list in every variant: per-tensor norms followed by a norm of norms round
- * differently, and the variants must agree bitwise. Before each step the host uploads the
- * step number, the loss-scale inverse and found_inf = 0 with one accel_memcpy_async outside
+ *   -> hp grads = float(lp), lp = 0; unscale hp + found_inf -> adam args.found_inf;
+ *      global L2 norm; clip to max_norm 1.0; AdamW
+ * in five variants: per-tensor (the separate kernels called with n = 1 per tensor: accel_fill,
+ * accel_update_hp_grads, accel_unscale_and_check, accel_clip_by_global_norm, accel_fused_adam;
+ * eager or captured once and replayed), multi-tensor (the fused step, accel_adam_step_norm +
+ * accel_adam_step_update over the whole lists; eager or captured), and "unfused graph" (the
+ * separate kernels over the whole lists, captured: the multi-tensor step before the fused
+ * step existed). The global norm is one reduction over the whole list in every variant:
+ * per-tensor norms followed by a norm of norms round differently, and the variants must agree
+ * bitwise (the fused step gives the separate kernels' bits). Before each step the host uploads
+ * the step number, the loss-scale inverse and found_inf = 0 with one accel_memcpy_async outside
  * the graph (stream ordered, from host memory that lives until the end).
  *
  * Each variant first runs AGREE_STEPS steps from the same initial state for the bitwise
  * comparison. Then the timing (issue 23): rounds in which the step's bound (the compulsory
- * traffic, bench_bound_step) and the four variants each run once, in turn, so every ratio
- * (% of bound, speedup over per-tensor eager) is taken within a round; the tables give the
- * median of those ratios and their spread.
+ * traffic, bench_bound_step) and the variants each run once, in turn, so every ratio (% of
+ * bound, speedup over per-tensor eager) is taken within a round; the tables give the median of
+ * those ratios and their spread.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -36,9 +38,12 @@
 /* Rounds of the multi-tensor graph against the PyTorch peer (a process each). */
 #define PEER_ROUNDS 3
 
-enum { V_PT_EAGER, V_PT_GRAPH, V_MT_EAGER, V_MT_GRAPH, NUM_VARIANTS };
+enum { V_PT_EAGER, V_PT_GRAPH, V_MT_EAGER, V_MT_GRAPH, V_UNFUSED_GRAPH, NUM_VARIANTS };
 static const char *const variant_names[NUM_VARIANTS] = {
-    "per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph"};
+    "per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph",
+    "unfused graph"};
+/* How a variant enqueues the step. */
+typedef enum step_form { FORM_PER_TENSOR, FORM_FUSED, FORM_UNFUSED } step_form_t;
 
 /* One variant of the step: its graph (graph variants) and what it measured. */
 typedef struct variant {
@@ -46,7 +51,7 @@ typedef struct variant {
   accel_stream_t *s;
   const os_scalars_t *host_steps;
   int nsteps, next_step;
-  int per_tensor;
+  step_form_t form;
   accel_graph_t *graph;
   double capture_ms;
   size_t calls_per_step;
@@ -68,10 +73,11 @@ typedef struct step_bound {
   bench_stats_t ms;
 } step_bound_t;
 
-static accel_status_t enqueue_step(os_model_t *md, accel_stream_t *s, int per_tensor) {
+/* The separate kernels over lists of k tensors, `calls` times (per tensor: k = 1). */
+static accel_status_t enqueue_separate(os_model_t *md, accel_stream_t *s, size_t calls,
+                                       size_t k) {
   os_scalars_t *sc = md->scalars;
-  accel_status_t st = accel_memcpy_async(s, md->lp, md->pristine, md->flat * 2);
-  const size_t calls = per_tensor ? md->n : 1, k = per_tensor ? 1 : md->n;
+  accel_status_t st = ACCEL_OK;
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++) st = accel_fill(s, &md->HP[i], k, 0.0f);
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++)
     st = accel_update_hp_grads(s, &md->LP[i], &md->HP[i], k, 1);
@@ -85,6 +91,27 @@ static accel_status_t enqueue_step(os_model_t *md, accel_stream_t *s, int per_te
   return st;
 }
 
+/* The same step as the fused step's two sweeps. */
+static accel_status_t enqueue_fused(os_model_t *md, accel_stream_t *s) {
+  os_scalars_t *sc = md->scalars;
+  const accel_adam_step_t step = {
+      .struct_size = sizeof step, .n = md->n, .grads = md->LP, .hp_grads = md->HP,
+      .params = md->P, .exp_avg = md->M, .exp_avg_sq = md->V, .args_dev = &sc->args,
+      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
+      .norm_dev = &sc->norm, .max_norm = MAX_NORM, .clip_eps = CLIP_EPS,
+      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+  accel_status_t st = accel_adam_step_norm(s, &step);
+  return st == ACCEL_OK ? accel_adam_step_update(s, &step) : st;
+}
+
+static accel_status_t enqueue_step(os_model_t *md, accel_stream_t *s, step_form_t form) {
+  accel_status_t st = accel_memcpy_async(s, md->lp, md->pristine, md->flat * 2);
+  if (st != ACCEL_OK) return st;
+  if (form == FORM_FUSED) return enqueue_fused(md, s);
+  return form == FORM_PER_TENSOR ? enqueue_separate(md, s, md->n, 1)
+                                 : enqueue_separate(md, s, 1, md->n);
+}
+
 /* One step of v (its next step number's scalars uploaded first), synchronized: ms or -1. */
 static double sample_step(void *ctx) {
   variant_t *v = ctx;
@@ -94,7 +121,7 @@ static double sample_step(void *ctx) {
   if (v->graph) {
     BENCH_TRY(accel_graph_replay(v->graph, v->s));
   } else {
-    BENCH_TRY(enqueue_step(v->md, v->s, v->per_tensor));
+    BENCH_TRY(enqueue_step(v->md, v->s, v->form));
     if (v->nenqueue < v->enqueue_cap)
       v->enqueue[v->nenqueue++] = (double)(bench_now_ns() - t0) / 1e6;
   }
@@ -146,15 +173,20 @@ static int bound_init(step_bound_t *b, os_model_t *md, const accel_device_info_t
 /* Captures the graph of a graph variant, runs AGREE_STEPS steps from the initial state and
  * takes the digest of the result (the variants must agree bitwise). */
 static int agree_variant(variant_t *v, int index) {
-  const int graph = index == V_PT_GRAPH || index == V_MT_GRAPH;
-  v->per_tensor = index == V_PT_EAGER || index == V_PT_GRAPH;
-  v->calls_per_step = 1 + (v->per_tensor ? 5 * v->md->n + 1 : 6) + 1; /* + the upload */
+  const int graph = index == V_PT_GRAPH || index == V_MT_GRAPH || index == V_UNFUSED_GRAPH;
+  v->form = index == V_PT_EAGER || index == V_PT_GRAPH ? FORM_PER_TENSOR
+            : index == V_UNFUSED_GRAPH                 ? FORM_UNFUSED
+                                                       : FORM_FUSED;
+  /* the copy, the step's calls, the upload */
+  v->calls_per_step = 1 + (v->form == FORM_PER_TENSOR ? 5 * v->md->n + 1
+                           : v->form == FORM_UNFUSED  ? 6
+                                                      : 2) + 1;
   if (!os_model_reset(v->md, v->s)) return 1;
   if (graph) {
     uint64_t t0 = bench_now_ns();
     BENCH_TRY(accel_graph_create(v->md->dev, &v->graph));
     BENCH_TRY(accel_graph_capture_begin(v->graph, v->s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
-    BENCH_TRY(enqueue_step(v->md, v->s, v->per_tensor));
+    BENCH_TRY(enqueue_step(v->md, v->s, v->form));
     BENCH_TRY(accel_graph_capture_end(v->graph));
     v->capture_ms = (double)(bench_now_ns() - t0) / 1e6;
     BENCH_TRY(accel_graph_node_count(v->graph, &v->graph_nodes));
@@ -242,7 +274,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   for (int v = 1; v < NUM_VARIANTS; v++) same &= var[v].digest == var[0].digest;
   if (!same) *agree = 0;
 
-  /* Paired timing: bound and the four variants take turns in every round, on one state. */
+  /* Paired timing: bound and the variants take turns in every round, on one state. */
   bench_progress("optstep %s: %d paired rounds", md.name, rounds);
   if (!os_model_reset(&md, s)) goto fail;
   for (int v = 0; v < NUM_VARIANTS; v++) {
@@ -277,7 +309,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
 
   const double bytes = BENCH_BOUND_STEP_BYTES * (double)md.numel;
   fprintf(f, "\npreset %s: %zu tensors, %zu params, %d paired rounds (after a warm-up round) "
-             "of the bound and the 4 variants\n", md.name, md.n, md.numel, rounds);
+             "of the bound and the %d variants\n", md.name, md.n, md.numel, rounds, NUM_VARIANTS);
   fprintf(f, "bound: compulsory traffic %.1f MB per step (%.0f B per param: read bf16 grads, "
              "p, m, v; write lp, hp, p, m, v), %.3f ms [%.3f..%.3f], %.2f GB/s\n",
           bytes / 1e6, BENCH_BOUND_STEP_BYTES, bound.ms.median, bound.ms.min, bound.ms.max,
@@ -339,7 +371,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
               1e3 * var[v].enqueue_ms.median / (double)var[v].calls_per_step);
   fprintf(f, "agreement after %d steps from one state (params, exp_avg, exp_avg_sq, norm, coef "
              "bitwise): %s\n", AGREE_STEPS,
-          same ? "all 4 variants identical" : "VARIANTS DISAGREE");
+          same ? "all variants identical" : "VARIANTS DISAGREE");
   bench_torch_json(j, "torch", &torch);
   if (torch.available) {
     bench_json_stats(j, "torch_over_multi_tensor_graph", &torch_ratio);

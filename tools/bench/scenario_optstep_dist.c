@@ -8,8 +8,9 @@
  *   -> global L2 norm over every shard, clip          accel_comm_clip_by_global_norm
  *   -> AdamW on the shard                             accel_fused_adam
  *   -> params all-gathered as bf16 (fused downcast)   accel_all_gather_downcast
- * Variants: per-tensor eager (one collective and one kernel call per tensor), multi-tensor
- * eager and multi-tensor graph (one call per op over the whole shard list; the bucketed layout
+ * Variants: per-tensor eager (one collective and one kernel call per tensor, the separate
+ * kernels), multi-tensor eager and multi-tensor graph (the fused step over the whole shard
+ * list: accel_comm_adam_step_norm + accel_adam_step_update, the same bits; the bucketed layout
  * puts rank r's shards of every tensor in block r, so one reduce-scatter and one all-gather
  * cover the model), plus the communication alone. Checks: every rank ends with bitwise
  * identical bf16 parameters, graph == eager bitwise, and rank 0 compares the master
@@ -190,14 +191,16 @@ static accel_status_t enqueue_step(bench_dist_t *d, dist_model_t *dm, int varian
                                          ACCEL_BF16));
     return ACCEL_OK;
   }
+  /* multi-tensor: the fused step on the shards, its norm and overflow flag across ranks */
+  const accel_adam_step_t step = {
+      .struct_size = sizeof step, .n = dm->n, .grads = dm->RS, .hp_grads = dm->HP,
+      .params = dm->P, .exp_avg = dm->M, .exp_avg_sq = dm->V, .args_dev = &sc->args,
+      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
+      .norm_dev = &sc->norm, .max_norm = MAX_NORM, .clip_eps = CLIP_EPS,
+      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
   STEP_TRY(accel_reduce_scatter(c, s, dm->lp_rm, dm->rs, dm->S, ACCEL_BF16, ACCEL_REDUCE_SUM));
-  STEP_TRY(accel_fill(s, dm->HP, dm->n, 0.0f));
-  STEP_TRY(accel_update_hp_grads(s, dm->RS, dm->HP, dm->n, 1));
-  STEP_TRY(accel_unscale_and_check(s, dm->HP, dm->n, &sc->inv_scale, &sc->args.found_inf));
-  STEP_TRY(accel_comm_overflow_reduce(c, s, &sc->args.found_inf));
-  STEP_TRY(accel_comm_clip_by_global_norm(c, s, dm->HP, dm->n, MAX_NORM, 2.0f, CLIP_EPS,
-                                          &sc->norm, &sc->coef));
-  STEP_TRY(accel_fused_adam(s, dm->P, dm->HP, dm->M, dm->V, dm->n, &sc->args));
+  STEP_TRY(accel_comm_adam_step_norm(c, s, &step));
+  STEP_TRY(accel_adam_step_update(s, &step));
   return accel_all_gather_downcast(c, s, dm->params, dm->model_rm, dm->S, ACCEL_BF16);
 }
 
