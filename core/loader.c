@@ -89,6 +89,36 @@ static accel_backend_t *find_backend(const char *name) {
   return NULL;
 }
 
+/* Whether file (a path) is libaccel-NAME.so for backend name; '_' and '-' are the same there
+ * (level_zero is libaccel-level-zero.so). */
+static bool is_plugin_file_of(const char *file, const char *name) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  if (strncmp(base, "libaccel-", 9) != 0) return false;
+  base += 9;
+  size_t len = strlen(name);
+  if (strlen(base) != len + 3 || strcmp(base + len, ".so") != 0) return false;
+  for (size_t i = 0; i < len; ++i) {
+    char a = base[i] == '_' ? '-' : base[i], b = name[i] == '_' ? '-' : name[i];
+    if (a != b) return false;
+  }
+  return true;
+}
+
+/* The first report that says why backend name is not registered: a file refused at load that
+ * named it (or, refused before naming a backend, is its libaccel-NAME.so), or a known plugin
+ * not found. NULL when none. */
+static const accel_plugin_report_t *unregistered_report(const char *name) {
+  for (int r = 0; r < nreports; ++r) {
+    const accel_plugin_report_t *rep = &reports[r];
+    if (rep->outcome == ACCEL_PLUGIN_NOT_FOUND && strcmp(rep->backend, name) == 0) return rep;
+    if (rep->outcome == ACCEL_PLUGIN_FAILED &&
+        (rep->backend[0] ? strcmp(rep->backend, name) == 0 : is_plugin_file_of(rep->path, name)))
+      return rep;
+  }
+  return NULL;
+}
+
 static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
   accel_backend_t *b = &backends[nbackends];
   accel_backend_vtable_t *copy = &vtable_copies[nbackends];
@@ -432,11 +462,7 @@ static void load_all(void) {
                dropped, MAX_FAILED_REPORTS);
   }
   for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (find_backend(known_plugins[i])) continue;
-    bool failed = false;
-    for (int r = 0; r < nreports; ++r)
-      failed |= strcmp(reports[r].backend, known_plugins[i]) == 0;
-    if (failed) continue;
+    if (find_backend(known_plugins[i]) || unregistered_report(known_plugins[i])) continue;
     char file[64];
     snprintf(file, sizeof file, "libaccel-%s.so", known_plugins[i]);
     for (char *c = file; *c; ++c)
@@ -568,16 +594,12 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
     *out = b;
     return ACCEL_OK;
   }
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (strcmp(name, known_plugins[i]) != 0) continue;
-    for (int r = 0; r < nreports; ++r)
-      if (strcmp(reports[r].backend, name) == 0 && reports[r].outcome != ACCEL_PLUGIN_LOADED)
-        return accel_set_error(reports[r].outcome == ACCEL_PLUGIN_NOT_FOUND
-                                   ? ACCEL_ERROR_UNAVAILABLE
-                                   : ACCEL_ERROR_PLUGIN,
-                               "backend '%s': %.400s%s%.500s", name, reports[r].path,
-                               reports[r].path[0] ? ": " : "", reports[r].message);
-  }
+  const accel_plugin_report_t *r = unregistered_report(name);
+  if (r)
+    return accel_set_error(r->outcome == ACCEL_PLUGIN_NOT_FOUND ? ACCEL_ERROR_UNAVAILABLE
+                                                                : ACCEL_ERROR_PLUGIN,
+                           "backend '%s': %.400s%s%.500s", name, r->path, r->path[0] ? ": " : "",
+                           r->message);
   char names[512];
   known_names(names, sizeof names);
   return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,
