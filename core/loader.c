@@ -4,7 +4,7 @@
  * Search order: ACCEL_PLUGIN_PATH (':'-separated) -> the installed plugin dir
  * (<libdir>/accel) -> the directory of libaccel itself (so a build tree works uninstalled).
  * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
- * accel_plugin_query, checked (ABI version, struct size, required slots, name) and
+ * accel_plugin_query, checked (ABI version, struct size, required slots, name, kernel ABI) and
  * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
  * log); a present but broken one logs why at warn level and is skipped. Only regular files (or
  * links to them) are candidates: a FIFO or device named libaccel-*.so would block open(). Any
@@ -28,6 +28,8 @@
 #include <string.h>
 
 #include "accel_config.h"
+#include "accel_kernel_abi_host.h"
+#include "accel_kernel_ids.h"
 #include "backends/cpu/cpu_backend.h"
 #include "internal.h"
 
@@ -119,17 +121,33 @@ static const accel_plugin_report_t *unregistered_report(const char *name) {
   return NULL;
 }
 
-static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
-  accel_backend_t *b = &backends[nbackends];
-  accel_backend_vtable_t *copy = &vtable_copies[nbackends];
-  /* SQLite-VFS style: copy what the plugin has; later slots stay NULL */
+/* Whether a plugin states the kernel ABI it was built with (one built before the handshake has
+ * a struct_size short of the fields). */
+static bool declares_kernel_abi(const accel_backend_vtable_t *vt) {
+  size_t end = offsetof(accel_backend_vtable_t, kernel_count) + sizeof vt->kernel_count;
+  return vt->struct_size >= end && vt->kernel_abi_version != 0;
+}
+
+/* SQLite-VFS style: copy what the plugin has; later slots stay NULL. A kernel ABI not declared
+ * is version 1 (the only one before the handshake) with every kernel of this libaccel: such a
+ * plugin checks ids itself. */
+static void copy_vtable(accel_backend_vtable_t *copy, const accel_backend_vtable_t *vt) {
   memset(copy, 0, sizeof *copy);
   memcpy(copy, vt, vt->struct_size < sizeof *copy ? vt->struct_size : sizeof *copy);
   copy->struct_size = sizeof *copy;
+  if (!declares_kernel_abi(vt)) {
+    copy->kernel_abi_version = 1;
+    copy->kernel_count = ACCEL_KERNEL_COUNT;
+  }
+}
+
+static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
+  accel_backend_t *b = &backends[nbackends];
+  copy_vtable(&vtable_copies[nbackends], vt);
   memset(b, 0, sizeof *b);
   snprintf(b->name, sizeof b->name, "%s", vt->name);
   snprintf(b->path, sizeof b->path, "%s", path ? path : "");
-  b->vt = copy;
+  b->vt = &vtable_copies[nbackends];
   b->dl = dl;
   pthread_mutex_init(&b->lock, NULL);
   nbackends++;
@@ -172,6 +190,18 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
   REQUIRE(event_query) REQUIRE(event_elapsed_ms) REQUIRE(memcpy_async) REQUIRE(memset_async)
   REQUIRE(launch_host_func) REQUIRE(launch_kernel)
 #undef REQUIRE
+  /* The kernel ABI, for a plugin that runs accel's kernels (kernel_forms): ids and parameter
+   * layouts are the same within one version, so only the version has to match; a plugin that
+   * knows fewer kernels is launched only those (accel_plugin.h, kernel_abi_version). */
+  accel_backend_vtable_t copy;
+  copy_vtable(&copy, vt);
+  if (copy.kernel_forms && copy.kernel_abi_version != ACCEL_KERNEL_ABI_VERSION) {
+    snprintf(buf, len, "plugin kernel ABI version %u%s, library kernel ABI version %u",
+             copy.kernel_abi_version,
+             declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
+             ACCEL_KERNEL_ABI_VERSION);
+    return buf;
+  }
   return NULL;
 }
 
@@ -326,10 +356,17 @@ static void load_plugin(const char *path) {
     return;
   }
   register_backend(vt, path, dl);
+  const accel_backend_vtable_t *copy = backends[nbackends - 1].vt;
   char forms[96];
-  kernel_forms_text(backends[nbackends - 1].vt->kernel_forms, forms, sizeof forms);
-  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u, kernels: %s)", vt->abi_version,
-             forms);
+  kernel_forms_text(copy->kernel_forms, forms, sizeof forms);
+  if (declares_kernel_abi(vt))
+    add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
+               "loaded (ABI %u, kernels: %s, kernel ABI %u with %u kernels)", vt->abi_version,
+               forms, copy->kernel_abi_version, copy->kernel_count);
+  else
+    add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
+               "loaded (ABI %u, kernels: %s, kernel ABI not declared: taken as 1)",
+               vt->abi_version, forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
 }
 

@@ -12,8 +12,18 @@
 
 /* Version of this layout, installed as <accel/accel_kernel_abi.h> for out-of-tree plugins.
  * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
- * row (a new id, a new params struct) keeps it. */
+ * row (a new id, a new params struct) keeps it. A plugin declares the version it was built with
+ * in its vtable (kernel_abi_version) and the loader refuses one that differs from libaccel's
+ * (docs/PLUGINS.md, "The kernel ABI handshake"). Guarded, so that a build may state another
+ * value (-DACCEL_KERNEL_ABI_VERSION=2u; the loader tests build such a plugin). */
+#ifndef ACCEL_KERNEL_ABI_VERSION
 #define ACCEL_KERNEL_ABI_VERSION 1u
+#endif
+
+/* Alignment a copy of a kernel's parameter block needs to be read as its struct (the largest
+ * field is 8 bytes): _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char params[...]. The block
+ * a launch points to is aligned so; run_kernel_c copies it and accepts any alignment. */
+#define ACCEL_KERNEL_PARAMS_ALIGN 8u
 
 /* Elements per chunk. A chunk never crosses a tensor boundary; it is one logical block of a
  * launch and one norm partial. Changing it changes norm bits (the reduction order). */

@@ -9,7 +9,7 @@
 #   3. examples/plugin                  builds out of tree with its Makefile against the staged
 #      headers and installs into the staged plugin dir; tests/install/plugin_check.c opens the
 #      "example" device and checks copies, events, host functions, graphs and kernels;
-#      the staged accel-info lists the plugin as loaded
+#      the staged accel-info lists the plugin as loaded, with the staged kernel ABI
 #   4. the staged accel-cts passes every case on the plugin in eager, graph and lazy modes
 #   5. an expectation file beside the plugin is read; an xfail case that passes fails (XPASS)
 #   6. the "write a plugin in an afternoon" plugin of docs/PLUGINS.md, extracted from the page's
@@ -170,7 +170,12 @@ timeout 60 "$tmp/plugin_check" || fail "plugin_check failed"
 
 timeout 120 "$bindir/accel-info" >"$tmp/info.txt" 2>&1 ||
   { cat "$tmp/info.txt"; fail "staged accel-info failed"; }
-grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C\)" "$tmp/info.txt" ||
+# ... with the kernel ABI of the staged header (the kernel-ABI handshake)
+kabi_header="$stage$prefix/include/accel/accel_kernel_abi.h"
+kabi=$(sed -n 's/^#define ACCEL_KERNEL_ABI_VERSION \([0-9]*\)u$/\1/p' "$kabi_header")
+kcount=$(sed -n 's/^#define ACCEL_KERNEL_ID_COUNT \([0-9]*\)u$/\1/p' "$kabi_header")
+[ -n "$kabi" ] && [ -n "$kcount" ] || fail "no kernel ABI version or count in $kabi_header"
+grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C, kernel ABI $kabi with $kcount kernels\)$" "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not list the example plugin as loaded"; }
 grep -q '^  example: available, 1 device(s)$' "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not show the example device"; }
@@ -229,7 +234,8 @@ $cc -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -Wl,--no-un
   $cflags "$tmp/afternoon/afternoon.c" -o "$tmp/afternoon/libaccel-afternoon.so" ||
   fail "the afternoon plugin of docs/PLUGINS.md does not build against the staged tree"
 ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 120 "$bindir/accel-info" >"$tmp/info-afternoon.txt" 2>&1
-grep -Eq "^  afternoon +loaded .*kernels: host C" "$tmp/info-afternoon.txt" ||
+grep -Eq "^  afternoon +loaded .*kernels: host C, kernel ABI $kabi with $kcount kernels\)$" \
+  "$tmp/info-afternoon.txt" ||
   { cat "$tmp/info-afternoon.txt"; fail "accel-info does not list the afternoon plugin"; }
 if ! ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 600 "$bindir/accel-cts" --device afternoon \
      --mode eager >"$tmp/cts-afternoon.txt" 2>&1; then
