@@ -24,7 +24,8 @@
  * different threads at once (docs/PLUGINS.md, "Rules every plugin follows").
  *
  * Optional slots may be NULL; the core then uses a generic fallback (documented per slot).
- * See docs/PLUGINS.md and examples/ for a complete out-of-tree plugin.
+ * See docs/PLUGINS.md and examples/plugin for a complete out-of-tree plugin (both installed
+ * under $(pkg-config --variable=docdir accel), <prefix>/share/doc/accel).
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
