@@ -216,6 +216,16 @@ accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *i
   return ACCEL_OK;
 }
 
+accel_status_t accel_device_check_kernel(accel_device_t *dev, const char *fn, uint32_t id) {
+  const accel_backend_t *b = dev->backend;
+  if (id < b->vt->kernel_count) return ACCEL_OK;
+  return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                         "%s: kernel %s (id %u) is newer than backend '%s': its plugin was built "
+                         "with %u of this libaccel's %u kernels",
+                         fn, accel_kernel_names[id], id, b->name, b->vt->kernel_count,
+                         (unsigned)ACCEL_KERNEL_COUNT);
+}
+
 accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n) {
   pthread_mutex_lock(&dev->lock);
   size_t count = 0;

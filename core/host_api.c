@@ -85,8 +85,11 @@ typedef union kernel_params_storage {
 } kernel_params_storage_t;
 
 /* run_kernel_c: the built-in CPU backend's kernel functions, every block on this thread (any
- * split of the blocks gives the same bits). The parameter block is copied so that a plugin's
- * byte buffer need not be aligned for the struct. */
+ * split of the blocks gives the same bits); no lock and no shared state, so plugin threads may
+ * call it at once. The parameter block is copied so that a plugin's byte buffer need not be
+ * aligned for the struct. A launch it does not know (id, size) did not come from this
+ * libaccel: INVALID_ARGUMENT, where a plugin asked for a kernel newer than itself answers
+ * UNSUPPORTED (docs/PLUGINS.md, "Statuses for kernel launches"). */
 static accel_status_t host_run_kernel_c(const accel_kernel_launch_t *launch) {
   static const char fn_name[] = "run_kernel_c";
   if (!launch || !launch->params)
@@ -120,4 +123,7 @@ const accel_host_api_t accel_host_api = {
     .fault_should_fail = accel_fault_should_fail,
     .cache_dir = host_cache_dir,
     .run_kernel_c = host_run_kernel_c,
+    .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+    .kernel_count = ACCEL_KERNEL_COUNT,
+    .last_error = accel_last_error,
 };

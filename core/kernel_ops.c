@@ -35,6 +35,8 @@ static int launch_range(void *ctx, size_t i, const void **ptr, size_t *size) {
 
 static accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
                                  const void *params, uint32_t size, kop_entry_t *e) {
+  accel_status_t st = accel_device_check_kernel(r->dev, r->fn, id);
+  if (st != ACCEL_OK) return st;
   const accel_kernel_launch_t launch = {id, num_blocks, accel_kernel_names[id], params, size, 0};
   kop_launch_ranges_t lr = {r, e};
   return accel_enqueue_kernel(r->stream, &launch, e ? &e->keep : NULL, launch_range, &lr,

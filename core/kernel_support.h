@@ -53,6 +53,10 @@ uint64_t accel_device_free_generation(accel_device_t *device);
 size_t accel_device_ranges_valid(accel_device_t *device, size_t n, accel_range_fn range,
                                  void *ctx);
 
+/* ACCEL_OK when the device's backend knows kernel id; else UNSUPPORTED with a message naming fn:
+ * its plugin was built against an older kernel table (a smaller kernel_count). */
+accel_status_t accel_device_check_kernel(accel_device_t *device, const char *fn, uint32_t id);
+
 /* Enqueues a kernel launch on stream, going through capture, lazy queue, tracing and eager
  * submission. The launch (and its params) is copied. keep (may be NULL) is retained for as
  * long as a recorded copy of the launch exists (graph or lazy queue). ranges(ctx, i, ...) for

@@ -4,7 +4,7 @@
  * Search order: ACCEL_PLUGIN_PATH (':'-separated) -> the installed plugin dir
  * (<libdir>/accel) -> the directory of libaccel itself (so a build tree works uninstalled).
  * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
- * accel_plugin_query, checked (ABI version, struct size, required slots, name) and
+ * accel_plugin_query, checked (ABI version, struct size, required slots, name, kernel ABI) and
  * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
  * log); a present but broken one logs why at warn level and is skipped. Only regular files (or
  * links to them) are candidates: a FIFO or device named libaccel-*.so would block open(). Any
@@ -28,6 +28,8 @@
 #include <string.h>
 
 #include "accel_config.h"
+#include "accel_kernel_abi_host.h"
+#include "accel_kernel_ids.h"
 #include "backends/cpu/cpu_backend.h"
 #include "internal.h"
 
@@ -89,17 +91,63 @@ static accel_backend_t *find_backend(const char *name) {
   return NULL;
 }
 
-static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
-  accel_backend_t *b = &backends[nbackends];
-  accel_backend_vtable_t *copy = &vtable_copies[nbackends];
-  /* SQLite-VFS style: copy what the plugin has; later slots stay NULL */
+/* Whether file (a path) is libaccel-NAME.so for backend name; '_' and '-' are the same there
+ * (level_zero is libaccel-level-zero.so). */
+static bool is_plugin_file_of(const char *file, const char *name) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  if (strncmp(base, "libaccel-", 9) != 0) return false;
+  base += 9;
+  size_t len = strlen(name);
+  if (strlen(base) != len + 3 || strcmp(base + len, ".so") != 0) return false;
+  for (size_t i = 0; i < len; ++i) {
+    char a = base[i] == '_' ? '-' : base[i], b = name[i] == '_' ? '-' : name[i];
+    if (a != b) return false;
+  }
+  return true;
+}
+
+/* The first report that says why backend name is not registered: a file refused at load that
+ * named it (or, refused before naming a backend, is its libaccel-NAME.so), or a known plugin
+ * not found. NULL when none. */
+static const accel_plugin_report_t *unregistered_report(const char *name) {
+  for (int r = 0; r < nreports; ++r) {
+    const accel_plugin_report_t *rep = &reports[r];
+    if (rep->outcome == ACCEL_PLUGIN_NOT_FOUND && strcmp(rep->backend, name) == 0) return rep;
+    if (rep->outcome == ACCEL_PLUGIN_FAILED &&
+        (rep->backend[0] ? strcmp(rep->backend, name) == 0 : is_plugin_file_of(rep->path, name)))
+      return rep;
+  }
+  return NULL;
+}
+
+/* Whether a plugin states the kernel ABI it was built with (one built before the handshake has
+ * a struct_size short of the fields). */
+static bool declares_kernel_abi(const accel_backend_vtable_t *vt) {
+  size_t end = offsetof(accel_backend_vtable_t, kernel_count) + sizeof vt->kernel_count;
+  return vt->struct_size >= end && vt->kernel_abi_version != 0;
+}
+
+/* SQLite-VFS style: copy what the plugin has; later slots stay NULL. A kernel ABI not declared
+ * is version 1 (the only one before the handshake) with every kernel of this libaccel: such a
+ * plugin checks ids itself. */
+static void copy_vtable(accel_backend_vtable_t *copy, const accel_backend_vtable_t *vt) {
   memset(copy, 0, sizeof *copy);
   memcpy(copy, vt, vt->struct_size < sizeof *copy ? vt->struct_size : sizeof *copy);
   copy->struct_size = sizeof *copy;
+  if (!declares_kernel_abi(vt)) {
+    copy->kernel_abi_version = 1;
+    copy->kernel_count = ACCEL_KERNEL_COUNT;
+  }
+}
+
+static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
+  accel_backend_t *b = &backends[nbackends];
+  copy_vtable(&vtable_copies[nbackends], vt);
   memset(b, 0, sizeof *b);
   snprintf(b->name, sizeof b->name, "%s", vt->name);
   snprintf(b->path, sizeof b->path, "%s", path ? path : "");
-  b->vt = copy;
+  b->vt = &vtable_copies[nbackends];
   b->dl = dl;
   pthread_mutex_init(&b->lock, NULL);
   nbackends++;
@@ -142,6 +190,18 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
   REQUIRE(event_query) REQUIRE(event_elapsed_ms) REQUIRE(memcpy_async) REQUIRE(memset_async)
   REQUIRE(launch_host_func) REQUIRE(launch_kernel)
 #undef REQUIRE
+  /* The kernel ABI, for a plugin that runs accel's kernels (kernel_forms): ids and parameter
+   * layouts are the same within one version, so only the version has to match; a plugin that
+   * knows fewer kernels is launched only those (accel_plugin.h, kernel_abi_version). */
+  accel_backend_vtable_t copy;
+  copy_vtable(&copy, vt);
+  if (copy.kernel_forms && copy.kernel_abi_version != ACCEL_KERNEL_ABI_VERSION) {
+    snprintf(buf, len, "plugin kernel ABI version %u%s, library kernel ABI version %u",
+             copy.kernel_abi_version,
+             declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
+             ACCEL_KERNEL_ABI_VERSION);
+    return buf;
+  }
   return NULL;
 }
 
@@ -296,10 +356,17 @@ static void load_plugin(const char *path) {
     return;
   }
   register_backend(vt, path, dl);
+  const accel_backend_vtable_t *copy = backends[nbackends - 1].vt;
   char forms[96];
-  kernel_forms_text(backends[nbackends - 1].vt->kernel_forms, forms, sizeof forms);
-  add_report(path, vt->name, ACCEL_PLUGIN_LOADED, "loaded (ABI %u, kernels: %s)", vt->abi_version,
-             forms);
+  kernel_forms_text(copy->kernel_forms, forms, sizeof forms);
+  if (declares_kernel_abi(vt))
+    add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
+               "loaded (ABI %u, kernels: %s, kernel ABI %u with %u kernels)", vt->abi_version,
+               forms, copy->kernel_abi_version, copy->kernel_count);
+  else
+    add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
+               "loaded (ABI %u, kernels: %s, kernel ABI not declared: taken as 1)",
+               vt->abi_version, forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
 }
 
@@ -432,11 +499,7 @@ static void load_all(void) {
                dropped, MAX_FAILED_REPORTS);
   }
   for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (find_backend(known_plugins[i])) continue;
-    bool failed = false;
-    for (int r = 0; r < nreports; ++r)
-      failed |= strcmp(reports[r].backend, known_plugins[i]) == 0;
-    if (failed) continue;
+    if (find_backend(known_plugins[i]) || unregistered_report(known_plugins[i])) continue;
     char file[64];
     snprintf(file, sizeof file, "libaccel-%s.so", known_plugins[i]);
     for (char *c = file; *c; ++c)
@@ -568,16 +631,12 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
     *out = b;
     return ACCEL_OK;
   }
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (strcmp(name, known_plugins[i]) != 0) continue;
-    for (int r = 0; r < nreports; ++r)
-      if (strcmp(reports[r].backend, name) == 0 && reports[r].outcome != ACCEL_PLUGIN_LOADED)
-        return accel_set_error(reports[r].outcome == ACCEL_PLUGIN_NOT_FOUND
-                                   ? ACCEL_ERROR_UNAVAILABLE
-                                   : ACCEL_ERROR_PLUGIN,
-                               "backend '%s': %.400s%s%.500s", name, reports[r].path,
-                               reports[r].path[0] ? ": " : "", reports[r].message);
-  }
+  const accel_plugin_report_t *r = unregistered_report(name);
+  if (r)
+    return accel_set_error(r->outcome == ACCEL_PLUGIN_NOT_FOUND ? ACCEL_ERROR_UNAVAILABLE
+                                                                : ACCEL_ERROR_PLUGIN,
+                           "backend '%s': %.400s%s%.500s", name, r->path, r->path[0] ? ": " : "",
+                           r->message);
   char names[512];
   known_names(names, sizeof names);
   return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,

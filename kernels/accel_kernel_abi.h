@@ -13,8 +13,18 @@
 /* Version of this layout, installed as <accel/accel_kernel_abi.h> for out-of-tree plugins.
  * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
  * row (a new id, a new params struct) keeps it. 2: acc_chunk_t holds 8 addresses (the fused
- * optimizer step has 6 lists). */
+ * optimizer step has 6 lists). A plugin declares the version it was built with in its vtable
+ * (kernel_abi_version) and the loader refuses one that differs from libaccel's
+ * (docs/PLUGINS.md, "The kernel ABI handshake"). Guarded, so that a build may state another
+ * value (-DACCEL_KERNEL_ABI_VERSION=4243u; the loader tests build such a plugin). */
+#ifndef ACCEL_KERNEL_ABI_VERSION
 #define ACCEL_KERNEL_ABI_VERSION 2u
+#endif
+
+/* Alignment a copy of a kernel's parameter block needs to be read as its struct (the largest
+ * field is 8 bytes): _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char params[...]. The block
+ * a launch points to is aligned so; run_kernel_c copies it and accepts any alignment. */
+#define ACCEL_KERNEL_PARAMS_ALIGN 8u
 
 /* Elements per chunk. A chunk never crosses a tensor boundary; it is one logical block of a
  * launch and one norm partial. Changing it changes norm bits (the reduction order). */

@@ -1,4 +1,5 @@
 /* The plugin's one exported symbol and its vtable. */
+#include "accel_kernel_abi_host.h"
 #include "gpu_backend.h"
 
 static const accel_backend_vtable_t gpu_vtable = {
@@ -48,6 +49,8 @@ static const accel_backend_vtable_t gpu_vtable = {
     .stream_wait_native_event = gpu_stream_wait_native_event,
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* embedded fatbin / code objects */
     .native_commands = 1, /* gpu_issue runs them; gpu_graph_instantiate captures them */
+    .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+    .kernel_count = ACCEL_KERNEL_COUNT,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -1,6 +1,7 @@
 /* The plugin entry point and the backend vtable of the Level Zero backend. */
 #include <stdio.h>
 
+#include "accel_kernel_abi_host.h"
 #include "ze_internal.h"
 
 const accel_host_api_t *accel_ze_host;
@@ -66,6 +67,8 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .event_native = accel_ze_event_native,
     .stream_wait_native_event = accel_ze_stream_wait_native_event,
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the SPIR-V module, embedded */
+    .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+    .kernel_count = ACCEL_KERNEL_COUNT,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_kernel_abi_host.h"
 #include "acl_internal.h"
 
 const accel_host_api_t *acl_host;
@@ -262,6 +263,8 @@ static const accel_backend_vtable_t acl_vtable = {
   .event_native = acl_event_native,
   .stream_wait_native_event = acl_stream_wait_native_event,
   .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the embedded OpenCL C source */
+  .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+  .kernel_count = ACCEL_KERNEL_COUNT,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

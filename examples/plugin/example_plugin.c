@@ -58,6 +58,10 @@ static const accel_backend_vtable_t example_vtable = {
     .visible_devices_env = NULL, /* no vendor runtime selecting devices */
     .kernel_forms = ACCEL_KERNEL_FORM_HOST_C,
     .device_score = NULL, /* a host-memory device of type OTHER: never ahead of the cpu */
+    /* The kernel ABI this plugin was built with: a libaccel of another version refuses to load
+     * it, and never launches a kernel newer than these on it (docs/PLUGINS.md). */
+    .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+    .kernel_count = ACCEL_KERNEL_ID_COUNT,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -28,7 +28,7 @@ struct example_cmd {
     accel_kernel_launch_t kernel; /* params point into params[] below */
     example_fence_t *fence;       /* RECORD signals it, WAIT waits for it */
   } u;
-  _Alignas(8) unsigned char params[]; /* the kernel's copied parameter block */
+  _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char params[]; /* the copied parameter block */
 };
 
 /* Runs one command on the worker; nonzero status: a deferred error with *message set. */
@@ -40,12 +40,14 @@ static accel_status_t run_command(example_cmd_t *c, char *message, size_t size) 
     case CMD_RECORD: example_fence_signal(c->u.fence); break;
     case CMD_WAIT: example_fence_wait(c->u.fence); break;
     case CMD_KERNEL: {
-      /* run_kernel_c sets the worker thread's error message; keep a copy for the caller that
-       * synchronizes (the message is per thread). */
+      /* run_kernel_c sets the message on this (the worker) thread; keep a copy for the thread
+       * that synchronizes. kernel_name is libaccel's constant: valid after the launch call. */
       accel_status_t st = example_host->run_kernel_c(&c->u.kernel);
       if (st != ACCEL_OK)
-        snprintf(message, size, EXAMPLE_NAME ": kernel %s failed on the device (status %d)",
-                 c->u.kernel.kernel_name ? c->u.kernel.kernel_name : "?", (int)st);
+        snprintf(message, size, EXAMPLE_NAME ": kernel %s failed on the device: %s",
+                 c->u.kernel.kernel_name,
+                 EXAMPLE_HOST_HAS(example_host, last_error) ? example_host->last_error()
+                                                            : "(no message: libaccel too old)");
       return st;
     }
   }
@@ -214,7 +216,9 @@ accel_status_t example_launch_host_func(accel_be_stream_t *stream, accel_host_fn
 
 /* accel's kernels in their portable C form, run by the host (kernel form HOST_C) on this
  * device's host-accessible memory. The launch is checked here, at submission, against the
- * installed kernel ABI, so that a bad launch fails the call rather than the device later. */
+ * installed kernel ABI, so that a bad launch fails the call rather than the device later. The
+ * loader's handshake (the vtable's kernel_abi_version and kernel_count) makes a mismatch
+ * impossible with a correct libaccel; one that gets here is an ABI failure: PLUGIN. */
 accel_status_t example_launch_kernel(accel_be_stream_t *stream,
                                      const accel_kernel_launch_t *launch) {
   static const size_t params_size[] = ACCEL_KERNEL_ABI_PARAM_SIZES;
@@ -222,15 +226,14 @@ accel_status_t example_launch_kernel(accel_be_stream_t *stream,
     return example_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                    EXAMPLE_NAME ": kernel '%s': this libaccel has no "
                                    "run_kernel_c (host table too old)",
-                                   launch->kernel_name ? launch->kernel_name : "?");
+                                   launch->kernel_name);
   if (launch->kernel_id >= ACCEL_KERNEL_ID_COUNT ||
       launch->params_size != params_size[launch->kernel_id])
-    return example_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+    return example_host->set_error(ACCEL_ERROR_PLUGIN,
                                    EXAMPLE_NAME ": kernel '%s' (id %u, %u parameter bytes) is "
                                    "not in the kernel ABI this plugin was built with (%u "
                                    "kernels, version %u)",
-                                   launch->kernel_name ? launch->kernel_name : "?",
-                                   launch->kernel_id, launch->params_size,
+                                   launch->kernel_name, launch->kernel_id, launch->params_size,
                                    ACCEL_KERNEL_ID_COUNT, ACCEL_KERNEL_ABI_VERSION);
   example_cmd_t *c = new_command(CMD_KERNEL, launch->params_size, "a kernel launch");
   if (!c) return ACCEL_ERROR_OUT_OF_MEMORY;

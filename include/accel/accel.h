@@ -92,7 +92,9 @@ ACCEL_API int accel_backend_count(void);
 ACCEL_API accel_status_t accel_backend_get(int index, accel_backend_t **out);
 /* Looks a backend up by name ("cpu", "opencl", "cuda", "hip", "level_zero"). An unknown name
  * is ACCEL_ERROR_INVALID_ARGUMENT (the message lists the known backends); a known plugin that is
- * not installed is ACCEL_ERROR_UNAVAILABLE; one present but refused is ACCEL_ERROR_PLUGIN. */
+ * not installed is ACCEL_ERROR_UNAVAILABLE; a plugin that was found but refused at load (the
+ * name its vtable gave, or its file libaccel-NAME.so when it was refused before naming itself)
+ * is ACCEL_ERROR_PLUGIN with the loader's reason in the message. */
 ACCEL_API accel_status_t accel_backend_find(const char *name, accel_backend_t **out);
 ACCEL_API const char *accel_backend_name(const accel_backend_t *backend);
 /* ACCEL_OK when the backend's runtime initialised; otherwise why not (message in *reason,
@@ -151,7 +153,9 @@ typedef struct accel_device_info {
 /* Opens a device. selector: "cpu", "opencl", "cuda:1", "level_zero:0" ... (index defaults to
  * 0). NULL reads ACCEL_BACKEND, else opens the best device of accel_device_ranking that opens,
  * logging (ACCEL_LOG=info) why each better-ranked one was passed over. Opening the same device
- * twice returns the same handle with its reference count raised. */
+ * twice returns the same handle with its reference count raised. A backend name is looked up
+ * as by accel_backend_find: a plugin found but refused at load is ACCEL_ERROR_PLUGIN with the
+ * loader's reason. */
 ACCEL_API accel_status_t accel_device_open(const char *selector, accel_device_t **out);
 
 /* One device as accel_device_open(NULL) ranks it. */

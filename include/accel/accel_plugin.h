@@ -10,7 +10,8 @@
  * The host passes its ABI version and its service table; the plugin returns a pointer to a
  * static vtable. Both structs start with {abi_version, struct_size} and only ever grow at their
  * end (SQLite VFS style): a reader must check struct_size before touching a field added later.
- * A plugin whose abi_version differs from the host's major ABI is refused.
+ * A plugin whose abi_version differs from the host's major ABI is refused, and so is one that
+ * runs accel's kernels built against another kernel ABI version (kernel_abi_version below).
  *
  * Division of labour. The core (libaccel) owns everything that is the same on every backend:
  * argument validation, handles and reference counts, the caching allocator and graph pools
@@ -20,10 +21,11 @@
  * report vendor failures through host->set_error with the vendor call and error name.
  *
  * Threading: the core serialises calls per stream object; different streams may be driven from
- * different threads at once.
+ * different threads at once (docs/PLUGINS.md, "Rules every plugin follows").
  *
  * Optional slots may be NULL; the core then uses a generic fallback (documented per slot).
- * See docs/PLUGINS.md and examples/ for a complete out-of-tree plugin.
+ * See docs/PLUGINS.md and examples/plugin for a complete out-of-tree plugin (both installed
+ * under $(pkg-config --variable=docdir accel), <prefix>/share/doc/accel).
  */
 #ifndef ACCEL_ACCEL_PLUGIN_H
 #define ACCEL_ACCEL_PLUGIN_H
@@ -83,11 +85,24 @@ typedef struct accel_host_api {
   /* Runs a kernel launch to completion on the calling thread with accel's portable C kernels
    * (the built-in CPU backend's code): for a device whose memory the host can dereference (a
    * host-memory device, a simulator). Every address in launch->params and in the chunk tables
-   * it points to must be host-accessible. Same bits as every other backend. Returns
-   * INVALID_ARGUMENT (unknown kernel_id, params_size that is not the kernel's, no blocks) with
-   * a message; never fails otherwise. Declare ACCEL_KERNEL_FORM_HOST_C in the vtable's
-   * kernel_forms when launch_kernel uses it. */
+   * it points to must be host-accessible. Same bits as every other backend. Declare
+   * ACCEL_KERNEL_FORM_HOST_C in the vtable's kernel_forms when launch_kernel uses it.
+   * Threads: reentrant (no lock, no shared state): any number of threads may run launches at
+   * once, each on its own thread, as long as their outputs do not overlap.
+   * Params: copied first, so launch->params needs no alignment.
+   * Errors: INVALID_ARGUMENT with a message for a launch libaccel did not make (an unknown
+   * kernel_id, a params_size that is not the kernel's, 0 blocks): a launch the core handed to
+   * launch_kernel, passed on unchanged, never fails. The message is set on the calling thread:
+   * a worker thread reads it with last_error (below) to report it later. */
   accel_status_t (*run_kernel_c)(const struct accel_kernel_launch *launch);
+  /* The kernel ABI libaccel was built with: its ACCEL_KERNEL_ABI_VERSION and
+   * ACCEL_KERNEL_ID_COUNT (a plugin built against newer headers may know more kernels; the core
+   * never launches an id at or above kernel_count). */
+  uint32_t kernel_abi_version;
+  uint32_t kernel_count;
+  /* The calling thread's accel_last_error() (what set_error or run_kernel_c set on it), valid
+   * until the thread's next call into accel. */
+  const char *(*last_error)(void);
 } accel_host_api_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -105,10 +120,15 @@ typedef struct accel_host_api {
  * 1..num_blocks blocks computes the same bits, so a backend may launch fewer blocks than
  * num_blocks. */
 typedef struct accel_kernel_launch {
-  uint32_t kernel_id;       /* ACCEL_KERNEL_ID_* of <accel/accel_kernel_abi.h> */
+  uint32_t kernel_id;       /* ACCEL_KERNEL_ID_* of <accel/accel_kernel_abi.h>; below the
+                               plugin's declared kernel_count */
   uint32_t num_blocks;      /* logical blocks (work units); >= 1 */
-  const char *kernel_name;  /* e.g. "accel_k_norm_partial": the symbol in compiled code */
-  const void *params;       /* params_size bytes; copy them if the launch is deferred */
+  /* e.g. "accel_k_norm_partial": the symbol in compiled code. A string constant of libaccel,
+   * valid for the life of the process: a deferred launch may keep the pointer. */
+  const char *kernel_name;
+  /* params_size bytes, aligned to ACCEL_KERNEL_PARAMS_ALIGN; they belong to the core for the
+   * duration of the call: copy them (into storage aligned the same) if the launch is deferred. */
+  const void *params;
   uint32_t params_size;
   uint32_t reserved;
 } accel_kernel_launch_t;
@@ -307,6 +327,18 @@ typedef struct accel_backend_vtable {
   /* Ends a hold (from the thread that holds): held-back work starts. The stream may be
    * destroyed as soon as this returns. */
   void (*stream_release_hold)(accel_be_stream_t *stream);
+
+  /* --- the kernel ABI handshake (read only when struct_size covers them) -------------------
+   * The <accel/accel_kernel_abi.h> the plugin was built with: set them to
+   * ACCEL_KERNEL_ABI_VERSION and ACCEL_KERNEL_ID_COUNT. A plugin that declares kernel_forms
+   * and another kernel_abi_version is refused at load, naming both versions. Within one
+   * version ids and parameter layouts are identical and rows are only appended, so the core
+   * launches on the plugin only ids below its kernel_count and answers a newer kernel itself
+   * with ACCEL_ERROR_UNSUPPORTED. Not declared (an older plugin: struct_size short of them, or
+   * kernel_abi_version 0): version 1, the only one before the handshake; kernel_count then
+   * means every kernel of libaccel and the plugin checks ids itself. */
+  uint32_t kernel_abi_version;
+  uint32_t kernel_count;
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

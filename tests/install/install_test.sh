@@ -5,16 +5,19 @@
 #   2. examples/optimizer_step.c        compiles warning-free, runs, and its output is checked
 #      (on cpu, and on opencl too when that backend has a device: the output must be identical);
 #      the copy of it in docs/API.md must be the same text
-#   0. the installed accel-info and accel-cts run with a clean environment (relative run path)
-#   3. examples/plugin                  builds out of tree with its Makefile against the staged
-#      headers and installs into the staged plugin dir; tests/install/plugin_check.c opens the
+#   0. the installed accel-info and accel-cts run with a clean environment (relative run path);
+#      the plugin guide (docs/PLUGINS.md), the pages it links to and examples/plugin are
+#      installed under `pkg-config --variable=docdir accel`
+#   3. examples/plugin                  its installed copy builds out of tree with its Makefile
+#      against the staged headers and installs into the staged plugin dir;
+#      tests/install/plugin_check.c opens the
 #      "example" device and checks copies, events, host functions, graphs and kernels;
-#      the staged accel-info lists the plugin as loaded
+#      the staged accel-info lists the plugin as loaded, with the staged kernel ABI
 #   4. the staged accel-cts passes every case on the plugin in eager, graph and lazy modes
 #   5. an expectation file beside the plugin is read; an xfail case that passes fails (XPASS)
-#   6. the "write a plugin in an afternoon" plugin of docs/PLUGINS.md, extracted from the page's
-#      code blocks, builds against the staged tree and passes the CTS (eager) with the
-#      expectation file the page gives
+#   6. the "write a plugin in an afternoon" plugin of the installed docs/PLUGINS.md, extracted
+#      from the page's code blocks, builds against the staged tree and passes the CTS (eager)
+#      with the expectation file the page gives
 #
 # usage: install_test.sh BUILD_DIR SOURCE_DIR MESON
 # Environment: CC (default cc). Exit status 77 (skipped) when pkg-config or make is missing.
@@ -96,6 +99,28 @@ env -i PATH=/usr/bin:/bin HOME="$tmp" "$bindir/accel-cts" --list >/dev/null 2>&1
   fail "staged accel-cts does not run with a clean environment"
 echo "accel-info and accel-cts run from $bindir with a clean environment"
 
+# The SDK's guide and example: the guide as in the source tree, every page it links to beside
+# it, and the example's sources (built in step 3 from this copy).
+docdir=$($pkgconf --variable=docdir accel)
+guide=$docdir/docs/PLUGINS.md
+cmp "$src/docs/PLUGINS.md" "$guide" || fail "docs/PLUGINS.md is not installed as $guide"
+python3 - "$guide" <<'EOF' || fail "a relative link of the installed $guide leads nowhere"
+import os, re, sys
+guide = sys.argv[1]
+targets = {m.split("#")[0] for m in re.findall(r"\]\(([^)\s]+)\)", open(guide).read())
+           if "://" not in m and not m.startswith("#")}
+missing = [t for t in sorted(targets)
+           if not os.path.exists(os.path.join(os.path.dirname(guide), t))]
+print("installed guide links:", ", ".join(sorted(targets)))
+if missing:
+    print("missing:", ", ".join(missing))
+sys.exit(1 if missing or not targets else 0)
+EOF
+for f in "$src/examples/plugin/Makefile" "$src"/examples/plugin/*.[ch]; do
+  cmp "$f" "$docdir/examples/plugin/${f##*/}" ||
+    fail "examples/plugin/${f##*/} is not installed in $docdir/examples/plugin"
+done
+
 export LD_LIBRARY_PATH="$libdir"
 # The staged libaccel looks in the real plugin dir; point it at the staged one.
 export ACCEL_PLUGIN_PATH="$plugindir"
@@ -151,8 +176,8 @@ else
 fi
 
 # --- 3. the out-of-tree plugin ----------------------------------------------------------------
-step "examples/plugin (out of tree)"
-cp -R "$src/examples/plugin" "$tmp/plugin"
+step "examples/plugin (out of tree, from the installed copy)"
+cp -R "$docdir/examples/plugin" "$tmp/plugin"
 make -C "$tmp/plugin" clean >/dev/null
 make -C "$tmp/plugin" PKG_CONFIG="$pkgconf" CC="$cc" install ||
   fail "examples/plugin does not build or install against the staged headers"
@@ -170,7 +195,12 @@ timeout 60 "$tmp/plugin_check" || fail "plugin_check failed"
 
 timeout 120 "$bindir/accel-info" >"$tmp/info.txt" 2>&1 ||
   { cat "$tmp/info.txt"; fail "staged accel-info failed"; }
-grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C\)" "$tmp/info.txt" ||
+# ... with the kernel ABI of the staged header (the kernel-ABI handshake)
+kabi_header="$stage$prefix/include/accel/accel_kernel_abi.h"
+kabi=$(sed -n 's/^#define ACCEL_KERNEL_ABI_VERSION \([0-9]*\)u$/\1/p' "$kabi_header")
+kcount=$(sed -n 's/^#define ACCEL_KERNEL_ID_COUNT \([0-9]*\)u$/\1/p' "$kabi_header")
+[ -n "$kabi" ] && [ -n "$kcount" ] || fail "no kernel ABI version or count in $kabi_header"
+grep -E "^  example +loaded +$plugindir/libaccel-example.so: loaded \(ABI [0-9]+, kernels: host C, kernel ABI $kabi with $kcount kernels\)$" "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not list the example plugin as loaded"; }
 grep -q '^  example: available, 1 device(s)$' "$tmp/info.txt" ||
   { cat "$tmp/info.txt"; fail "staged accel-info does not show the example device"; }
@@ -205,9 +235,9 @@ grep -q "^expectations: $plugindir/libaccel-example.cts-expect$" "$tmp/cts-x.txt
 rm -f "$plugindir/libaccel-example.cts-expect"
 
 # --- 6. docs/PLUGINS.md's "write a plugin in an afternoon", built from the page's code blocks ---
-step "docs/PLUGINS.md: the afternoon plugin, from its code blocks"
+step "the installed docs/PLUGINS.md: the afternoon plugin, from its code blocks"
 mkdir -p "$tmp/afternoon"
-python3 - "$src/docs/PLUGINS.md" "$tmp/afternoon" <<'EOF_PY' || fail "docs/PLUGINS.md: no afternoon code blocks"
+python3 - "$guide" "$tmp/afternoon" <<'EOF_PY' || fail "$guide: no afternoon code blocks"
 import sys
 doc, out = open(sys.argv[1]).read(), sys.argv[2]
 def blocks(tag):
@@ -229,7 +259,8 @@ $cc -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -Wl,--no-un
   $cflags "$tmp/afternoon/afternoon.c" -o "$tmp/afternoon/libaccel-afternoon.so" ||
   fail "the afternoon plugin of docs/PLUGINS.md does not build against the staged tree"
 ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 120 "$bindir/accel-info" >"$tmp/info-afternoon.txt" 2>&1
-grep -Eq "^  afternoon +loaded .*kernels: host C" "$tmp/info-afternoon.txt" ||
+grep -Eq "^  afternoon +loaded .*kernels: host C, kernel ABI $kabi with $kcount kernels\)$" \
+  "$tmp/info-afternoon.txt" ||
   { cat "$tmp/info-afternoon.txt"; fail "accel-info does not list the afternoon plugin"; }
 if ! ACCEL_PLUGIN_PATH="$tmp/afternoon" timeout 600 "$bindir/accel-cts" --device afternoon \
      --mode eager >"$tmp/cts-afternoon.txt" 2>&1; then

@@ -2,13 +2,17 @@
  * A minimal backend for the loader tests: one device whose "device memory" is host memory and
  * whose streams run every command synchronously on the calling thread. It is complete enough
  * to be opened by name and to run copies, memsets, host functions and events; kernels are
- * reported UNSUPPORTED. fake_query.c wraps it into the scenario each test plugin represents.
+ * reported UNSUPPORTED, or run through host->run_kernel_c with FAKE_HOST_KERNELS. It declares
+ * the kernel ABI of the header it was built with (-DACCEL_KERNEL_ABI_VERSION=... overrides it)
+ * and FAKE_KERNEL_COUNT kernels (default: all of them). fake_query.c wraps it into the scenario
+ * each test plugin represents.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "accel/accel_kernel_abi.h"
 #include "accel/accel_plugin.h"
 
 #ifndef FAKE_NAME
@@ -21,6 +25,9 @@
 /* What device_count reports (the negative_count / huge_count plugins lie). */
 #ifndef FAKE_DEVICE_COUNT
 #define FAKE_DEVICE_COUNT 1
+#endif
+#ifndef FAKE_KERNEL_COUNT
+#define FAKE_KERNEL_COUNT ACCEL_KERNEL_ID_COUNT
 #endif
 
 static const accel_host_api_t *g_host;
@@ -186,18 +193,29 @@ static accel_status_t fake_launch_host_func(accel_be_stream_t *stream, accel_hos
 
 #ifdef FAKE_HOST_KERNELS
 /* Kernels through host->run_kernel_c (synchronously). Before each launch, three malformed
- * copies of it must be refused with INVALID_ARGUMENT and a message naming run_kernel_c. */
+ * copies of it must be refused with INVALID_ARGUMENT and a message naming run_kernel_c, read
+ * back through host->last_error; the host must state the kernel ABI this plugin was built
+ * with. */
 static accel_status_t expect_refused(accel_kernel_launch_t bad, const char *what) {
   accel_status_t st = g_host->run_kernel_c(&bad);
   if (st != ACCEL_ERROR_INVALID_ARGUMENT)
     return g_host->set_error(ACCEL_ERROR_BACKEND, "fake: run_kernel_c accepted %s (status %d)",
                              what, (int)st);
+  const char *msg = g_host->last_error();
+  if (!strstr(msg, "run_kernel_c"))
+    return g_host->set_error(ACCEL_ERROR_BACKEND, "fake: last_error after %s: '%s'", what, msg);
   return ACCEL_OK;
 }
 
 static accel_status_t fake_launch_kernel(accel_be_stream_t *stream,
                                          const accel_kernel_launch_t *launch) {
   (void)stream;
+  if (g_host->kernel_abi_version != ACCEL_KERNEL_ABI_VERSION ||
+      g_host->kernel_count != ACCEL_KERNEL_ID_COUNT)
+    return g_host->set_error(ACCEL_ERROR_BACKEND,
+                             "fake: host states kernel ABI %u with %u kernels, built with %u, %u",
+                             g_host->kernel_abi_version, g_host->kernel_count,
+                             ACCEL_KERNEL_ABI_VERSION, ACCEL_KERNEL_ID_COUNT);
   accel_kernel_launch_t bad = *launch;
   bad.params_size = launch->params_size - 4;
   accel_status_t st = expect_refused(bad, "a short parameter block");
@@ -251,6 +269,11 @@ static const accel_backend_vtable_t k_fake_vtable = {
     .memset_async = fake_memset_async,
     .launch_host_func = fake_launch_host_func,
     .launch_kernel = fake_launch_kernel,
+#ifdef FAKE_HOST_KERNELS
+    .kernel_forms = ACCEL_KERNEL_FORM_HOST_C,
+#endif
+    .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
+    .kernel_count = FAKE_KERNEL_COUNT,
 };
 
 /* Linked into every test plugin built with fake_query.c (declared there). */

@@ -7,6 +7,8 @@
  *   FAKE_SCENARIO_NULL_SLOTS  required vtable slots (mem_alloc, stream_create) are NULL
  *   FAKE_SCENARIO_ODD_STRUCT_SIZE  struct_size is 4 bytes short of the full vtable (not a
  *                             multiple of the pointer size: the last slot would be half copied)
+ *   FAKE_SCENARIO_OLD_HEADER  struct_size ends before kernel_abi_version, as in a plugin built
+ *                             before the kernel-ABI handshake
  * fake_backend.c takes FAKE_NAME (backend name) and FAKE_DEVICE_COUNT (what device_count says).
  */
 #include <stddef.h>
@@ -50,6 +52,13 @@ ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
   static accel_backend_vtable_t vt;
   vt = *fake_backend_vtable();
   vt.struct_size = (uint32_t)(sizeof(vt) - 4);
+  *out = &vt;
+  return ACCEL_OK;
+#elif defined(FAKE_SCENARIO_OLD_HEADER)
+  (void)host;
+  static accel_backend_vtable_t vt;
+  vt = *fake_backend_vtable();
+  vt.struct_size = (uint32_t)offsetof(accel_backend_vtable_t, kernel_abi_version);
   *out = &vt;
   return ACCEL_OK;
 #else

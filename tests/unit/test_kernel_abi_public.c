@@ -27,9 +27,11 @@ _Static_assert(sizeof public_names / sizeof *public_names == ACCEL_KERNEL_COUNT,
 _Static_assert(sizeof public_sizes / sizeof *public_sizes == ACCEL_KERNEL_COUNT,
                "ACCEL_KERNEL_ABI_PARAM_SIZES has the wrong length");
 _Static_assert(ACCEL_KERNEL_ABI_VERSION >= 1u, "no kernel ABI version");
-/* Every id by name (a renamed or reordered row fails here). */
-#define ACCEL_KERNEL(id, ...) \
-  _Static_assert(ACCEL_KERNEL_ID_##id == (unsigned)ACCEL_KERNEL_##id, "id of " #id " differs");
+/* Every id by name (a renamed or reordered row fails here), and every parameter struct can be
+ * read from a block aligned to ACCEL_KERNEL_PARAMS_ALIGN. */
+#define ACCEL_KERNEL(id, name, T, ...)                                                          \
+  _Static_assert(ACCEL_KERNEL_ID_##id == (unsigned)ACCEL_KERNEL_##id, "id of " #id " differs"); \
+  _Static_assert(_Alignof(T) <= ACCEL_KERNEL_PARAMS_ALIGN, "params of " #id " over-aligned");
 #include "accel_kernel_list.h"
 #undef ACCEL_KERNEL
 

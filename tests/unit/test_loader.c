@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "accel/accel.h"
+#include "accel/accel_kernel_abi.h"
 #include "accel/accel_kernels.h"
 #include "check.h"
 #include "accel/accel_plugin.h"
@@ -134,12 +135,18 @@ static void expect_cpu_fallback(void) {
   accel_device_close(cpu);
 }
 
-static void expect_not_openable(const char *name) {
+/* Opening a refused plugin's backend by name is ACCEL_ERROR_PLUGIN with the loader's reason in
+ * the message (not "unknown backend"). */
+static void expect_open_refused(const char *name, const char *reason) {
   accel_device_t *d = NULL;
   accel_status_t st = accel_device_open(name, &d);
-  CHECK(st != ACCEL_OK, "a refused plugin's backend '%s' opened", name);
+  const char *msg = accel_last_error();
+  printf("accel_device_open(\"%s\"): %s: %s\n", name, accel_status_name(st), msg);
+  CHECK(st == ACCEL_ERROR_PLUGIN, "opening refused backend '%s' -> %s, want %s", name,
+        accel_status_name(st), accel_status_name(ACCEL_ERROR_PLUGIN));
   CHECK(d == NULL, "output written on failure");
-  CHECK(accel_last_error()[0] != '\0', "no message for opening '%s'", name);
+  CHECK(reason[0] && strstr(msg, reason) != NULL,
+        "opening '%s': the message lacks the loader's reason '%s': %s", name, reason, msg);
 }
 
 /* dlerror() text for dlopen(path) (and dlsym(symbol) when symbol is not NULL). */
@@ -209,7 +216,7 @@ static void scenario_wrong_abi(const char *plugin) {
         r.message);
   CHECK(has_number(r.message, ACCEL_PLUGIN_ABI_VERSION),
         "message does not name the host ABI %u: %s", ACCEL_PLUGIN_ABI_VERSION, r.message);
-  expect_not_openable("fake");
+  expect_open_refused("fake", r.message);
 }
 
 static void scenario_no_entry(const char *plugin) {
@@ -222,6 +229,7 @@ static void scenario_no_entry(const char *plugin) {
         ACCEL_PLUGIN_QUERY_SYMBOL, r.message);
   CHECK(strstr(r.message, dlerr) != NULL, "message lacks the dlerror text '%s': %s", dlerr,
         r.message);
+  expect_open_refused("fake", r.message); /* named by its file: libaccel-fake.so */
 }
 
 static void scenario_not_elf(const char *plugin) {
@@ -232,6 +240,7 @@ static void scenario_not_elf(const char *plugin) {
   CHECK(dlerr[0] != '\0', "a text file dlopen'ed");
   CHECK(strstr(r.message, dlerr) != NULL, "message lacks the dlerror text '%s': %s", dlerr,
         r.message);
+  expect_open_refused("bogus", r.message); /* libaccel-bogus.so */
 }
 
 static void scenario_query_fails(const char *plugin) {
@@ -241,7 +250,7 @@ static void scenario_query_fails(const char *plugin) {
         "message lacks the plugin's own error message: %s", r.message);
   CHECK(strstr(r.message, accel_status_name(ACCEL_ERROR_PLUGIN)) != NULL,
         "message lacks the status the query returned: %s", r.message);
-  expect_not_openable("fake");
+  expect_open_refused("fake", r.message);
 }
 
 static void scenario_null_slots(const char *plugin) {
@@ -249,7 +258,7 @@ static void scenario_null_slots(const char *plugin) {
   expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
   CHECK(strstr(r.message, "mem_alloc") || strstr(r.message, "stream_create"),
         "message does not name a missing slot: %s", r.message);
-  expect_not_openable("fake");
+  expect_open_refused("fake", r.message);
 }
 
 static void scenario_duplicate(const char *first, const char *second) {
@@ -282,7 +291,7 @@ static void scenario_odd_struct_size(const char *plugin) {
   accel_status_t st = accel_backend_find("fake", &b);
   CHECK(st != ACCEL_OK, "a vtable with struct_size %zu was registered",
         sizeof(accel_backend_vtable_t) - 4);
-  expect_not_openable("fake");
+  expect_open_refused("fake", r.message);
 }
 
 /* The plugin loads, but backend_init reports an impossible device count (issue 16). */
@@ -308,7 +317,7 @@ static void scenario_bad_count(const char *plugin, int reported) {
   st = accel_backend_status(b, &reason);
   CHECK(st == ACCEL_ERROR_PLUGIN && reason && strstr(reason, "device count"),
         "accel_backend_status -> %s (%s)", accel_status_name(st), reason ? reason : "(null)");
-  expect_not_openable("fake");
+  expect_open_refused("fake", "device count");
 }
 
 /* Creates `path` as a text file ("junk" for the loader). */
@@ -471,6 +480,87 @@ static void scenario_host_kernels(void) {
   if (d) accel_device_close(d);
 }
 
+/* A plugin that runs accel's kernels, built with kernel ABI version 4243: refused at load with
+ * both versions in the message; opening it is PLUGIN with that reason. */
+static void scenario_kernel_abi_other(const char *plugin) {
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+  CHECK(strstr(r.message, "kernel ABI") != NULL, "message does not say 'kernel ABI': %s",
+        r.message);
+  CHECK(has_number(r.message, 4243), "message does not name the plugin's kernel ABI 4243: %s",
+        r.message);
+  CHECK(has_number(r.message, ACCEL_KERNEL_ABI_VERSION),
+        "message does not name the library's kernel ABI %u: %s", ACCEL_KERNEL_ABI_VERSION,
+        r.message);
+  expect_open_refused("fake", r.message);
+}
+
+/* The same mismatch in a plugin that runs none of accel's kernels (kernel_forms 0): the kernel
+ * ABI does not concern it, so it loads and works; the report shows what it declared. */
+static void scenario_kernel_abi_other_no_kernels(const char *plugin) {
+  scenario_valid(plugin);
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  CHECK(has_number(r.message, 4243), "report does not show the declared kernel ABI 4243: %s",
+        r.message);
+}
+
+/* A plugin built before the handshake (struct_size ends before kernel_abi_version) was built
+ * with version 1, the only one there was: it loads and runs the kernels while this libaccel
+ * is at version 1, and is refused naming both versions once it is not. */
+static void scenario_kernel_abi_undeclared(const char *plugin) {
+  accel_plugin_report_t r;
+  if (ACCEL_KERNEL_ABI_VERSION != 1u) {
+    expect_report(plugin, ACCEL_PLUGIN_FAILED, &r);
+    CHECK(strstr(r.message, "not declared") && has_number(r.message, 1) &&
+              has_number(r.message, ACCEL_KERNEL_ABI_VERSION),
+          "refusal of an undeclared kernel ABI: %s", r.message);
+    return;
+  }
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  CHECK(strstr(r.message, "not declared") != NULL, "report does not say 'not declared': %s",
+        r.message);
+  scenario_host_kernels();
+}
+
+/* A plugin built before accel_cast's row existed (kernel_count = ACCEL_KERNEL_ID_CAST): it
+ * loads and runs the kernels it knows; accel_cast is answered UNSUPPORTED by the core, naming
+ * the kernel and the plugin's count, without reaching the plugin. */
+static void scenario_kernel_count_older(const char *plugin) {
+  enum { N = 300 };
+  accel_plugin_report_t r;
+  expect_report(plugin, ACCEL_PLUGIN_LOADED, &r);
+  CHECK(has_number(r.message, ACCEL_KERNEL_ID_CAST), "report does not show %u kernels: %s",
+        ACCEL_KERNEL_ID_CAST, r.message);
+  accel_device_t *d = NULL;
+  accel_stream_t *s = NULL;
+  float *a = NULL, *b = NULL, host[N];
+  accel_status_t st = accel_device_open("fake", &d);
+  if (st == ACCEL_OK) st = accel_stream_create(d, &s);
+  if (st == ACCEL_OK) st = accel_malloc(d, N * sizeof(float), (void **)&a);
+  if (st == ACCEL_OK) st = accel_malloc(d, N * sizeof(float), (void **)&b);
+  accel_tensor_t ta = {a, N, ACCEL_F32}, tb = {b, N, ACCEL_F32};
+  if (st == ACCEL_OK) st = accel_fill(s, &ta, 1, 2.5f);
+  if (st == ACCEL_OK) st = accel_memcpy_async(s, host, a, sizeof(host));
+  if (st == ACCEL_OK) st = accel_stream_synchronize(s);
+  CHECK(st == ACCEL_OK && host[0] == 2.5f && host[N - 1] == 2.5f,
+        "accel_fill on a plugin that knows it: %s: %s", accel_status_name(st),
+        accel_last_error());
+  if (st == ACCEL_OK) {
+    st = accel_cast(s, &ta, &tb, 1, NULL);
+    const char *msg = accel_last_error();
+    printf("accel_cast: %s: %s\n", accel_status_name(st), msg);
+    CHECK(st == ACCEL_ERROR_UNSUPPORTED, "accel_cast on a plugin without it -> %s, want %s",
+          accel_status_name(st), accel_status_name(ACCEL_ERROR_UNSUPPORTED));
+    CHECK(strstr(msg, "accel_k_cast") && has_number(msg, ACCEL_KERNEL_ID_CAST),
+          "message does not name the kernel and the plugin's count: %s", msg);
+  }
+  if (b) accel_free(d, b);
+  if (a) accel_free(d, a);
+  if (s) accel_stream_destroy(s);
+  if (d) accel_device_close(d);
+}
+
 /* Counts the lines of a file (0 when absent). */
 static int count_lines(const char *path) {
   FILE *f = fopen(path, "r");
@@ -519,8 +609,9 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: test_loader valid|wrong_abi|no_entry|query_fails|null_slots|duplicate|"
             "duplicate_builtin|odd_struct_size|negative_count|huge_count|fifo|many_junk|"
-            "visible_map|visible_empty|rank_gpu|rank_cpu|shutdown|"
-            "host_kernels PLUGIN.so\n       test_loader not_elf\n");
+            "visible_map|visible_empty|rank_gpu|rank_cpu|shutdown|host_kernels|"
+            "kernel_abi_other|kernel_abi_other_no_kernels|kernel_abi_undeclared|"
+            "kernel_count_older PLUGIN.so\n       test_loader not_elf\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -602,6 +693,11 @@ int main(int argc, char **argv) {
   else if (strcmp(scenario, "rank_cpu") == 0) scenario_rank(0);
   else if (strcmp(scenario, "shutdown") == 0) scenario_shutdown();
   else if (strcmp(scenario, "host_kernels") == 0) scenario_host_kernels();
+  else if (strcmp(scenario, "kernel_abi_other") == 0) scenario_kernel_abi_other(first);
+  else if (strcmp(scenario, "kernel_abi_other_no_kernels") == 0)
+    scenario_kernel_abi_other_no_kernels(first);
+  else if (strcmp(scenario, "kernel_abi_undeclared") == 0) scenario_kernel_abi_undeclared(first);
+  else if (strcmp(scenario, "kernel_count_older") == 0) scenario_kernel_count_older(first);
   else {
     fprintf(stderr, "test_loader: unknown scenario '%s'\n", scenario);
     return 2;
