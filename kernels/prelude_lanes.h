@@ -1,9 +1,10 @@
 /*
- * The lane macros of the lane-loop preludes (prelude_c.h for the CPU backend): a logical
- * block of ACC_BLOCK lanes runs on one thread. Every lane-parallel statement is a loop over
- * the lanes, so the compiler vectorises it; lane-private variables are arrays indexed by the
- * lane; a barrier is the boundary between two such loops and needs no code. Each prelude
- * defines acc_idx (the element index inside a chunk), ACC_PREFETCH and ACC_BLOCK first.
+ * The lane macros shared by the lane-loop preludes (prelude_c.h for the CPU backend,
+ * prelude_opencl.h on OpenCL CPU devices): a logical block of ACC_BLOCK lanes runs on one
+ * thread (one work-item). Every lane-parallel statement is a loop over the lanes, so the
+ * compiler vectorises it; lane-private variables are arrays indexed by the lane; a barrier is
+ * the boundary between two such loops and needs no code. Each prelude defines acc_idx (the
+ * element index inside a chunk), ACC_PREFETCH and ACC_BLOCK first.
  */
 #ifndef ACCEL_PRELUDE_LANES_H
 #define ACCEL_PRELUDE_LANES_H

@@ -2,7 +2,8 @@
  * The hand-written OpenCL host loop of the opencl scenario: the OpenCL API used directly, no
  * accel, running the same accel_k_fill / accel_k_scale kernels from the same flattened source
  * with the same build options, chunk table, parameter structs and launch geometry as the
- * OpenCL backend (backends/opencl) and core/kernel_ops.c. It is the floor accel's per-launch
+ * OpenCL backend (backends/opencl; both take the form, options and NDRange from
+ * kernels/opencl/accel_cl_launch.h) and core/kernel_ops.c. It is the floor accel's per-launch
  * host cost is compared against: one context, one in-order queue without profiling, one
  * clSetKernelArg + clEnqueueNDRangeKernel per launch, no events, one clFinish at the end.
  */
@@ -15,10 +16,7 @@
 #include "accel_kernel_abi_host.h"
 #include "accel_kernels_cl.h"
 #include "bench.h"
-
-/* Work-groups per compute unit, as ACL_BLOCKS_PER_CU in backends/opencl/acl_device.c. */
-#define BLOCKS_PER_CU 4u
-#define BUILD_OPTIONS "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+#include "opencl/accel_cl_launch.h"
 
 struct bench_cl_host {
   cl_device_id dev;
@@ -27,6 +25,7 @@ struct bench_cl_host {
   cl_program program;
   cl_kernel fill, scale;
   int fine_grain_system;
+  acc_cl_form_t form;
   uint32_t max_blocks;
   /* the tensor of bench_cl_host_prepare */
   float *data;
@@ -98,14 +97,15 @@ done:
 
 static int build(bench_cl_host_t *h, char *why, size_t cap) {
   const char *src = (const char *)accel_kernels_cl_source;
+  const char *options = acc_cl_build_options(h->form, 1);
   cl_int err = CL_SUCCESS;
   h->program = clCreateProgramWithSource(h->ctx, 1, &src, NULL, &err);
   if (err != CL_SUCCESS) return fail(why, cap, "clCreateProgramWithSource: error %d", (int)err);
-  err = clBuildProgram(h->program, 1, &h->dev, BUILD_OPTIONS, NULL, NULL);
+  err = clBuildProgram(h->program, 1, &h->dev, options, NULL, NULL);
   if (err != CL_SUCCESS) {
     char log[1024] = "";
     clGetProgramBuildInfo(h->program, h->dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    return fail(why, cap, "clBuildProgram(%s): error %d: %s", BUILD_OPTIONS, (int)err, log);
+    return fail(why, cap, "clBuildProgram(%s): error %d: %s", options, (int)err, log);
   }
   h->fill = clCreateKernel(h->program, "accel_k_fill", &err);
   if (err == CL_SUCCESS) h->scale = clCreateKernel(h->program, "accel_k_scale", &err);
@@ -129,6 +129,7 @@ int bench_cl_host_open(int index, const char *name, bench_cl_host_t **out, char 
   cl_platform_id plat = NULL;
   cl_int err = CL_SUCCESS;
   cl_device_svm_capabilities svm = 0;
+  cl_device_type type = 0;
   cl_uint cu = 0;
   if (find_device(index, name, &plat, &h->dev, why, cap)) goto fail;
   err = clGetDeviceInfo(h->dev, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
@@ -139,11 +140,13 @@ int bench_cl_host_open(int index, const char *name, bench_cl_host_t **out, char 
   }
   h->fine_grain_system = (svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM) != 0;
   err = clGetDeviceInfo(h->dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  if (err == CL_SUCCESS) err = clGetDeviceInfo(h->dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
   if (err != CL_SUCCESS) {
-    fail(why, cap, "clGetDeviceInfo(MAX_COMPUTE_UNITS): error %d", (int)err);
+    fail(why, cap, "clGetDeviceInfo(MAX_COMPUTE_UNITS, TYPE): error %d", (int)err);
     goto fail;
   }
-  h->max_blocks = (cu ? cu : 1) * BLOCKS_PER_CU;
+  h->max_blocks = (cu ? cu : 1) * ACC_CL_BLOCKS_PER_CU;
+  h->form = acc_cl_kernel_form((type & CL_DEVICE_TYPE_CPU) != 0);
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};
   h->ctx = clCreateContext(props, 1, &h->dev, NULL, NULL, &err);
   if (err != CL_SUCCESS) {
@@ -210,8 +213,8 @@ int bench_cl_host_prepare(bench_cl_host_t *h, size_t numel, float scale, char *w
 }
 
 int bench_cl_host_run(bench_cl_host_t *h, const float *values, int n, char *why, size_t cap) {
-  const uint32_t blocks = h->num_chunks < h->max_blocks ? h->num_chunks : h->max_blocks;
-  const size_t global = (size_t)blocks * ACC_BLOCK, local = ACC_BLOCK;
+  size_t global, local;
+  acc_cl_ndrange(h->form, h->num_chunks, h->max_blocks, &global, &local);
   const acc_u64 chunks = (acc_u64)(uintptr_t)h->chunks;
   const acc_scale_params_t sp = {chunks, (acc_u64)(uintptr_t)h->scale_dev, h->num_chunks,
                                  ACC_DT_F32};
