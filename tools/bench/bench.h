@@ -86,16 +86,21 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
  * on the side of a higher bound, never a lower one). */
 #define BENCH_BOUND_TRIES 2
 
-/* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
- * that may still spin after the previous sample's last command are asleep: a bound is the best
- * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
- * it as without under the load of the day; not measured on a quiet machine.) The tries of a
- * sample then run back to back: after the pause the loop's own threads are asleep too, and
- * only the first try pays for waking them, which on small working sets is most of a run. */
-void bench_settle(void);
-/* One bound sample: after bench_settle, BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads)
- * for each form (plain, prefetching) and each thread count of bench_bound_thread_counts(bytes);
- * returns the fastest run in ms. */
+/* Sleeps ms milliseconds around a bound sample. Before it (5 ms), so that threads of the
+ * device's runtime that may still spin after the previous sample's last command are asleep: a
+ * bound is the best the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound
+ * was as slow with it as without under the load of the day; not measured on a quiet machine.)
+ * The tries of a sample then run back to back: after the pause the loop's own threads are
+ * asleep too, and only the first try pays for waking them, which on small working sets is most
+ * of a run. After it (10 ms), so that the bound loops' OpenMP threads, which spin for a while
+ * after every run (libgomp's default wait policy; 3.7 ms of CPU here), are asleep when the
+ * next sample starts: without it the 24 MiB rows of `kernels` measured their kernels 2-7x
+ * slower than under OMP_WAIT_POLICY=passive (norm: 7.3 vs 1.1 ms on the CPU backend, 10.4 vs
+ * 1.6 ms on PoCL; one pair of runs each, machine under load). */
+void bench_settle(int ms);
+/* One bound sample: BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads) for each form (plain,
+ * prefetching) and each thread count of bench_bound_thread_counts(bytes), between two
+ * bench_settle pauses; returns the fastest run in ms. */
 typedef void (*bench_bound_run_fn)(void *ctx, int prefetch, int threads);
 double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
