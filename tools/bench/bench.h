@@ -57,6 +57,40 @@ int bench_cl_host_run(bench_cl_host_t *h, const float *values, int n, char *why,
 const float *bench_cl_host_data(const bench_cl_host_t *h);
 void bench_cl_host_close(bench_cl_host_t *h);
 
+/* A bound loop of bench_baseline.h and the buffers it runs on. */
+typedef enum bench_loop_kind {
+  BENCH_LOOP_READ,    /* bench_bound_read(f32[0]) */
+  BENCH_LOOP_HP,      /* bench_bound_hp(lp, f32[0]) */
+  BENCH_LOOP_HP_ZERO, /* the same with zero_lp */
+  BENCH_LOOP_ADAM,    /* bench_bound_adam(f32[0..3] = p, g, m, v) */
+  BENCH_LOOP_STEP     /* bench_bound_step(pristine, lp, f32[0..3] = hp, p, m, v, inv_scale) */
+} bench_loop_kind_t;
+typedef struct bench_loop {
+  bench_loop_kind_t kind;
+  size_t n; /* elements per stream */
+  float *f32[4];
+  uint16_t *lp;
+  const uint16_t *pristine;
+  float inv_scale;
+} bench_loop_t;
+/* One run of the loop on the host (bench_baseline.h; the buffers must be host-accessible). */
+void bench_loop_run(const bench_loop_t *loop, int prefetch, int threads);
+/* Its bytes moved per run (read + written). */
+double bench_loop_bytes(const bench_loop_t *loop);
+
+/* The same loops through an OpenCL device (bench_cl_bound.c, bench_cl_bound.cl): built in the
+ * accel device's own context and run on its SVM buffers, so a kernel can be compared with the
+ * best a hand-written loop achieves through the same runtime (PoCL: the same threads). */
+typedef struct bench_cl_bound bench_cl_bound_t;
+/* 0, or nonzero with the reason in why (not an OpenCL device, no OpenCL in this build, a failing
+ * call). */
+int bench_cl_bound_open(accel_device_t *dev, bench_cl_bound_t **out, char *why, size_t cap);
+/* One bound sample of the loop on the device buffers (bench_bound_best's forms: plain and
+ * prefetching; a few work-items per compute unit, and one work-item, i.e. one thread, where
+ * bench_bound_thread_counts adds one thread): ms, or -1 after reporting a failure. */
+double bench_cl_bound_sample(bench_cl_bound_t *b, const bench_loop_t *loop);
+void bench_cl_bound_close(bench_cl_bound_t *b);
+
 /* Where tables go: stdout, or stderr when --json owns stdout. */
 FILE *bench_table_out(const bench_opts_t *o);
 
@@ -115,6 +149,9 @@ bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel
                                     double *tmp);
 /* Statistics of a copy of samples (samples keep their round order). */
 bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp);
+
+/* Formats a reason into why (cap bytes); returns 1 (for `return bench_why(...)`). */
+int bench_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* "what failed: STATUS: message" on stderr; returns 1 (the process exit status). */
 int bench_fail(accel_status_t st, const char *what);

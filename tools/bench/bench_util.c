@@ -80,6 +80,29 @@ double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx) {
   return best;
 }
 
+void bench_loop_run(const bench_loop_t *l, int prefetch, int threads) {
+  static volatile double sink;
+  switch (l->kind) {
+    case BENCH_LOOP_READ: sink += bench_bound_read(l->f32[0], l->n, prefetch, threads); break;
+    case BENCH_LOOP_HP: bench_bound_hp(l->lp, l->f32[0], l->n, 0, prefetch, threads); break;
+    case BENCH_LOOP_HP_ZERO: bench_bound_hp(l->lp, l->f32[0], l->n, 1, prefetch, threads); break;
+    case BENCH_LOOP_ADAM:
+      bench_bound_adam(l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n, prefetch, threads);
+      break;
+    case BENCH_LOOP_STEP:
+      bench_bound_step(l->pristine, l->lp, l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n,
+                       l->inv_scale, prefetch, threads);
+      break;
+  }
+}
+
+double bench_loop_bytes(const bench_loop_t *l) {
+  static const double per_elem[] = {BENCH_BOUND_READ_BYTES, BENCH_BOUND_HP_BYTES(0),
+                                    BENCH_BOUND_HP_BYTES(1), BENCH_BOUND_ADAM_BYTES,
+                                    BENCH_BOUND_STEP_BYTES};
+  return per_elem[l->kind] * (double)l->n;
+}
+
 bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,
                                     double *tmp) {
   for (int r = 0; r < rounds; r++) {
@@ -112,6 +135,14 @@ void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s) 
   bench_json_num(j, "p90", s->p90);
   bench_json_int(j, "n", (long long)s->n);
   bench_json_end_object(j);
+}
+
+int bench_why(char *why, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+  return 1;
 }
 
 int bench_fail(accel_status_t st, const char *what) {
