@@ -1,10 +1,8 @@
 /*
  * Kernel dialect -> C (the CPU backend).
  *
- * A logical block of ACC_BLOCK lanes runs on one host thread. Every lane-parallel statement is
- * a loop over the lanes, so the compiler vectorises it; lane-private variables are arrays
- * indexed by the lane; a barrier is the boundary between two such loops and needs no code.
- * See docs/KERNELS.md for the dialect.
+ * A logical block of ACC_BLOCK lanes runs on one host thread, its lanes as loops
+ * (prelude_lanes.h). See docs/KERNELS.md for the dialect.
  */
 #ifndef ACCEL_PRELUDE_C_H
 #define ACCEL_PRELUDE_C_H
@@ -68,136 +66,11 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 
 #define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = acc_b0_; b < acc_b1_ && b < (n); ++b)
 
-#define ACC_SHARED(T, name, n) T name[n]
-#define ACC_PRIVATE(T, name) T name[ACC_BLOCK]
-#define ACC_LV(name) name[lane]
-#define ACC_BARRIER() ((void)0)
-
-#define ACC_LANES(...)                                          \
-  for (acc_u32 lane = 0; lane < ACC_BLOCK; ++lane) {            \
-    __VA_ARGS__                                                 \
-  }
-#define ACC_LANE0(...) \
-  {                    \
-    __VA_ARGS__        \
-  }
-
-/* Reading ahead (ACC_LANE_LOOP_AHEAD, ACC_ELEM_LOOP_AHEAD): once per group of 16 lanes or
- * elements the loop runs `ahead` with i bound to an index further on, where the kernel names
- * what its body will read there with ACC_PREFETCH. With the hardware prefetchers alone the
- * CPU norm read at 89-91% of the machine's plain read loop (its four-row walk visits four
- * rows of a page in turn) and the in-place clip of 1 GiB took ~37 ms; prefetching 8 rows
- * (8 KiB of fp32) / 4096 elements (16 KiB) ahead, the best of 4-32 rows and 1-64 KiB tried,
- * gives 99-111% and ~33 ms (docs/PERFORMANCE.md). Past the end of a chunk it touches the
- * next one, usually read next; a prefetch never faults. */
-#define ACC_AHEAD_ROWS 8u
-#define ACC_AHEAD_ELEMS 4096u
+/* Reads a line at element i of the array at device address base ahead of use (the lane loops'
+ * `ahead`, prelude_lanes.h). */
 #define ACC_PREFETCH(base, i, elem_bytes) \
   __builtin_prefetch((const char *)(uintptr_t)(base) + (i) * (elem_bytes), 0, 3)
 
-/* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
- * lanes innermost (contiguous, vectorisable). Four rows per pass: a lane's private values
- * then stay in registers for four elements instead of going through memory for each (lanes
- * are independent, so only each lane's own order matters, and it is unchanged). The lanes go
- * in groups of 16 (one AVX-512 vector of fp32), each group reading ahead once per row. */
-#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                           \
-  {                                                                                     \
-    const acc_u32 acc_n_ = (n);                                                         \
-    acc_idx acc_row_ = 0;                                                               \
-    for (; acc_n_ - acc_row_ >= 4 * ACC_BLOCK; acc_row_ += 4 * ACC_BLOCK)               \
-      for (acc_idx acc_g_ = 0; acc_g_ < ACC_BLOCK; acc_g_ += 16) {                      \
-        for (acc_idx acc_r_ = 0; acc_r_ < 4; ++acc_r_) {                                \
-          const acc_idx i = acc_row_ + (ACC_AHEAD_ROWS + acc_r_) * ACC_BLOCK + acc_g_;  \
-          (void)i;                                                                      \
-          ahead                                                                         \
-        }                                                                               \
-        for (acc_idx lane = acc_g_; lane < acc_g_ + 16; ++lane) {                       \
-          { const acc_idx i = acc_row_ + lane; __VA_ARGS__ }                            \
-          { const acc_idx i = acc_row_ + ACC_BLOCK + lane; __VA_ARGS__ }                \
-          { const acc_idx i = acc_row_ + 2 * ACC_BLOCK + lane; __VA_ARGS__ }            \
-          { const acc_idx i = acc_row_ + 3 * ACC_BLOCK + lane; __VA_ARGS__ }            \
-        }                                                                               \
-      }                                                                                 \
-    for (; acc_n_ - acc_row_ >= ACC_BLOCK; acc_row_ += ACC_BLOCK)                       \
-      for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                                \
-        const acc_idx i = acc_row_ + lane;                                              \
-        __VA_ARGS__                                                                     \
-      }                                                                                 \
-    for (acc_idx lane = 0; lane < acc_n_ - acc_row_; ++lane) {                          \
-      const acc_idx i = acc_row_ + lane;                                                \
-      __VA_ARGS__                                                                       \
-    }                                                                                   \
-  }
-#define ACC_LANE_LOOP(i, n, ...) ACC_LANE_LOOP_AHEAD(i, n, , __VA_ARGS__)
-
-/* Independent elements: any order. */
-#define ACC_ELEM_LOOP_AHEAD(i, n, ahead, ...)                                   \
-  {                                                                             \
-    const acc_idx acc_n_ = (n);                                                 \
-    acc_idx acc_g_ = 0;                                                         \
-    for (; acc_n_ - acc_g_ >= 16; acc_g_ += 16) {                               \
-      {                                                                         \
-        const acc_idx i = acc_g_ + ACC_AHEAD_ELEMS;                             \
-        (void)i;                                                                \
-        ahead                                                                   \
-      }                                                                         \
-      for (acc_idx i = acc_g_; i < acc_g_ + 16; ++i) {                          \
-        __VA_ARGS__                                                             \
-      }                                                                         \
-    }                                                                           \
-    for (acc_idx i = acc_g_; i < acc_n_; ++i) {                                 \
-      __VA_ARGS__                                                               \
-    }                                                                           \
-  }
-#define ACC_ELEM_LOOP(i, n, ...)              \
-  for (acc_idx i = 0; i < (n); ++i) {         \
-    __VA_ARGS__                               \
-  }
-
-/* The forms kernel bodies use: the per-element work is an ACC_INLINE function, and the loop
- * macro takes its name and its arguments after the index (docs/KERNELS.md, "The dialect").
- * ACC_ELEM_MAP*: FN(i, ...) for every element i (any order). ACC_LANE_FOLD*: lane l folds
- * x = FN(x, i, ...) over i = l, l + ACC_BLOCK, ... in increasing order, x its ACC_PRIVATE
- * value. The _AHEAD forms prefetch the array at `base` (elements of `bytes` bytes) ahead, as
- * the loops above. Being always_inline, FN compiles to the code the statement forms gave. */
-#define ACC_ELEM_MAP(n, FN, ...) ACC_ELEM_LOOP(acc_i_, n, FN(acc_i_, __VA_ARGS__);)
-#define ACC_ELEM_MAP_AHEAD(n, base, bytes, FN, ...) \
-  ACC_ELEM_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, FN(acc_i_, __VA_ARGS__);)
-#define ACC_LANE_FOLD(x, n, FN, ...) \
-  ACC_LANE_LOOP(acc_i_, n, ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
-#define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...)                  \
-  ACC_LANE_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, \
-                      ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
-
-/* Rows of ACC_BLOCK elements of [0, n), one at a time: the statement runs with `row` the row's
- * first element and `rn` its length (ACC_BLOCK but in the last row); in it, ACC_ROW_LANES(rn,
- * stmt) runs stmt for the lanes l < rn (element row + l: lane l's next element, as in the
- * folds). A computation split into stages joined by a lane-private value (each stage with its
- * own specialisations) costs the sum of the stages' copies instead of their product. */
-#define ACC_FOR_ROWS(row, rn, n)                                                   \
-  for (acc_idx row = 0, rn = (n) < ACC_BLOCK ? (acc_idx)(n) : ACC_BLOCK; row < (n); \
-       row += ACC_BLOCK, rn = (n) - row < ACC_BLOCK ? (n) - row : ACC_BLOCK)
-#define ACC_ROW_LANES(rn, ...)                        \
-  for (acc_idx lane = 0; lane < (rn); ++lane) {       \
-    __VA_ARGS__                                       \
-  }
-
-/* Runs the statement with F bound to (flags & bit), a compile-time constant for each of its two
- * values, so that each gets its own branch-free loop. */
-#define ACC_FLAG_SWITCH(flags, bit, F, ...) \
-  if (((flags) & (bit)) != 0u) {           \
-    const acc_u32 F = (bit);               \
-    __VA_ARGS__                            \
-  } else {                                 \
-    const acc_u32 F = 0u;                  \
-    __VA_ARGS__                            \
-  }
-
-/* Fixed pairwise tree over red[0..ACC_BLOCK): red[l] = FN(red[l], red[l + s], ARG) for
- * s = ACC_BLOCK/2 ... 1, l < s. The result is red[0]. */
-#define ACC_TREE(red, FN, ARG)                                  \
-  for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) \
-    for (acc_u32 acc_l_ = 0; acc_l_ < acc_s_; ++acc_l_)          \
-      (red)[acc_l_] = FN((red)[acc_l_], (red)[acc_l_ + acc_s_], (ARG));
+#include "prelude_lanes.h"
 
 #endif

@@ -2,9 +2,21 @@
  * Kernel dialect -> OpenCL C 1.2 (the OpenCL backend builds it from source; Level Zero gets
  * it as SPIR-V through clang -cl-std=CL1.2 -target spir64 and llvm-spirv).
  *
- * A logical block is a work-group of ACC_BLOCK work-items; shared arrays are __local (declared
- * at kernel scope, as OpenCL 1.2 requires), a barrier is barrier(CLK_LOCAL_MEM_FENCE). Device
- * addresses are SVM pointers, so a 64-bit value cast to a __global pointer is valid.
+ * Two forms of the same bodies, chosen when the program is built (docs/KERNELS.md):
+ *  - SIMT (the default; GPUs, Level Zero): a logical block is a work-group of ACC_BLOCK
+ *    work-items; shared arrays are __local (declared at kernel scope, as OpenCL 1.2 requires),
+ *    a barrier is barrier(CLK_LOCAL_MEM_FENCE).
+ *  - lane loops (-DACC_LANE_LOOPS; the OpenCL backend on CL_DEVICE_TYPE_CPU devices such as
+ *    PoCL): a logical block is one work-item (work-groups of 1) that runs the block's lanes as
+ *    loops, as the CPU backend does (prelude_lanes.h). A CPU runtime runs a work-group on one
+ *    thread, looping over its work-items around each region between barriers, so in the SIMT
+ *    form each work-item walked its whole strided fold (i = l, l + 256, ...: one scalar load
+ *    per 1 KiB) before the next started: PoCL read at 0.3-3 GB/s. With the lanes innermost the
+ *    same fold reads rows of 256 contiguous elements and vectorises.
+ * Both give the same bits: each lane folds the same elements in the same order and the tree is
+ * the same fixed tree.
+ *
+ * Device addresses are SVM pointers, so a 64-bit value cast to a __global pointer is valid.
  * Build with -cl-fp32-correctly-rounded-divide-sqrt: without it OpenCL allows 2.5/3 ulp
  * division/sqrt and the results would differ from the other backends.
  */
@@ -18,7 +30,9 @@ typedef ulong acc_u64;
 typedef uint acc_u32;
 typedef ushort acc_u16;
 typedef float acc_f32;
-typedef acc_u32 acc_idx; /* element index inside a chunk */
+/* Element index inside a chunk (the C prelude's is 64-bit for GCC's vectoriser; PoCL's LLVM
+ * gave the lane-loop kernels the same code with either). */
+typedef acc_u32 acc_idx;
 
 #define ACC_INLINE static inline
 #define ACC_GPTR(T) __global T *
@@ -29,6 +43,23 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_SQRTF(x) sqrt(x)
 #define ACC_POWF(x, y) pow((x), (y))
 #define ACC_FABSF(x) fabs(x)
+
+#ifdef ACC_LANE_LOOPS
+
+#define ACC_KERNEL(name, T, P) \
+  __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(const T P)
+
+#define ACC_FOR_BLOCKS(b, n) \
+  for (acc_u32 b = (acc_u32)get_global_id(0); b < (n); b += (acc_u32)get_global_size(0))
+
+/* OpenCL's prefetch() builtin compiles to nothing on PoCL; clang's builtin takes a __global
+ * pointer and gives the prefetch instruction. */
+#define ACC_PREFETCH(base, i, elem_bytes) \
+  __builtin_prefetch(ACC_PTR(const char, base) + (i) * (elem_bytes), 0, 3)
+
+#include "prelude_lanes.h"
+
+#else
 
 #define ACC_KERNEL(name, T, P) \
   __kernel __attribute__((reqd_work_group_size(ACC_BLOCK, 1, 1))) void name(const T P)
@@ -43,5 +74,7 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 
 #include "prelude_simt.h"
+
+#endif
 
 #endif

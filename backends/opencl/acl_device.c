@@ -7,10 +7,6 @@
 
 #include "acl_internal.h"
 
-/* Work-groups per launch: kernels are grid-stride, so a few groups per compute unit keep every
- * unit busy without paying for thousands of tiny groups. */
-#define ACL_BLOCKS_PER_CU 4u
-
 accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_queue *out) {
   cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
   cl_int err = CL_SUCCESS;
@@ -48,11 +44,10 @@ accel_status_t acl_device_init(acl_backend_t *be, int index, cl_context ctx, acl
   dev->svm_flags = CL_MEM_READ_WRITE | (fine_buffer ? CL_MEM_SVM_FINE_GRAIN_BUFFER : 0);
   dev->host_svm = fine_buffer;
   uint32_t cu = phys->compute_units ? phys->compute_units : 1;
-  dev->max_blocks = cu * ACL_BLOCKS_PER_CU;
-  if (phys->correct_div_sqrt) {
-    dev->build_options = "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt";
-  } else {
-    dev->build_options = "-cl-std=CL1.2";
+  dev->max_blocks = cu * ACC_CL_BLOCKS_PER_CU;
+  dev->form = acc_cl_kernel_form((phys->type & CL_DEVICE_TYPE_CPU) != 0);
+  dev->build_options = acc_cl_build_options(dev->form, phys->correct_div_sqrt);
+  if (!phys->correct_div_sqrt) {
     acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN,
                   "%s: no correctly rounded fp32 divide/sqrt; norms may differ from other "
                   "backends in the last bit", phys->name);

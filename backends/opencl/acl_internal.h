@@ -19,6 +19,7 @@
 
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
+#include "opencl/accel_cl_launch.h"
 
 #define ACL_DOMAIN "opencl"
 
@@ -88,7 +89,8 @@ typedef struct acl_device {
   cl_mem_flags svm_flags;        /* flags for device allocations */
   int host_svm;                  /* host_alloc uses fine-grained SVM */
   int fine_grain_system;         /* kernels may dereference any host address */
-  uint32_t max_blocks;           /* cap on work-groups per launch */
+  acc_cl_form_t form;            /* how the kernels run (acc_cl_kernel_form) */
+  uint32_t max_blocks;           /* cap on logical blocks running at once per launch */
   int use_command_buffer;        /* native graphs chosen (ACCEL_OPENCL_COMMAND_BUFFER=1) */
   const char *build_options;
 

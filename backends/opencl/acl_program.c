@@ -146,15 +146,17 @@ static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *o
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(prog, accel_kernel_names[id], &err);
   if (err != CL_SUCCESS) return acl_fail("clCreateKernel", err);
-  /* The reduction order is defined for ACCEL_KERNEL_BLOCK lanes per group: no smaller. */
+  /* The kernel's reqd_work_group_size: a SIMT group holds a logical block's
+   * ACCEL_KERNEL_BLOCK lanes, no fewer (the reduction order is defined for them). */
+  const size_t need = acc_cl_group_size(dev->form);
   size_t wg = 0;
   err = clGetKernelWorkGroupInfo(k, dev->phys->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
                                  NULL);
   if (err != CL_SUCCESS) {
     st = acl_fail("clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", err);
-  } else if (wg < ACCEL_KERNEL_BLOCK) {
-    st = acl_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: work-group size limit %zu < %u on %s",
-                             accel_kernel_names[id], wg, ACCEL_KERNEL_BLOCK, dev->phys->name);
+  } else if (wg < need) {
+    st = acl_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: work-group size limit %zu < %zu on %s",
+                             accel_kernel_names[id], wg, need, dev->phys->name);
   } else if (dev->fine_grain_system) {
     cl_bool yes = CL_TRUE;
     err = clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes);
@@ -203,11 +205,8 @@ accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
   }
   cl_int err = clSetKernelArg(set->k[id], 0, launch->params_size, launch->params);
   if (err != CL_SUCCESS) return acl_fail("clSetKernelArg", err);
-  uint32_t blocks = launch->num_blocks < dev->max_blocks ? launch->num_blocks : dev->max_blocks;
-  if (blocks == 0) blocks = 1;
   *kernel = set->k[id];
-  *global = (size_t)blocks * ACCEL_KERNEL_BLOCK;
-  *local = ACCEL_KERNEL_BLOCK;
+  acc_cl_ndrange(dev->form, launch->num_blocks, dev->max_blocks, global, local);
   return ACCEL_OK;
 }
 

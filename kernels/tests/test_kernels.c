@@ -3,8 +3,10 @@
  * accel_cpu_kernel_lookup on chunk tables over host memory, checks it against double-precision
  * references, checks that any split of the logical blocks (all at once, one by one in reverse)
  * gives the same bits, and, when built with OpenCL (KT_OPENCL), runs the OpenCL C form on the
- * first OpenCL platform (PoCL here, fine-grained SVM) with several grid sizes and requires the
- * same bits as the CPU form. Exit 77 from the OpenCL part when no usable device exists.
+ * first OpenCL platform (PoCL here, fine-grained SVM) in both of its forms (SIMT, as GPUs run
+ * it, and lane loops, as CPU devices do: accel_cl_launch.h) with several grid sizes and
+ * requires the same bits as the CPU form. Exit 77 from the OpenCL part when no usable device
+ * exists.
  */
 #include "accel_cpu_kernels.h"
 #include "accel_kernel_ids.h"
@@ -14,6 +16,12 @@
 #define CL_TARGET_OPENCL_VERSION 200
 #include <CL/cl.h>
 #include "accel_kernels_cl.h"
+#include "opencl/accel_cl_launch.h"
+/* The OpenCL forms, in the order of g_prog. */
+static const acc_cl_form_t kForms[2] = {ACC_CL_SIMT, ACC_CL_LANE_LOOPS};
+#define NFORMS 2
+#else
+#define NFORMS 0
 #endif
 
 /* Sizes: empty, tiny, around the lane count and around the chunk. */
@@ -30,11 +38,13 @@ static void run_cpu(uint32_t id, const void *params, uint32_t nblocks, int split
   }
 }
 
+/* 1 when the OpenCL forms run (KT_OPENCL and a usable device). */
+static int g_cl_ok;
+
 #ifdef KT_OPENCL
 static cl_context g_ctx;
 static cl_command_queue g_q;
-static cl_program g_prog;
-static int g_cl_ok;
+static cl_program g_prog[NFORMS];
 
 static int cl_setup(void) {
   cl_platform_id plat;
@@ -54,29 +64,33 @@ static int cl_setup(void) {
   g_q = clCreateCommandQueueWithProperties(g_ctx, dev, NULL, &err);
   if (err) return 0;
   const char *src = (const char *)accel_kernels_cl_source;
-  g_prog = clCreateProgramWithSource(g_ctx, 1, &src, NULL, &err);
-  if (err) return 0;
-  err = clBuildProgram(g_prog, 1, &dev, "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt",
-                       NULL, NULL);
-  if (err) {
-    char log[16384] = "";
-    clGetProgramBuildInfo(g_prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    fprintf(stderr, "clBuildProgram: %d\n%s\n", err, log);
-    ++kt_failures;
-    return 0;
+  for (int f = 0; f < NFORMS; ++f) {
+    const char *options = acc_cl_build_options(kForms[f], 1);
+    g_prog[f] = clCreateProgramWithSource(g_ctx, 1, &src, NULL, &err);
+    if (err) return 0;
+    err = clBuildProgram(g_prog[f], 1, &dev, options, NULL, NULL);
+    if (err) {
+      char log[16384] = "";
+      clGetProgramBuildInfo(g_prog[f], dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+      fprintf(stderr, "clBuildProgram(%s): %d\n%s\n", options, err, log);
+      ++kt_failures;
+      return 0;
+    }
   }
   return 1;
 }
 
-/* Launches kernel id with `groups` work-groups of 256 (grid-stride over nblocks). */
-static void run_cl(uint32_t id, const void *params, size_t psize, uint32_t groups) {
+/* Launches kernel id in form kForms[form] with `blocks` logical blocks running at once (the
+ * kernels loop grid-stride over the rest). */
+static void run_cl(int form, uint32_t id, const void *params, size_t psize, uint32_t blocks) {
   cl_int err;
-  cl_kernel k = clCreateKernel(g_prog, accel_kernel_names[id], &err);
+  cl_kernel k = clCreateKernel(g_prog[form], accel_kernel_names[id], &err);
   KT_CHECK(err == CL_SUCCESS, "clCreateKernel %s: %d", accel_kernel_names[id], err);
   if (err) return;
   err = clSetKernelArg(k, 0, psize, params);
   KT_CHECK(err == CL_SUCCESS, "clSetKernelArg: %d", err);
-  size_t local = ACC_BLOCK, global = (size_t)groups * ACC_BLOCK;
+  size_t local, global;
+  acc_cl_ndrange(kForms[form], blocks, blocks, &global, &local);
   err = clEnqueueNDRangeKernel(g_q, k, 1, NULL, &global, &local, 0, NULL, NULL);
   KT_CHECK(err == CL_SUCCESS, "clEnqueueNDRangeKernel: %d", err);
   clFinish(g_q);
@@ -134,8 +148,8 @@ static uint32_t total_chunks(void) {
   return c;
 }
 
-/* Norm of the tensor list: CPU (two splits), OpenCL (grid sizes 1, 3, all), all bitwise equal
- * (p-norms within 1e-5 on OpenCL), and against a double reference. */
+/* Norm of the tensor list: CPU (two splits), OpenCL (both forms, grid sizes 1, 3, all), all
+ * bitwise equal (p-norms within 1e-5 on OpenCL), and against a double reference. */
 static void test_norm(uint32_t dt, uint32_t kind, float p) {
   void *t[NT];
   make_tensors(t, dt, 3.0f, 1000 + dt * 7 + kind);
@@ -172,16 +186,19 @@ static void test_norm(uint32_t dt, uint32_t kind, float p) {
 #ifdef KT_OPENCL
   if (g_cl_ok) {
     const uint32_t grids[3] = {1, 3, nc};
-    for (int g = 0; g < 3; ++g) {
-      out[0] = -1.0f;
-      run_cl(ACCEL_KERNEL_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
-      run_cl(ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
-      if (kind != ACC_NORM_P) /* pow differs across math libraries: not bitwise */
-        KT_CHECK(memcmp(&out[0], &res[0], 4) == 0, "norm dt %u kind %u grid %u: OpenCL %a != CPU %a",
-                 dt, kind, grids[g], out[0], res[0]);
-      else
-        KT_CHECK(fabs(out[0] - ref) / ref < 1e-5, "norm P OpenCL %g vs %g", out[0], ref);
-    }
+    for (int f = 0; f < NFORMS; ++f)
+      for (int g = 0; g < 3; ++g) {
+        out[0] = -1.0f;
+        run_cl(f, ACCEL_KERNEL_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
+        run_cl(f, ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
+        if (kind != ACC_NORM_P) /* pow differs across math libraries: not bitwise */
+          KT_CHECK(memcmp(&out[0], &res[0], 4) == 0,
+                   "norm dt %u kind %u form %d grid %u: OpenCL %a != CPU %a", dt, kind, f,
+                   grids[g], out[0], res[0]);
+        else
+          KT_CHECK(fabs(out[0] - ref) / ref < 1e-5, "norm P OpenCL form %d: %g vs %g", f,
+                   out[0], ref);
+      }
   }
 #endif
   for (size_t k = 0; k < NT; ++k) xfree(t[k]);
@@ -191,7 +208,8 @@ static void test_norm(uint32_t dt, uint32_t kind, float p) {
 }
 
 /* The fused step's norm sweep over grads (dt) accumulated into hp and unscaled by 0.5, with
- * an Inf in the last tensor when `bad`: CPU (two splits) and OpenCL (grids 1, 3, all) bitwise
+ * an Inf in the last tensor when `bad`: CPU (two splits) and OpenCL (both forms, grids 1, 3,
+ * all) bitwise
  * equal, the norm against a double reference, found_inf set exactly when a gradient is bad. */
 static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
   void *lp[NT], *hp[NT];
@@ -240,18 +258,19 @@ static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
 #ifdef KT_OPENCL
   if (g_cl_ok) {
     const uint32_t grids[3] = {1, 3, nc};
-    for (int g = 0; g < 3; ++g) {
-      sc[1] = 0.0f;
-      sc[2] = -1.0f;
-      run_cl(ACCEL_KERNEL_GRAD_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
-      run_cl(ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
-      KT_CHECK(sc[1] == res[0][1], "grad norm grid %u: OpenCL found_inf %g, CPU %g", grids[g],
-               sc[1], res[0][1]);
-      if (kind != ACC_NORM_P)
-        KT_CHECK(memcmp(&sc[2], &res[0][0], 4) == 0,
-                 "grad norm dt %u kind %u grid %u: OpenCL %a != CPU %a", dt, kind, grids[g],
-                 sc[2], res[0][0]);
-    }
+    for (int f = 0; f < NFORMS; ++f)
+      for (int g = 0; g < 3; ++g) {
+        sc[1] = 0.0f;
+        sc[2] = -1.0f;
+        run_cl(f, ACCEL_KERNEL_GRAD_NORM_PARTIAL, &pp, sizeof pp, grids[g]);
+        run_cl(f, ACCEL_KERNEL_NORM_FINAL, &fp, sizeof fp, 1);
+        KT_CHECK(sc[1] == res[0][1], "grad norm form %d grid %u: OpenCL found_inf %g, CPU %g", f,
+                 grids[g], sc[1], res[0][1]);
+        if (kind != ACC_NORM_P)
+          KT_CHECK(memcmp(&sc[2], &res[0][0], 4) == 0,
+                   "grad norm dt %u kind %u form %d grid %u: OpenCL %a != CPU %a", dt, kind, f,
+                   grids[g], sc[2], res[0][0]);
+      }
   }
 #endif
   for (size_t k = 0; k < NT; ++k) {
@@ -263,8 +282,9 @@ static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
   xfree(sc);
 }
 
-/* Runs an elementwise kernel on copies of the same data on the CPU (both splits) and OpenCL;
- * all results must be bitwise equal, and the CPU result close to the case's reference. */
+/* Runs an elementwise kernel on copies of the same data on the CPU (both splits) and OpenCL
+ * (each form with 2 blocks at once, then all); all results must be bitwise equal, and the CPU
+ * result close to the case's reference. */
 typedef struct ew_case {
   uint32_t id;
   int nl;                        /* lists */
@@ -340,11 +360,7 @@ static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
 
 static void test_elementwise(const ew_case_t *ec) {
   const uint32_t nc = total_chunks();
-  enum { NRUN = 2
-#ifdef KT_OPENCL
-                + 2
-#endif
-  };
+  enum { NRUN = 2 + 2 * NFORMS };
   void *t[NRUN][ACC_MAX_LISTS][NT];
   float *scal[NRUN];
   size_t es[ACC_MAX_LISTS];
@@ -372,7 +388,7 @@ static void test_elementwise(const ew_case_t *ec) {
     }
 #ifdef KT_OPENCL
     else if (g_cl_ok) {
-      run_cl(ec->id, params, ec->psize, r == 2 ? 2 : nc);
+      run_cl((r - 2) / 2, ec->id, params, ec->psize, r % 2 == 0 ? 2 : nc);
     } else {
       xfree(chunks);
       continue;
@@ -521,8 +537,8 @@ static void ref_amp_update(acc_amp_scaler_t *s, float found_inf) {
   }
 }
 
-/* Runs the three one-block kernels over a set of states (CPU form, and OpenCL with grids of 1
- * and 2 work-groups) against the reference. */
+/* Runs the three one-block kernels over a set of states (CPU form, and each OpenCL form with 1
+ * and 2 blocks at once) against the reference. */
 static void test_amp(void) {
   static const float founds[] = {0.0f, 1.0f, NAN, -0.0f};
   static const float scales[] = {65536.0f, 1.0f, 3.0e38f, 0.5f, 3.0f};
@@ -530,12 +546,8 @@ static void test_amp(void) {
   for (size_t f = 0; f < sizeof founds / sizeof founds[0]; ++f)
     for (size_t c = 0; c < sizeof scales / sizeof scales[0]; ++c)
       for (size_t g = 0; g < sizeof trackers / sizeof trackers[0]; ++g)
-        for (int form = 0; form < 3; ++form) {
-#ifndef KT_OPENCL
-          if (form > 0) break;
-#else
+        for (int form = 0; form < 1 + 2 * NFORMS; ++form) {
           if (form > 0 && !g_cl_ok) break;
-#endif
           amp_state_t *d = xalloc(sizeof *d);
           const acc_amp_scaler_t init = {scales[c], -1.0f, trackers[g], 2000, 2.0f, 0.5f};
           d->sc = init;
@@ -560,7 +572,8 @@ static void test_amp(void) {
           for (int k = 0; k < 4; ++k) {
             if (form == 0) run_cpu(launches[k].id, launches[k].p, 1, 0);
 #ifdef KT_OPENCL
-            else run_cl(launches[k].id, launches[k].p, launches[k].size, (uint32_t)form);
+            else run_cl((form - 1) / 2, launches[k].id, launches[k].p, launches[k].size,
+                        (uint32_t)(form - 1) % 2 + 1);
 #else
             (void)launches[k].size;
 #endif

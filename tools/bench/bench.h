@@ -57,6 +57,40 @@ int bench_cl_host_run(bench_cl_host_t *h, const float *values, int n, char *why,
 const float *bench_cl_host_data(const bench_cl_host_t *h);
 void bench_cl_host_close(bench_cl_host_t *h);
 
+/* A bound loop of bench_baseline.h and the buffers it runs on. */
+typedef enum bench_loop_kind {
+  BENCH_LOOP_READ,    /* bench_bound_read(f32[0]) */
+  BENCH_LOOP_HP,      /* bench_bound_hp(lp, f32[0]) */
+  BENCH_LOOP_HP_ZERO, /* the same with zero_lp */
+  BENCH_LOOP_ADAM,    /* bench_bound_adam(f32[0..3] = p, g, m, v) */
+  BENCH_LOOP_STEP     /* bench_bound_step(pristine, lp, f32[0..3] = hp, p, m, v, inv_scale) */
+} bench_loop_kind_t;
+typedef struct bench_loop {
+  bench_loop_kind_t kind;
+  size_t n; /* elements per stream */
+  float *f32[4];
+  uint16_t *lp;
+  const uint16_t *pristine;
+  float inv_scale;
+} bench_loop_t;
+/* One run of the loop on the host (bench_baseline.h; the buffers must be host-accessible). */
+void bench_loop_run(const bench_loop_t *loop, int prefetch, int threads);
+/* Its bytes moved per run (read + written). */
+double bench_loop_bytes(const bench_loop_t *loop);
+
+/* The same loops through an OpenCL device (bench_cl_bound.c, bench_cl_bound.cl): built in the
+ * accel device's own context and run on its SVM buffers, so a kernel can be compared with the
+ * best a hand-written loop achieves through the same runtime (PoCL: the same threads). */
+typedef struct bench_cl_bound bench_cl_bound_t;
+/* 0, or nonzero with the reason in why (not an OpenCL device, no OpenCL in this build, a failing
+ * call). */
+int bench_cl_bound_open(accel_device_t *dev, bench_cl_bound_t **out, char *why, size_t cap);
+/* One bound sample of the loop on the device buffers (bench_bound_best's forms: plain and
+ * prefetching; a few work-items per compute unit, and one work-item, i.e. one thread, where
+ * bench_bound_thread_counts adds one thread): ms, or -1 after reporting a failure. */
+double bench_cl_bound_sample(bench_cl_bound_t *b, const bench_loop_t *loop);
+void bench_cl_bound_close(bench_cl_bound_t *b);
+
 /* Where tables go: stdout, or stderr when --json owns stdout. */
 FILE *bench_table_out(const bench_opts_t *o);
 
@@ -86,16 +120,21 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
  * on the side of a higher bound, never a lower one). */
 #define BENCH_BOUND_TRIES 2
 
-/* Sleeps a few milliseconds before a bound sample, so that threads of the device's runtime
- * that may still spin after the previous sample's last command are asleep: a bound is the best
- * the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound was as slow with
- * it as without under the load of the day; not measured on a quiet machine.) The tries of a
- * sample then run back to back: after the pause the loop's own threads are asleep too, and
- * only the first try pays for waking them, which on small working sets is most of a run. */
-void bench_settle(void);
-/* One bound sample: after bench_settle, BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads)
- * for each form (plain, prefetching) and each thread count of bench_bound_thread_counts(bytes);
- * returns the fastest run in ms. */
+/* Sleeps ms milliseconds around a bound sample. Before it (5 ms), so that threads of the
+ * device's runtime that may still spin after the previous sample's last command are asleep: a
+ * bound is the best the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound
+ * was as slow with it as without under the load of the day; not measured on a quiet machine.)
+ * The tries of a sample then run back to back: after the pause the loop's own threads are
+ * asleep too, and only the first try pays for waking them, which on small working sets is most
+ * of a run. After it (10 ms), so that the bound loops' OpenMP threads, which spin for a while
+ * after every run (libgomp's default wait policy; 3.7 ms of CPU here), are asleep when the
+ * next sample starts: without it the 24 MiB rows of `kernels` measured their kernels 2-7x
+ * slower than under OMP_WAIT_POLICY=passive (norm: 7.3 vs 1.1 ms on the CPU backend, 10.4 vs
+ * 1.6 ms on PoCL; one pair of runs each, machine under load). */
+void bench_settle(int ms);
+/* One bound sample: BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads) for each form (plain,
+ * prefetching) and each thread count of bench_bound_thread_counts(bytes), between two
+ * bench_settle pauses; returns the fastest run in ms. */
 typedef void (*bench_bound_run_fn)(void *ctx, int prefetch, int threads);
 double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
@@ -110,6 +149,9 @@ bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel
                                     double *tmp);
 /* Statistics of a copy of samples (samples keep their round order). */
 bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp);
+
+/* Formats a reason into why (cap bytes); returns 1 (for `return bench_why(...)`). */
+int bench_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* "what failed: STATUS: message" on stderr; returns 1 (the process exit status). */
 int bench_fail(accel_status_t st, const char *what);

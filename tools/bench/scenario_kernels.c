@@ -10,6 +10,10 @@
  * 28 bytes per element) run on S/16 Mi elements in 300 tensors; all fp32 data are views into
  * one S MiB buffer. The 2000 x 1K norm+clip runs at least 20 samples (each is short).
  * GB/s counts bytes read + bytes written, by kernel and bound alike.
+ *
+ * On an OpenCL device each row also runs the same loop through the device itself, in the same
+ * rounds (bench_cl_bound_open: a hand-written OpenCL loop on the kernel's own buffers), so the
+ * kernels are also judged against the best the device's runtime achieves (PoCL: issue 30).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +34,8 @@
 #define TARGET_ADAM_PCT 70.0
 #define TARGET_CLIP_BIG 2.0
 #define TARGET_CLIP_SMALL 20.0
+/* Of the OpenCL loop's bound, for the rows that have one (issue 30: norm and AdamW). */
+#define TARGET_CL_PCT 80.0
 
 typedef struct kctx {
   accel_device_t *dev;
@@ -77,9 +83,8 @@ fail:
   return 1;
 }
 
-/* The bound loop of a bandwidth row (bench_baseline.h) and the host buffers it runs on: the
- * kernel's own buffers when the host can use them, else host copies of the same size. */
-typedef enum { BOUND_READ, BOUND_HP, BOUND_HP_ZERO, BOUND_ADAM } bound_kind_t;
+/* The bound loop of a bandwidth row (bench.h) and the host buffers it runs on: the kernel's
+ * own buffers when the host can use them, else host copies of the same size; by loop kind. */
 static const char *const bound_names[] = {
     "read 1 fp32 stream (sum of squares)",
     "read bf16 + fp32, write fp32 in place (hp += float(lp))",
@@ -90,16 +95,45 @@ typedef struct bw_row {
   const char *name;
   op_fn op;
   kctx_t *c;
-  bound_kind_t bound;
-  float *x;      /* host view of the fp32 buffer */
-  uint16_t *lp;  /* host view of the bf16 buffer */
-  size_t numel;  /* elements per stream */
-  size_t quarter;
-  double bytes;  /* per call, read + written */
-  double target_pct; /* <= 0: none */
-  bench_stats_t ms, bound_ms, pct; /* pct: bench_bound_pct_stats of the rounds */
-  volatile double sink;
+  bench_loop_t loop;                /* the bound on the host's views */
+  bench_loop_t dev_loop;            /* the same on the device buffers (the OpenCL bound) */
+  bench_cl_bound_t *clb;            /* NULL: no OpenCL bound */
+  double bytes;                     /* per call, read + written */
+  double target_pct, cl_target_pct; /* <= 0: none */
+  /* pct, cl_pct: bench_bound_pct_stats of the rounds against each bound */
+  bench_stats_t ms, bound_ms, pct, cl_bound_ms, cl_pct;
 } bw_row_t;
+
+/* The buffers of the bandwidth rows: the fp32 buffer (AdamW: its four quarters) and the bf16
+ * buffer, as the device has them and as the host's bound loops see them. */
+typedef struct row_bufs {
+  float *x, *host_x;
+  uint16_t *lp, *host_lp;
+  size_t quarter;
+  bench_cl_bound_t *clb;
+} row_bufs_t;
+
+static bench_loop_t row_loop(bench_loop_kind_t kind, float *x, uint16_t *lp, size_t numel,
+                             size_t quarter) {
+  return (bench_loop_t){.kind = kind,
+                        .n = numel,
+                        .f32 = {x, x + quarter, x + 2 * quarter, x + 3 * quarter},
+                        .lp = lp};
+}
+
+static bw_row_t make_row(const char *name, op_fn op, kctx_t *c, bench_loop_kind_t kind,
+                         size_t numel, const row_bufs_t *b, double target, double cl_target) {
+  bw_row_t r = {.name = name,
+                .op = op,
+                .c = c,
+                .clb = b->clb,
+                .target_pct = target,
+                .cl_target_pct = cl_target};
+  r.loop = row_loop(kind, b->host_x, b->host_lp, numel, b->quarter);
+  r.dev_loop = row_loop(kind, b->x, b->lp, numel, b->quarter);
+  r.bytes = bench_loop_bytes(&r.loop);
+  return r;
+}
 
 static double sample_kernel(void *ctx) {
   bw_row_t *r = ctx;
@@ -111,32 +145,33 @@ fail:
   return -1.0;
 }
 
-/* One run of the row's bound loop (bench_bound_best). */
+/* One run of the row's bound loop on the host (bench_bound_best). */
 static void run_bound(void *ctx, int prefetch, int threads) {
-  bw_row_t *r = ctx;
-  switch (r->bound) {
-  case BOUND_READ: r->sink += bench_bound_read(r->x, r->numel, prefetch, threads); break;
-  case BOUND_HP: bench_bound_hp(r->lp, r->x, r->numel, 0, prefetch, threads); break;
-  case BOUND_HP_ZERO: bench_bound_hp(r->lp, r->x, r->numel, 1, prefetch, threads); break;
-  case BOUND_ADAM:
-    bench_bound_adam(r->x, r->x + r->quarter, r->x + 2 * r->quarter, r->x + 3 * r->quarter,
-                     r->numel, prefetch, threads);
-    break;
-  }
+  bench_loop_run(&((bw_row_t *)ctx)->loop, prefetch, threads);
 }
 
 static double sample_bound(void *ctx) {
   return bench_bound_best(((bw_row_t *)ctx)->bytes, run_bound, ctx);
 }
+static double sample_cl_bound(void *ctx) {
+  bw_row_t *r = ctx;
+  return bench_cl_bound_sample(r->clb, &r->dev_loop);
+}
 
-/* rounds paired rounds of bound and kernel; buf holds 3 * rounds doubles. */
+/* rounds paired rounds of bound, kernel and (with r->clb) the OpenCL bound; buf holds
+ * 4 * rounds doubles. */
 static int run_bw_row(bw_row_t *r, int rounds, double *buf) {
-  const bench_sample_fn fns[2] = {sample_bound, sample_kernel};
-  void *const ctx[2] = {r, r};
-  if (bench_rounds(rounds, 2, fns, ctx, buf)) return 1;
-  r->bound_ms = bench_stats_copy(buf, rounds, buf + 2 * rounds);
-  r->ms = bench_stats_copy(buf + rounds, rounds, buf + 2 * rounds);
-  r->pct = bench_bound_pct_stats(buf, buf + rounds, rounds, buf + 2 * rounds);
+  const bench_sample_fn fns[3] = {sample_bound, sample_kernel, sample_cl_bound};
+  void *const ctx[3] = {r, r, r};
+  double *tmp = buf + 3 * rounds;
+  if (bench_rounds(rounds, r->clb ? 3 : 2, fns, ctx, buf)) return 1;
+  r->bound_ms = bench_stats_copy(buf, rounds, tmp);
+  r->ms = bench_stats_copy(buf + rounds, rounds, tmp);
+  r->pct = bench_bound_pct_stats(buf, buf + rounds, rounds, tmp);
+  if (r->clb) {
+    r->cl_bound_ms = bench_stats_copy(buf + 2 * rounds, rounds, tmp);
+    r->cl_pct = bench_bound_pct_stats(buf + 2 * rounds, buf + rounds, rounds, tmp);
+  }
   return 0;
 }
 
@@ -233,23 +268,45 @@ static void print_bw(FILE *f, const bw_row_t *r) {
           r->pct.max, verdict);
 }
 
+static void print_cl_bw(FILE *f, const bw_row_t *r) {
+  char verdict[40] = "";
+  if (r->cl_target_pct > 0)
+    snprintf(verdict, sizeof verdict, ">= %.0f%%: %s", r->cl_target_pct,
+             r->cl_pct.median >= r->cl_target_pct ? "met" : "MISSED");
+  fprintf(f, "%-26s %8.2f [%7.2f..%7.2f] %6.2f  %5.1f%% [%5.1f..%5.1f]  %s\n", r->name,
+          r->cl_bound_ms.median, r->cl_bound_ms.min, r->cl_bound_ms.max,
+          gbps(r->bytes, r->cl_bound_ms.median), r->cl_pct.median, r->cl_pct.min, r->cl_pct.max,
+          verdict);
+}
+
+/* A bound of row r (its loop, ms and GB/s) as member key, the kernel's % of it and the target. */
+static void json_bound(bench_json_t *j, const bw_row_t *r, const char *key, const bench_stats_t *ms,
+                       const char *pct_key, const bench_stats_t *pct, const char *target_key,
+                       const char *met_key, double target) {
+  bench_json_begin_object(j, key);
+  bench_json_str(j, "loop", bound_names[r->loop.kind]);
+  bench_json_stats(j, "ms", ms);
+  bench_json_num(j, "gbps", gbps(r->bytes, ms->median));
+  bench_json_end_object(j);
+  bench_json_stats(j, pct_key, pct);
+  if (target > 0) {
+    bench_json_num(j, target_key, target);
+    bench_json_bool(j, met_key, pct->median >= target);
+  }
+}
+
 static void json_bw(bench_json_t *j, const bw_row_t *r) {
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "name", r->name);
-  bench_json_int(j, "numel", (long long)r->numel);
+  bench_json_int(j, "numel", (long long)r->loop.n);
   bench_json_stats(j, "ms", &r->ms);
   bench_json_num(j, "bytes", r->bytes);
   bench_json_num(j, "gbps", gbps(r->bytes, r->ms.median));
-  bench_json_begin_object(j, "bound");
-  bench_json_str(j, "loop", bound_names[r->bound]);
-  bench_json_stats(j, "ms", &r->bound_ms);
-  bench_json_num(j, "gbps", gbps(r->bytes, r->bound_ms.median));
-  bench_json_end_object(j);
-  bench_json_stats(j, "pct_of_bound", &r->pct);
-  if (r->target_pct > 0) {
-    bench_json_num(j, "target_pct", r->target_pct);
-    bench_json_bool(j, "met", r->pct.median >= r->target_pct);
-  }
+  json_bound(j, r, "bound", &r->bound_ms, "pct_of_bound", &r->pct, "target_pct", "met",
+             r->target_pct);
+  if (r->clb)
+    json_bound(j, r, "cl_bound", &r->cl_bound_ms, "pct_of_cl_bound", &r->cl_pct, "cl_target_pct",
+               "cl_met", r->cl_target_pct);
   bench_json_end_object(j);
 }
 
@@ -310,9 +367,11 @@ int bench_kernels(const bench_opts_t *o) {
   size_t *sizes = NULL, *offs = NULL, *hsz = NULL, *hoff = NULL, *asz = NULL, *aoff = NULL;
   size_t *ssz = NULL, *soff = NULL;
   accel_tensor_t *lists = NULL;
-  const int nbuf = 3 * (repeat < 20 ? 20 : repeat);
+  const int nbuf = 4 * (repeat < 20 ? 20 : repeat);
   double *buf = calloc((size_t)nbuf, sizeof *buf);
   bw_row_t bw[4];
+  row_bufs_t rb = {0};
+  char cl_why[256] = "";
   torch_row_t tr[2];
   memset(bw, 0, sizeof bw);
   memset(tr, 0, sizeof tr);
@@ -359,8 +418,7 @@ int bench_kernels(const bench_opts_t *o) {
   BENCH_TRY(bench_upload_random(dev, small, SMALL_TENSORS * SMALL_NUMEL, ACCEL_F32, 1.0f, 2));
 
   /* The bound loops run on the device buffers themselves when the host can use them. */
-  float *host_x = x;
-  uint16_t *host_lp = lp;
+  rb = (row_bufs_t){.x = x, .host_x = x, .lp = lp, .host_lp = lp, .quarter = quarter};
   if (!info.host_accessible) {
     host_copy = malloc(count * 4 + quarter * 2);
     if (!host_copy) {
@@ -368,9 +426,10 @@ int bench_kernels(const bench_opts_t *o) {
       goto fail;
     }
     memset(host_copy, 0, count * 4 + quarter * 2);
-    host_x = host_copy;
-    host_lp = (uint16_t *)(host_copy + count);
+    rb.host_x = host_copy;
+    rb.host_lp = (uint16_t *)(host_copy + count);
   }
+  if (!strcmp(info.backend, "opencl")) bench_cl_bound_open(dev, &rb.clb, cl_why, sizeof cl_why);
 
   accel_tensor_t *l = lists;
   c.list = l;
@@ -378,10 +437,8 @@ int bench_kernels(const bench_opts_t *o) {
   bench_make_list(x, ACCEL_F32, sizes, offs, BIG_TENSORS, c.list);
   const size_t norm_numel = sum_sizes(sizes, BIG_TENSORS);
   bench_progress("kernels: norm");
-  bw[0] = (bw_row_t){.name = "norm L2 (f32)", .op = op_norm, .c = &c, .bound = BOUND_READ,
-                     .x = host_x, .lp = host_lp, .numel = norm_numel, .quarter = quarter,
-                     .bytes = norm_numel * BENCH_BOUND_READ_BYTES,
-                     .target_pct = TARGET_NORM_PCT};
+  bw[0] = make_row("norm L2 (f32)", op_norm, &c, BENCH_LOOP_READ, norm_numel, &rb, TARGET_NORM_PCT,
+                   TARGET_CL_PCT);
   if (run_bw_row(&bw[0], repeat, buf)) goto fail;
 
   tr[0] = (torch_row_t){.name = "norm+clip 300 tensors", .list = l, .tensors = BIG_TENSORS,
@@ -403,16 +460,12 @@ int bench_kernels(const bench_opts_t *o) {
   BENCH_TRY(accel_fill(c.s, c.lp, BIG_TENSORS, 0.5f));
   const size_t hp_numel = sum_sizes(hsz, BIG_TENSORS);
   bench_progress("kernels: update_hp_grads");
-  bw[1] = (bw_row_t){.name = "update_hp_grads bf16->f32", .op = op_hp, .c = &c,
-                     .bound = BOUND_HP, .x = host_x, .lp = host_lp, .numel = hp_numel,
-                     .quarter = quarter, .bytes = hp_numel * BENCH_BOUND_HP_BYTES(0),
-                     .target_pct = TARGET_HP_PCT};
+  bw[1] = make_row("update_hp_grads bf16->f32", op_hp, &c, BENCH_LOOP_HP, hp_numel, &rb,
+                   TARGET_HP_PCT, 0.0);
   if (run_bw_row(&bw[1], repeat, buf)) goto fail;
   c.zero_lp = 1;
-  bw[2] = bw[1];
-  bw[2].name = "update_hp_grads + zero lp";
-  bw[2].bound = BOUND_HP_ZERO;
-  bw[2].bytes = hp_numel * BENCH_BOUND_HP_BYTES(1);
+  bw[2] = make_row("update_hp_grads + zero lp", op_hp, &c, BENCH_LOOP_HP_ZERO, hp_numel, &rb,
+                   TARGET_HP_PCT, 0.0);
   if (run_bw_row(&bw[2], repeat, buf)) goto fail;
 
   /* AdamW: p, g, m, v are the four quarters of x; m and v start at 0. */
@@ -431,19 +484,18 @@ int bench_kernels(const bench_opts_t *o) {
   BENCH_TRY(accel_stream_synchronize(c.s));
   const size_t adam_numel = sum_sizes(asz, BIG_TENSORS);
   bench_progress("kernels: fused AdamW");
-  bw[3] = (bw_row_t){.name = "fused AdamW (f32 grads)", .op = op_adam, .c = &c,
-                     .bound = BOUND_ADAM, .x = host_x, .lp = host_lp, .numel = adam_numel,
-                     .quarter = quarter, .bytes = adam_numel * BENCH_BOUND_ADAM_BYTES,
-                     .target_pct = TARGET_ADAM_PCT};
+  bw[3] = make_row("fused AdamW (f32 grads)", op_adam, &c, BENCH_LOOP_ADAM, adam_numel, &rb,
+                   TARGET_ADAM_PCT, TARGET_CL_PCT);
   if (run_bw_row(&bw[3], repeat, buf)) goto fail;
   bench_progress_done();
 
   bench_machine_t m;
   FILE *f = bench_report_begin(o, dev, &m);
-  fprintf(f, "kernels: %.0f MiB fp32 working set, %d paired rounds (bound, kernel), %d bound "
-             "threads; ms median [min..max]; %% of bound: median [min..max] of the rounds' "
-             "bound ms (fastest of the round and its neighbours) / kernel ms\n",
-          size_mb, repeat, bench_baseline_threads());
+  fprintf(f,
+          "kernels: %.0f MiB fp32 working set, %d paired rounds (bound, kernel%s), %d bound "
+          "threads; ms median [min..max]; %% of bound: median [min..max] of the rounds' "
+          "bound ms (fastest of the round and its neighbours) / kernel ms\n",
+          size_mb, repeat, rb.clb ? ", OpenCL loop" : "", bench_baseline_threads());
   fprintf(f, "%-26s %-25s %6s %8s %6s  %-20s  %s\n", "kernel", "ms", "GB/s", "bound ms", "GB/s",
           "% of bound", "target");
   for (int i = 0; i < 4; i++) print_bw(f, &bw[i]);
@@ -451,7 +503,17 @@ int bench_kernels(const bench_opts_t *o) {
              "each round the fastest of %d runs each, plain and prefetching, and below 64 MiB "
              "moved also on 1 thread):\n",
           bench_baseline_threads(), BENCH_BOUND_TRIES);
-  for (int i = 0; i < 4; i++) fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bound]);
+  for (int i = 0; i < 4; i++) fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].loop.kind]);
+  if (rb.clb) {
+    fprintf(f,
+            "the same loops through the OpenCL device (tools/bench/bench_cl_bound.cl: each "
+            "work-item moves contiguous spans, 16-wide vectors), in the same rounds:\n");
+    fprintf(f, "%-26s %-25s %6s  %-20s  %s\n", "kernel", "OpenCL loop ms", "GB/s",
+            "% of OpenCL loop", "target");
+    for (int i = 0; i < 4; i++) print_cl_bw(f, &bw[i]);
+  } else if (cl_why[0]) {
+    fprintf(f, "OpenCL loop bound skipped: %s\n", cl_why);
+  }
   fprintf(f, "%-26s %-29s  %-29s %s\n", "vs PyTorch (clip_grad_norm_)", "accel ms (last round)",
           "torch ms (last round)", "speedup: median [min..max] of the rounds, target");
   for (int i = 0; i < 2; i++) print_torch(f, &tr[i]);
@@ -480,6 +542,7 @@ fail:
   if (small) accel_free(dev, small);
   if (c.scalars) accel_free(dev, c.scalars);
   if (c.args) accel_free(dev, c.args);
+  bench_cl_bound_close(rb.clb);
   if (dev) accel_device_close(dev);
 done:
   free(host_copy);

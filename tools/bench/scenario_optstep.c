@@ -18,7 +18,9 @@
  * comparison. Then the timing (issue 23): rounds in which the step's bound (the compulsory
  * traffic, bench_bound_step) and the variants each run once, in turn, so every ratio (% of
  * bound, speedup over per-tensor eager) is taken within a round; the tables give the median of
- * those ratios and their spread.
+ * those ratios and their spread. On an OpenCL device the same compulsory traffic also runs
+ * through the device in every round (bench_cl_bound_open: a hand-written OpenCL loop on the
+ * model's own buffers), a second bound (issue 30).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -57,20 +59,22 @@ typedef struct variant {
   size_t calls_per_step;
   size_t graph_nodes;
   uint64_t digest;
-  bench_stats_t ms, pct, speedup; /* pct: of the bound; speedup: over per-tensor eager */
+  /* pct, cl_pct: of the bound, of the OpenCL bound; speedup: over per-tensor eager */
+  bench_stats_t ms, pct, cl_pct, speedup;
   double *enqueue;  /* eager variants while timed: host ms in the API calls of each step */
   int nenqueue, enqueue_cap;
   bench_stats_t enqueue_ms;
 } variant_t;
 
 /* The bound of the step: the compulsory traffic (bench_bound_step) on the model's buffers, or
- * on host buffers of the same sizes when the host cannot use the device's. */
+ * on host buffers of the same sizes when the host cannot use the device's; and through an
+ * OpenCL device on the model's buffers (clb: NULL when there is none). */
 typedef struct step_bound {
-  os_model_t *md;
-  uint16_t *pristine, *lp;
-  float *hp, *p, *m, *v;
+  bench_loop_t loop, dev_loop;
   void *host;
-  bench_stats_t ms;
+  bench_cl_bound_t *clb;
+  char cl_why[256]; /* why there is no OpenCL bound on an OpenCL device */
+  bench_stats_t ms, cl_ms;
 } step_bound_t;
 
 /* The separate kernels over lists of k tensors, `calls` times (per tensor: k = 1). */
@@ -131,42 +135,43 @@ fail:
   return -1.0;
 }
 
-/* One run of the step's compulsory-traffic loop (bench_bound_best). */
+/* One run of the step's compulsory-traffic loop on the host (bench_bound_best). */
 static void run_bound(void *ctx, int prefetch, int threads) {
-  step_bound_t *b = ctx;
-  bench_bound_step(b->pristine, b->lp, b->hp, b->p, b->m, b->v, b->md->numel, 0x1p-10f,
-                   prefetch, threads);
+  bench_loop_run(&((step_bound_t *)ctx)->loop, prefetch, threads);
 }
 
 static double sample_bound(void *ctx) {
   step_bound_t *b = ctx;
-  return bench_bound_best(BENCH_BOUND_STEP_BYTES * (double)b->md->numel, run_bound, b);
+  return bench_bound_best(bench_loop_bytes(&b->loop), run_bound, b);
+}
+static double sample_cl_bound(void *ctx) {
+  step_bound_t *b = ctx;
+  return bench_cl_bound_sample(b->clb, &b->dev_loop);
 }
 
-static int bound_init(step_bound_t *b, os_model_t *md, const accel_device_info_t *info) {
+static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
+                      const accel_device_info_t *info) {
   memset(b, 0, sizeof *b);
-  b->md = md;
-  if (info->host_accessible) {
-    b->pristine = md->pristine;
-    b->lp = md->lp;
-    b->hp = md->hp;
-    b->p = md->params;
-    b->m = md->exp_avg;
-    b->v = md->exp_avg_sq;
-    return 1;
-  }
   const size_t n = md->numel;
+  b->dev_loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
+                               .n = n,
+                               .f32 = {md->hp, md->params, md->exp_avg, md->exp_avg_sq},
+                               .lp = md->lp,
+                               .pristine = md->pristine,
+                               .inv_scale = 0x1p-10f};
+  b->loop = b->dev_loop;
+  if (!strcmp(info->backend, "opencl"))
+    bench_cl_bound_open(dev, &b->clb, b->cl_why, sizeof b->cl_why);
+  if (info->host_accessible) return 1;
   b->host = calloc(n, 4 * sizeof(float) + 2 * sizeof(uint16_t));
   if (!b->host) {
     fprintf(stderr, "accel-bench: out of host memory for the step bound\n");
     return 0;
   }
-  b->hp = b->host;
-  b->p = b->hp + n;
-  b->m = b->p + n;
-  b->v = b->m + n;
-  b->pristine = (uint16_t *)(b->v + n);
-  b->lp = b->pristine + n;
+  float *hp = b->host;
+  for (int k = 0; k < 4; k++) b->loop.f32[k] = hp + (size_t)k * n;
+  b->loop.pristine = (uint16_t *)(hp + 4 * n);
+  b->loop.lp = (uint16_t *)(hp + 4 * n) + n;
   return 1;
 }
 
@@ -253,13 +258,14 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   memset(&torch, 0, sizeof torch);
   const int steps = o->steps ? o->steps : default_steps(preset);
   const int rounds = steps > 1 ? steps - 1 : 1;
-  double *buf = calloc((size_t)(NUM_VARIANTS + 2) * (size_t)rounds, sizeof *buf);
+  /* rounds of: the bound, the variants, the OpenCL bound; and a scratch row */
+  double *buf = calloc((size_t)(NUM_VARIANTS + 3) * (size_t)rounds, sizeof *buf);
   int rc = 1;
   if (!os_model_sizes(&md, preset, o->tensors, o->params) || !buf) goto done;
   if (!os_model_alloc(&md, dev)) goto done;
   accel_device_info_t info;
   BENCH_TRY(accel_device_get_info(dev, &info));
-  if (!bound_init(&bound, &md, &info)) goto fail;
+  if (!bound_init(&bound, &md, dev, &info)) goto fail;
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
   BENCH_TRY(accel_host_alloc(dev, (size_t)steps * sizeof *host_steps, (void **)&host_steps));
   for (int k = 0; k < steps; k++)
@@ -282,20 +288,25 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     var[v].enqueue = calloc((size_t)rounds + 1, sizeof *var[v].enqueue);
     var[v].enqueue_cap = var[v].enqueue ? rounds + 1 : 0;
   }
-  bench_sample_fn fns[NUM_VARIANTS + 1] = {sample_bound};
-  void *ctx[NUM_VARIANTS + 1] = {&bound};
+  bench_sample_fn fns[NUM_VARIANTS + 2] = {sample_bound};
+  void *ctx[NUM_VARIANTS + 2] = {&bound};
   for (int v = 0; v < NUM_VARIANTS; v++) {
     fns[v + 1] = sample_step;
     ctx[v + 1] = &var[v];
   }
-  if (bench_rounds(rounds, NUM_VARIANTS + 1, fns, ctx, buf)) goto fail;
-  double *tmp = buf + (NUM_VARIANTS + 1) * rounds;
+  fns[NUM_VARIANTS + 1] = sample_cl_bound;
+  ctx[NUM_VARIANTS + 1] = &bound;
+  if (bench_rounds(rounds, NUM_VARIANTS + 1 + (bound.clb != NULL), fns, ctx, buf)) goto fail;
+  double *tmp = buf + (NUM_VARIANTS + 2) * rounds;
   const double *bound_ms = buf, *pt_eager_ms = buf + rounds;
+  const double *cl_ms = buf + (NUM_VARIANTS + 1) * rounds;
   bound.ms = bench_stats_copy(bound_ms, rounds, tmp);
+  if (bound.clb) bound.cl_ms = bench_stats_copy(cl_ms, rounds, tmp);
   for (int v = 0; v < NUM_VARIANTS; v++) {
     const double *ms = buf + (v + 1) * rounds;
     var[v].ms = bench_stats_copy(ms, rounds, tmp);
     var[v].pct = bench_bound_pct_stats(bound_ms, ms, rounds, tmp);
+    if (bound.clb) var[v].cl_pct = bench_bound_pct_stats(cl_ms, ms, rounds, tmp);
     var[v].speedup = bench_ratio_stats(pt_eager_ms, ms, rounds, 1.0, tmp);
     if (var[v].nenqueue > 1) /* the first is the warm-up round's */
       var[v].enqueue_ms = bench_stats(var[v].enqueue + 1, (size_t)var[v].nenqueue - 1);
@@ -314,9 +325,17 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
              "p, m, v; write lp, hp, p, m, v), %.3f ms [%.3f..%.3f], %.2f GB/s\n",
           bytes / 1e6, BENCH_BOUND_STEP_BYTES, bound.ms.median, bound.ms.min, bound.ms.max,
           bytes / (bound.ms.median * 1e6));
-  fprintf(f, "%-19s %6s %-28s %6s %-22s %-22s %s\n", "variant", "calls",
-          "ms/step median [min..max]", "GB/s", "% of bound [min..max]", "speedup [min..max]",
-          "capture ms");
+  if (bound.clb)
+    fprintf(f,
+            "OpenCL bound: the same traffic through the device (tools/bench/bench_cl_bound.cl), "
+            "%.3f ms [%.3f..%.3f], %.2f GB/s\n",
+            bound.cl_ms.median, bound.cl_ms.min, bound.cl_ms.max,
+            bytes / (bound.cl_ms.median * 1e6));
+  else if (bound.cl_why[0]) fprintf(f, "OpenCL bound skipped: %s\n", bound.cl_why);
+  fprintf(f, "%-19s %6s %-28s %6s %-22s ", "variant", "calls", "ms/step median [min..max]", "GB/s",
+          "% of bound [min..max]");
+  if (bound.clb) fprintf(f, "%-21s ", "% of OpenCL loop");
+  fprintf(f, "%-22s %s\n", "speedup [min..max]", "capture ms");
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "preset", md.name);
   bench_json_int(j, "tensors", (long long)md.n);
@@ -328,6 +347,13 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   bench_json_stats(j, "ms", &bound.ms);
   bench_json_num(j, "gbps", bytes / (bound.ms.median * 1e6));
   bench_json_end_object(j);
+  if (bound.clb) {
+    bench_json_begin_object(j, "cl_bound");
+    bench_json_str(j, "loop", "the same through the OpenCL device");
+    bench_json_stats(j, "ms", &bound.cl_ms);
+    bench_json_num(j, "gbps", bytes / (bound.cl_ms.median * 1e6));
+    bench_json_end_object(j);
+  }
   bench_json_begin_array(j, "variants");
   for (int v = 0; v < NUM_VARIANTS; v++) {
     const variant_t *r = &var[v];
@@ -336,6 +362,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     print_stats3(f, &r->ms, " %8.3f [%7.3f..%7.3f]");
     fprintf(f, " %6.2f", g);
     print_stats3(f, &r->pct, " %5.1f%% [%5.1f..%5.1f]");
+    if (bound.clb) print_stats3(f, &r->cl_pct, " %5.1f%% [%5.1f..%5.1f]");
     print_stats3(f, &r->speedup, " %6.2fx [%5.2f..%5.2f] ");
     if (r->graph_nodes)
       fprintf(f, "%.2f (%zu nodes)\n", r->capture_ms, r->graph_nodes);
@@ -347,6 +374,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     bench_json_stats(j, "ms", &r->ms);
     bench_json_num(j, "gbps", g);
     bench_json_stats(j, "pct_of_bound", &r->pct);
+    if (bound.clb) bench_json_stats(j, "pct_of_cl_bound", &r->cl_pct);
     bench_json_stats(j, "speedup_vs_per_tensor_eager", &r->speedup);
     if (r->enqueue_ms.n) bench_json_stats(j, "enqueue_ms", &r->enqueue_ms);
     if (r->graph_nodes) {
@@ -395,6 +423,7 @@ fail:
   if (s) accel_stream_destroy(s);
 done:
   free(bound.host);
+  bench_cl_bound_close(bound.clb);
   os_model_free(&md);
   free(buf);
   return rc;

@@ -7,14 +7,16 @@ For each ratio a scenario reports as paired-round statistics (% of bound, speedu
 over eager, accel over baseline) prints the median of the runs' medians, the range of the runs'
 medians and the range of every round of every run, grouped by scenario, CPU model and device
 (figures from different machines are never pooled), and counts the medians above 100% of a
-bound.
+bound (of either bound: the host loop's, pct_of_bound, or on an OpenCL device the loop through
+the device, pct_of_cl_bound).
 """
 import json
 import statistics
 import sys
 
-RATIO_KEYS = ("pct_of_bound", "speedup", "speedup_all_cpus", "speedup_vs_per_tensor_eager",
-              "replay_over_eager", "ratio", "torch_over_multi_tensor_graph")
+RATIO_KEYS = ("pct_of_bound", "pct_of_cl_bound", "speedup", "speedup_all_cpus",
+              "speedup_vs_per_tensor_eager", "replay_over_eager", "ratio",
+              "torch_over_multi_tensor_graph")
 
 
 def walk(node, path, out):
@@ -52,7 +54,7 @@ def main():
             lo = min(s["min"] for s in stats)
             hi = max(s["max"] for s in stats)
             flag = ""
-            if name.endswith("pct_of_bound") and max(meds) > 100:
+            if name.endswith(("pct_of_bound", "pct_of_cl_bound")) and max(meds) > 100:
                 flag = "  ABOVE THE BOUND"
                 over += 1
             print(f"  {name[1:]:<70} {statistics.median(meds):9.3f} [{min(meds):.3f}.."
