@@ -32,34 +32,54 @@ ACC_INLINE acc_f32 acc_step_grad(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 d
   return (in_place != 0u ? x : sum) * s;
 }
 
+ACC_INLINE acc_f32 acc_grad_norm_elem(acc_f32 a, acc_idx i, acc_u64 grads, acc_u64 hp,
+                                      acc_u32 dt, acc_u32 acc, acc_f32 s, acc_u32 kind,
+                                      acc_f32 p) {
+  return acc_norm_step(a, acc_step_grad(i, grads, hp, dt, acc, 0u, s), kind, p);
+}
+
+/* bad | 1 when the gradient is not finite (acc and dt at run time: a cold path). */
+ACC_INLINE acc_u32 acc_grad_bad_elem(acc_u32 bad, acc_idx i, acc_u64 grads, acc_u64 hp,
+                                     acc_u32 dt, acc_u32 acc, acc_f32 s) {
+  return bad | (acc_is_finite(acc_step_grad(i, grads, hp, dt, acc, 0u, s)) ^ 1u);
+}
+
+/* The norm partials of the gradients, in accel_k_norm_partial's loop and order. The overflow
+ * check costs nothing while the gradients are finite: a non-finite gradient makes its lane's
+ * value, and so the chunk's partial, non-finite (x*x, |x|, |x|^p and the NaN-propagating max
+ * all keep Inf and NaN, and no term is negative), so only a chunk whose partial is not finite
+ * (a bad gradient, or a finite sum that overflowed) is read again to tell the two apart. */
 ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
   ACC_SHARED(acc_f32, red, ACC_BLOCK);
   ACC_SHARED(acc_u32, red_bad, ACC_BLOCK);
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   ACC_GPTR(acc_f32) partials = ACC_PTR(acc_f32, P.partials);
   const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
+  const acc_u32 accumulate = P.flags & ACC_STEP_ACCUMULATE;
   ACC_FOR_BLOCKS(b, P.num_chunks) {
     const acc_u64 grads = chunks[b].ptr[0];
     const acc_u64 hp = chunks[b].ptr[1];
     const acc_u32 count = chunks[b].count;
     ACC_PRIVATE(acc_f32, a);
-    ACC_PRIVATE(acc_u32, bad);
-    ACC_PRIVATE(acc_f32, g);
-    ACC_LANES(ACC_LV(a) = 0.0f; ACC_LV(bad) = 0u;)
-    ACC_FOR_ROWS(row, rn, count) {
-      ACC_DTYPE_SWITCH(P.dtype, DT,
-        ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
-          ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad(row + lane, grads, hp, DT, AC, 0u, s);)))
+    ACC_LANES(ACC_LV(a) = 0.0f;)
+    ACC_DTYPE_SWITCH(P.dtype, DT,
       ACC_NORM_KIND_SWITCH(P.kind, KIND,
-        ACC_ROW_LANES(rn, ACC_LV(a) = acc_norm_step(ACC_LV(a), ACC_LV(g), KIND, P.p);
-                          ACC_LV(bad) |= acc_is_finite(ACC_LV(g)) ^ 1u;))
-    }
-    ACC_LANES(red[lane] = ACC_LV(a); red_bad[lane] = ACC_LV(bad);)
+        ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
+          ACC_LANE_FOLD_AHEAD(a, count, grads, acc_dt_bytes(DT), acc_grad_norm_elem, grads, hp,
+                              DT, AC, s, KIND, P.p))))
+    ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
     ACC_TREE(red, acc_norm_combine, P.kind)
-    ACC_TREE(red_bad, acc_or_u32, 0u)
-    ACC_LANE0(partials[b] = red[0];
-              if (red_bad[0] != 0u && P.found_inf != 0u) ACC_PTR(acc_f32, P.found_inf)[0] = 1.0f;)
+    ACC_LANE0(partials[b] = red[0];)
+    if (P.found_inf != 0u && !acc_is_finite(red[0])) {
+      ACC_PRIVATE(acc_u32, bad);
+      ACC_LANES(ACC_LV(bad) = 0u;)
+      ACC_LANE_FOLD(bad, count, acc_grad_bad_elem, grads, hp, P.dtype, accumulate, s);
+      ACC_LANES(red_bad[lane] = ACC_LV(bad);)
+      ACC_BARRIER();
+      ACC_TREE(red_bad, acc_or_u32, 0u)
+      ACC_LANE0(if (red_bad[0] != 0u) ACC_PTR(acc_f32, P.found_inf)[0] = 1.0f;)
+    }
     ACC_BARRIER();
   }
 }

@@ -31,7 +31,8 @@ typedef struct step_cfg {
   accel_dtype_t model; /* NO_MODEL or the model weights' dtype */
   float norm_type, max_norm;
   accel_adam_args_t args;
-  int inject; /* 0, or a gradient made Inf (1) / NaN (2) */
+  int inject; /* 0, or a gradient made Inf (1) / NaN (2), or two so large (3e38, finite in
+                 F32 / BF16) that the sum of squares overflows: norm Inf, found_inf still 0 */
   int in_place; /* hp_grads = grads (F32 gradients only): unscaled and clipped in place */
 } step_cfg_t;
 
@@ -75,8 +76,9 @@ static accel_status_t state_make(cts_ctx_t *ctx, step_state_t *st, accel_dtype_t
     s = kc_push(ctx, &st->v, t);
   }
   if (s == ACCEL_OK && c->inject) { /* one bad gradient in the second chunk of tensor 9 */
-    const float bad = c->inject == 1 ? -INFINITY : NAN;
+    const float bad = c->inject == 1 ? -INFINITY : c->inject == 2 ? NAN : 3e38f;
     kc_raw_set(st->lp.host[9], KC_CHUNK + 1, dt, kc_ref_narrow(bad, dt));
+    if (c->inject == 3) kc_raw_set(st->lp.host[9], KC_CHUNK + 2, dt, kc_ref_narrow(-bad, dt));
     s = kc_push(ctx, &st->lp, 9);
   }
   if (s == ACCEL_OK && c->in_place) { /* a -0 gradient stays -0 in place, as torch leaves it */
@@ -186,9 +188,9 @@ static cts_result_t compare_states(cts_ctx_t *ctx, step_state_t *seq, step_state
   if (c->flags & ACCEL_ADAM_STEP_CLIP)
     CTS_CHECK(kc_f32_bits(a.coef) == kc_f32_bits(b.coef), "%s: coef fused %a, separate %a", cfg,
               (double)b.coef, (double)a.coef);
-  CTS_CHECK(!c->scale || (a.args.found_inf != 0.0f) == (c->inject != 0),
-            "%s: found_inf %g with %s bad gradient", cfg, (double)a.args.found_inf,
-            c->inject ? "a" : "no");
+  const int bad = c->inject == 1 || c->inject == 2;
+  CTS_CHECK(!c->scale || (a.args.found_inf != 0.0f) == bad, "%s: found_inf %g with %s bad gradient",
+            cfg, (double)a.args.found_inf, bad ? "a" : "no");
   return CTS_PASS;
 }
 
@@ -214,6 +216,8 @@ static const step_cfg_t kConfigs[] = {
     /* overflowing steps: found_inf skips Adam and the cast; grads are still consumed */
     {CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 1, 0}, /* kept: not zeroed */
     {Z | ACC | CLIP, 1, 1, ACCEL_F16, 2.0f, 1.0f, ADAMW, 2, 0},
+    /* finite gradients whose squares overflow: an Inf norm (the clip zeroes), no overflow */
+    {Z | CLIP, 1, 1, ACCEL_BF16, 2.0f, 1.0f, ADAMW, 3, 0},
     /* without the check, a NaN gradient flows through the norm and the clip as it does there */
     {Z | CLIP, 1, 0, NO_MODEL, 2.0f, 1.0f, ADAMW, 2, 0},
     /* accel.torch's step: F32 gradients unscaled and clipped in place */
