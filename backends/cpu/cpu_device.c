@@ -87,7 +87,7 @@ accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
   }
   unsigned threads = cpu_sysinfo_thread_count(host);
   const char *call = "";
-  rc = cpu_workers_create(threads, &dev->pool, &call);
+  rc = cpu_workers_create(threads, dev->spin_ns, &dev->pool, &call);
   if (rc != 0) {
     cpu_notifier_destroy(&dev->record_done);
     free(dev);

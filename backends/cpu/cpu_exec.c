@@ -19,7 +19,7 @@ static void kernel_range(void *ctx, uint64_t begin, uint64_t end) {
 void cpu_exec_kernel_split(cpu_device_t *device, accel_cpu_kernel_fn fn, const void *params,
                            uint32_t num_blocks, unsigned parts) {
   kernel_job_t job = {fn, params};
-  cpu_workers_run(device->pool, kernel_range, &job, num_blocks, parts);
+  cpu_workers_run(device->pool, kernel_range, &job, num_blocks, parts, 1u);
 }
 
 static void exec_kernel(cpu_device_t *device, const cpu_op_t *op) {
@@ -54,13 +54,15 @@ static void fused_range(void *ctx, uint64_t begin, uint64_t end) {
 static void exec_fused(cpu_device_t *device, const cpu_op_t *op) {
   if (op->u.fused.parts > 1u)
     cpu_workers_run(device->pool, fused_range, (void *)op, op->u.fused.num_blocks,
-                    op->u.fused.parts);
+                    op->u.fused.parts, op->u.fused.tile_blocks);
   else
     fused_range((void *)op, 0, op->u.fused.num_blocks);
 }
 
-/* Copies and fills are split on 64-byte units so that parts start on cache lines. */
+/* Copies and fills are split on 64-byte units so that parts start on cache lines, and claimed
+ * at least a part's bytes at a time. */
 #define COPY_UNIT 64u
+#define COPY_GRAIN_UNITS (CPU_COPY_PART_BYTES / COPY_UNIT)
 
 static void byte_range(const cpu_op_t *op, uint64_t begin, uint64_t end, size_t *off,
                        size_t *len) {
@@ -106,7 +108,8 @@ static void exec_memcpy(cpu_device_t *device, const cpu_op_t *op) {
     cpu_copy(dst, src, size, size);
     return;
   }
-  cpu_workers_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+  cpu_workers_run(device->pool, copy_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts,
+                  COPY_GRAIN_UNITS);
 }
 
 static void exec_memset(cpu_device_t *device, const cpu_op_t *op) {
@@ -116,7 +119,8 @@ static void exec_memset(cpu_device_t *device, const cpu_op_t *op) {
     memset(op->u.fill.dst, op->u.fill.value, size);
     return;
   }
-  cpu_workers_run(device->pool, fill_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts);
+  cpu_workers_run(device->pool, fill_range, (void *)op, (size + COPY_UNIT - 1u) / COPY_UNIT, parts,
+                  COPY_GRAIN_UNITS);
 }
 
 void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op) {

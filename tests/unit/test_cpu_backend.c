@@ -553,6 +553,50 @@ static int test_kernel_split(void) {
   return TEST_PASS;
 }
 
+/* Back-to-back split jobs from two threads at once (two streams sharing the pool: one owns it,
+ * the other runs its job alone), thousands of them: every block of every job runs exactly
+ * once. Helpers join and leave jobs while the next one opens (the pool's claim protocol). */
+typedef struct b2b {
+  accel_be_device_t *dev;
+  atomic_uint *visits; /* B2B_BLOCKS per job */
+  int failures;
+} b2b_t;
+enum { B2B_JOBS = 3000, B2B_BLOCKS = 37 };
+
+static void b2b_kernel(const void *params, uint32_t b0, uint32_t b1) {
+  atomic_uint *visits = *(atomic_uint *const *)params;
+  for (uint32_t b = b0; b < b1; ++b) atomic_fetch_add(&visits[b], 1u);
+}
+
+static void *b2b_main(void *arg) {
+  b2b_t *t = arg;
+  for (int j = 0; j < B2B_JOBS; ++j) {
+    atomic_uint *v = t->visits + (size_t)j * B2B_BLOCKS;
+    cpu_exec_kernel_split(t->dev, b2b_kernel, &v, B2B_BLOCKS, 1u + (unsigned)j % 4u);
+    for (int b = 0; b < B2B_BLOCKS; ++b) t->failures += atomic_load(&v[b]) != 1u;
+  }
+  return NULL;
+}
+
+static int test_pool_back_to_back(void) {
+  accel_be_device_t *dev = open_device(3);
+  CHECK(dev != NULL, "open");
+  b2b_t t[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; ++i) {
+    t[i] = (b2b_t){dev, calloc((size_t)B2B_JOBS * B2B_BLOCKS, sizeof(atomic_uint)), 0};
+    CHECK(t[i].visits != NULL, "calloc");
+    CHECK(pthread_create(&th[i], NULL, b2b_main, &t[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(t[i].failures == 0, "thread %d: %d blocks ran other than once", i, t[i].failures);
+    free(t[i].visits);
+  }
+  vt->device_close(dev);
+  return TEST_PASS;
+}
+
 /* The real accel_k_fill kernel through launch_kernel, submit_batch and a native graph, on 1 and
  * 4 threads: large enough to be split over the pool, with its parameter block changed after the
  * (gated) launch to prove the backend copied it. The graph is fill then accel_k_scale by 2 (one
@@ -958,6 +1002,7 @@ int main(int argc, char **argv) {
   run_test("copy_fill_1_thread", test_copy_fill_1_thread);
   run_test("copy_fill_4_threads", test_copy_fill_4_threads);
   run_test("ordering", test_ordering);
+  run_test("pool_back_to_back", test_pool_back_to_back);
   run_test("query_not_ready", test_query_not_ready);
   run_test("cross_stream_wait", test_cross_stream_wait);
   run_test("elapsed", test_elapsed);
