@@ -63,14 +63,13 @@ typedef enum bench_loop_kind {
   BENCH_LOOP_HP,      /* bench_bound_hp(lp, f32[0]) */
   BENCH_LOOP_HP_ZERO, /* the same with zero_lp */
   BENCH_LOOP_ADAM,    /* bench_bound_adam(f32[0..3] = p, g, m, v) */
-  BENCH_LOOP_STEP     /* bench_bound_step(pristine, lp, f32[0..3] = hp, p, m, v, inv_scale) */
+  BENCH_LOOP_STEP     /* bench_bound_step(lp, f32[0..3] = hp, p, m, v, inv_scale) */
 } bench_loop_kind_t;
 typedef struct bench_loop {
   bench_loop_kind_t kind;
   size_t n; /* elements per stream */
   float *f32[4];
   uint16_t *lp;
-  const uint16_t *pristine;
   float inv_scale;
 } bench_loop_t;
 /* One run of the loop on the host (bench_baseline.h; the buffers must be host-accessible). */

@@ -23,10 +23,10 @@ void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch
 /* AdamW's streams: reads p, g, m, v and writes p, m, v in place (fp32: 16 + 12 bytes). */
 void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
                       int threads);
-/* The optimizer step's compulsory traffic, each array once: reads the pristine bf16 grads and
- * p, m, v (fp32); writes lp (bf16, zeroed), hp (fp32) and p, m, v in place: 14 + 18 bytes. */
-void bench_bound_step(const uint16_t *pristine, uint16_t *lp, float *hp, float *p, float *m,
-                      float *v, size_t n, float inv_scale, int prefetch, int threads);
+/* The optimizer step's compulsory traffic, each array once: reads the bf16 grads lp and p, m, v
+ * (fp32); writes lp (zeroed, in place), hp (fp32) and p, m, v in place: 14 + 18 bytes. */
+void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
+                      float inv_scale, int prefetch, int threads);
 /* Bytes per element each bound moves (read + written). */
 #define BENCH_BOUND_READ_BYTES 4.0
 #define BENCH_BOUND_HP_BYTES(zero_lp) ((zero_lp) ? 12.0 : 10.0)

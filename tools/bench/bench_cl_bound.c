@@ -141,10 +141,10 @@ static void run(void *ctx, int prefetch, int threads) {
     const void *const ptrs[4] = {loop->f32[0], loop->f32[1], loop->f32[2], loop->f32[3]};
     err = set_args(k, ptrs, 4, loop->n);
   } else {
-    const void *const ptrs[6] = {loop->pristine, loop->lp,     loop->f32[0],
-                                 loop->f32[1],   loop->f32[2], loop->f32[3]};
-    err = set_args(k, ptrs, 6, loop->n);
-    if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof loop->inv_scale, &loop->inv_scale);
+    const void *const ptrs[5] = {loop->lp, loop->f32[0], loop->f32[1], loop->f32[2],
+                                 loop->f32[3]};
+    err = set_args(k, ptrs, 5, loop->n);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 6, sizeof loop->inv_scale, &loop->inv_scale);
   }
   /* One work-item is the one-thread form (a CPU runtime runs a work-item on one thread). */
   const size_t global = threads == 1 ? 1 : b->items, local = 1;

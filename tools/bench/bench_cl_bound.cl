@@ -90,24 +90,23 @@ __kernel void bound_adam(__global float *p, __global const float *g, __global fl
 }
 
 /* The optimizer step's compulsory traffic (bench_bound_step): per tile of TILE elements the
- * grads half (hp = float(pristine) * inv_scale, lp = 0) then the AdamW half on the same tile,
- * which finds hp in cache; every DRAM array is read or written once. */
+ * grads half (hp = float(lp) * inv_scale, lp = 0 in place) then the AdamW half on the same
+ * tile, which finds hp in cache; every DRAM array is read or written once. */
 #define TILE 2048ul
-__kernel void bound_step(__global const ushort *pristine, __global ushort *lp, __global float *hp,
-                         __global float *p, __global float *m, __global float *v, ulong n,
-                         float inv_scale) {
+__kernel void bound_step(__global ushort *lp, __global float *hp, __global float *p,
+                         __global float *m, __global float *v, ulong n, float inv_scale) {
   for (ulong s = get_global_id(0) * SPAN; s < n; s += get_global_size(0) * SPAN) {
     const ulong e = s + SPAN < n ? s + SPAN : n;
     for (ulong t = s; t < e; t += TILE) {
       const ulong te = t + TILE < e ? t + TILE : e;
       ulong i = t;
       for (; i + V <= te; i += V) {
-        PREFETCH(pristine, i);
-        vstore16(bf16x16_to_f32(vload16(0, pristine + i)) * inv_scale, 0, hp + i);
+        PREFETCH(lp, i);
+        vstore16(bf16x16_to_f32(vload16(0, lp + i)) * inv_scale, 0, hp + i);
         vstore16((ushort16)0, 0, lp + i);
       }
       for (; i < te; i++) {
-        hp[i] = bf16_to_f32(pristine[i]) * inv_scale;
+        hp[i] = bf16_to_f32(lp[i]) * inv_scale;
         lp[i] = 0;
       }
       __global const float *g = hp;

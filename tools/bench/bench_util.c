@@ -90,8 +90,8 @@ void bench_loop_run(const bench_loop_t *l, int prefetch, int threads) {
       bench_bound_adam(l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n, prefetch, threads);
       break;
     case BENCH_LOOP_STEP:
-      bench_bound_step(l->pristine, l->lp, l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n,
-                       l->inv_scale, prefetch, threads);
+      bench_bound_step(l->lp, l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n, l->inv_scale,
+                       prefetch, threads);
       break;
   }
 }
