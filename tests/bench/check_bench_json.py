@@ -85,8 +85,8 @@ def kernels(doc, problems, over):
     check_machine(doc, problems)
     keys = bound_keys(doc)
     rows = doc.get("bandwidth", [])
-    if len(rows) != 4:
-        problems.append(f"kernels: {len(rows)} bandwidth rows, want 4")
+    if len(rows) != 7:
+        problems.append(f"kernels: {len(rows)} bandwidth rows, want 7")
     for row in rows:
         where = f"kernels {row.get('name')}"
         check_stats(f"{where}: ms", row.get("ms"), problems)

@@ -63,7 +63,8 @@ typedef enum bench_loop_kind {
   BENCH_LOOP_HP,      /* bench_bound_hp(lp, f32[0]) */
   BENCH_LOOP_HP_ZERO, /* the same with zero_lp */
   BENCH_LOOP_ADAM,    /* bench_bound_adam(f32[0..3] = p, g, m, v) */
-  BENCH_LOOP_STEP     /* bench_bound_step(lp, f32[0..3] = hp, p, m, v, inv_scale) */
+  BENCH_LOOP_STEP,    /* bench_bound_step(lp, f32[0..3] = hp, p, m, v, inv_scale) */
+  BENCH_LOOP_READ_BF16 /* bench_bound_read_bf16(lp) */
 } bench_loop_kind_t;
 typedef struct bench_loop {
   bench_loop_kind_t kind;

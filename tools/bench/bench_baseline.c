@@ -34,6 +34,7 @@ static void slice(size_t n, int t, int threads, size_t *lo, size_t *hi) {
   *hi = *lo + per < n ? *lo + per : n;
 }
 
+
 static inline float bf16_to_f32(uint16_t b) {
   uint32_t u = (uint32_t)b << 16;
   float f;
@@ -64,6 +65,36 @@ BOUND_CLONES static float sumsq_range(const float *x, size_t lo, size_t hi, int 
   for (int k = 0; k < 64; k++) s += acc[k];
   for (; i < hi; i++) s += x[i] * x[i];
   return s;
+}
+
+/* The same over bf16 elements (2 bytes each), widened as the kernels widen them. */
+BOUND_CLONES static float sumsq_bf16_range(const uint16_t *x, size_t lo, size_t hi,
+                                           int prefetch) {
+  float acc[64] = {0};
+  size_t i = lo;
+  for (; i + 64 <= hi; i += 64) {
+    if (prefetch)
+      for (unsigned k = 0; k < 64; k += 2 * BLOCK) __builtin_prefetch(x + i + k + AHEAD);
+    for (int k = 0; k < 64; k++) {
+      const float v = bf16_to_f32(x[i + (size_t)k]);
+      acc[k] += v * v;
+    }
+  }
+  float s = 0.0f;
+  for (int k = 0; k < 64; k++) s += acc[k];
+  for (; i < hi; i++) s += bf16_to_f32(x[i]) * bf16_to_f32(x[i]);
+  return s;
+}
+
+double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int threads) {
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; t++) {
+    size_t lo, hi;
+    slice(n, t, threads, &lo, &hi);
+    total += sumsq_bf16_range(x, lo, hi, prefetch);
+  }
+  return total;
 }
 
 double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {

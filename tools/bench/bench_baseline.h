@@ -17,6 +17,8 @@
 
 /* Reads x[0..n) (fp32): the sum of squares, returned so it cannot be optimised away. */
 double bench_bound_read(const float *x, size_t n, int prefetch, int threads);
+/* Reads x[0..n) (bf16): the sum of squares of the widened values. */
+double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int threads);
 /* update_hp_grads: hp[i] += float(lp[i]) (bf16 -> fp32); with zero_lp also lp[i] = 0.
  * Reads 2 + 4 bytes, writes 4 (+ 2) bytes per element, in place. */
 void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch, int threads);
@@ -29,6 +31,7 @@ void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, siz
                       float inv_scale, int prefetch, int threads);
 /* Bytes per element each bound moves (read + written). */
 #define BENCH_BOUND_READ_BYTES 4.0
+#define BENCH_BOUND_READ_BF16_BYTES 2.0
 #define BENCH_BOUND_HP_BYTES(zero_lp) ((zero_lp) ? 12.0 : 10.0)
 #define BENCH_BOUND_ADAM_BYTES 28.0
 #define BENCH_BOUND_STEP_BYTES 32.0

@@ -17,9 +17,9 @@
  * many logical blocks at once). */
 #define ITEMS_PER_CU 4u
 
-enum { K_READ, K_HP, K_HP_ZERO, K_ADAM, K_STEP, NUM_K };
-static const char *const kernel_names[NUM_K] = {"bound_read", "bound_hp", "bound_hp_zero",
-                                                "bound_adam", "bound_step"};
+enum { K_READ, K_HP, K_HP_ZERO, K_ADAM, K_STEP, K_READ_BF16, NUM_K };
+static const char *const kernel_names[NUM_K] = {"bound_read", "bound_hp",   "bound_hp_zero",
+                                                "bound_adam", "bound_step", "bound_read_bf16"};
 
 struct bench_cl_bound {
   cl_device_id dev;
@@ -126,12 +126,13 @@ static void run(void *ctx, int prefetch, int threads) {
     case BENCH_LOOP_HP: id = K_HP; break;
     case BENCH_LOOP_HP_ZERO: id = K_HP_ZERO; break;
     case BENCH_LOOP_ADAM: id = K_ADAM; break;
+    case BENCH_LOOP_READ_BF16: id = K_READ_BF16; break;
     default: id = K_STEP; break;
   }
   cl_kernel k = b->k[prefetch != 0][id];
   cl_int err;
-  if (id == K_READ) {
-    const void *const ptrs[1] = {loop->f32[0]};
+  if (id == K_READ || id == K_READ_BF16) {
+    const void *const ptrs[1] = {id == K_READ ? (const void *)loop->f32[0] : loop->lp};
     err = set_args(k, ptrs, 1, loop->n);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof b->out, &b->out);
   } else if (id == K_HP || id == K_HP_ZERO) {

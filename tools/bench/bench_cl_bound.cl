@@ -54,6 +54,28 @@ __kernel void bound_read(__global const float *x, ulong n, __global float *out) 
   out[get_global_id(0)] = t + q.x + q.y + q.z + q.w;
 }
 
+/* The same over bf16 elements, widened. */
+__kernel void bound_read_bf16(__global const ushort *x, ulong n, __global float *out) {
+  float16 a0 = 0.0f, a1 = 0.0f;
+  float t = 0.0f;
+  for (ulong s = get_global_id(0) * SPAN; s < n; s += get_global_size(0) * SPAN) {
+    const ulong e = s + SPAN < n ? s + SPAN : n;
+    ulong i = s;
+    for (; i + 2 * V <= e; i += 2 * V) {
+      PREFETCH(x, i);
+      const float16 v0 = bf16x16_to_f32(vload16(0, x + i));
+      const float16 v1 = bf16x16_to_f32(vload16(1, x + i));
+      a0 += v0 * v0;
+      a1 += v1 * v1;
+    }
+    for (; i < e; i++) t += bf16_to_f32(x[i]) * bf16_to_f32(x[i]);
+  }
+  const float16 a = a0 + a1;
+  const float8 h = a.lo + a.hi;
+  const float4 q = h.lo + h.hi;
+  out[get_global_id(0)] = t + q.x + q.y + q.z + q.w;
+}
+
 /* hp[i] += float(lp[i]) (bf16), and lp[i] = 0 in bound_hp_zero. */
 #define HP_KERNEL(name, ZERO)                                                      \
   __kernel void name(__global ushort *lp, __global float *hp, ulong n) {          \

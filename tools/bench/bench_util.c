@@ -89,6 +89,7 @@ void bench_loop_run(const bench_loop_t *l, int prefetch, int threads) {
     case BENCH_LOOP_ADAM:
       bench_bound_adam(l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n, prefetch, threads);
       break;
+    case BENCH_LOOP_READ_BF16: sink += bench_bound_read_bf16(l->lp, l->n, prefetch, threads); break;
     case BENCH_LOOP_STEP:
       bench_bound_step(l->lp, l->f32[0], l->f32[1], l->f32[2], l->f32[3], l->n, l->inv_scale,
                        prefetch, threads);
@@ -99,7 +100,7 @@ void bench_loop_run(const bench_loop_t *l, int prefetch, int threads) {
 double bench_loop_bytes(const bench_loop_t *l) {
   static const double per_elem[] = {BENCH_BOUND_READ_BYTES, BENCH_BOUND_HP_BYTES(0),
                                     BENCH_BOUND_HP_BYTES(1), BENCH_BOUND_ADAM_BYTES,
-                                    BENCH_BOUND_STEP_BYTES};
+                                    BENCH_BOUND_STEP_BYTES, BENCH_BOUND_READ_BF16_BYTES};
   return per_elem[l->kind] * (double)l->n;
 }
 
