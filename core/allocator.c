@@ -469,6 +469,12 @@ static inline __attribute__((always_inline)) void free_block(accel_allocator_t *
   if (zombie) *zombie = z;
 }
 
+void accel_allocator_set_guard(accel_allocator_t *m, accel_allocator_guard_fn guard) {
+  pthread_mutex_lock(&m->lock);
+  m->guard = guard;
+  pthread_mutex_unlock(&m->lock);
+}
+
 accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void *stream_key,
                                     accel_allocator_arena_t **zombie) {
   if (zombie) *zombie = NULL;
@@ -486,6 +492,13 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
                            ptr);
   }
   block_t *blk = live_block(m, j);
+  if (!blk->pins && m->guard) {
+    accel_status_t st = m->guard(ptr, blk->requested);
+    if (st != ACCEL_OK) {
+      pthread_mutex_unlock(&m->lock);
+      return st;
+    }
+  }
   accel_hashtab_erase_at(&m->live, j);
   if (blk->pins) {
     /* no longer the user's: ranges in it are invalid from now on (cached validations too) */
@@ -510,13 +523,12 @@ accel_status_t accel_alloc_pins_reserve(accel_allocator_pins_t *pins, size_t ext
   return ACCEL_OK;
 }
 
-accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
-                                   accel_allocator_pins_t *pins) {
+accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,
+                                      accel_allocator_pins_t *pins) {
   if (size == 0) return ACCEL_OK;
   const uintptr_t lo = (uintptr_t)ptr;
   const uintptr_t hi = size > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + size;
   accel_status_t st = ACCEL_OK;
-  pthread_mutex_lock(&m->lock);
   size_t i = accel_alloc_seg_index(m, lo);
   if (i == SIZE_MAX) i = 0;
   for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
@@ -534,6 +546,13 @@ accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t
       pins->blocks[pins->n++] = b;
     }
   }
+  return st;
+}
+
+accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
+                                   accel_allocator_pins_t *pins) {
+  pthread_mutex_lock(&m->lock);
+  accel_status_t st = accel_alloc_pin_locked(m, ptr, size, pins);
   pthread_mutex_unlock(&m->lock);
   return st;
 }
@@ -557,7 +576,7 @@ accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_alloc
 }
 
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
-  segment_t *ended = NULL; /* released registrations whose last pin this was */
+  segment_t *ended = NULL; /* shared registrations whose last pin this was */
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < pins->n; ++i) {
     block_t *b = pins->blocks[i];
@@ -565,23 +584,11 @@ void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
     if (x && x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL;
     if (x && pins->retiring) x->retiring--;
     if (--b->pins || !b->deferred) continue;
-    if (x && x->done) {
-      segment_t *s = b->seg;
-      accel_reg_unlink(m, s);
-      s->first->next = (block_t *)ended; /* the segment's only block links the list */
-      ended = s;
-    } else if (!x) { /* default-arena blocks: completing a deferred free makes no zombie arena */
-      free_block(m, b, b->deferred_key, NULL);
-    }
+    if (x) accel_reg_end(m, b, &ended); /* only a shared one is pinned and deferred */
+    else free_block(m, b, b->deferred_key, NULL); /* completing a deferred free: no zombie */
   }
   pthread_mutex_unlock(&m->lock);
-  while (ended) {
-    segment_t *s = ended;
-    ended = (segment_t *)s->first->next;
-    external_t x = *s->ext;
-    accel_reg_free(m, s);
-    x.done(x.done_ctx, x.device_ptr);
-  }
+  accel_reg_finish_ended(m, ended);
   const char *kind = pins->owner_kind;
   const void *owner = pins->owner;
   free(pins->blocks);

@@ -37,12 +37,14 @@ struct block {
 typedef struct external {
   void *device_ptr;        /* the address the backend gave at registration */
   bool read_only;
-  const void *owner;       /* NULL: the user's; else the DLPack import that made it */
   const char *holder_kind; /* the latest pinner still holding it (for messages), or NULL */
   const void *holder;
   uint32_t retiring;       /* pins of retiring lists (accel_allocator_pins_retiring) */
-  void (*done)(void *ctx, void *device_ptr); /* released by its owner while pinned */
-  void *done_ctx;
+  /* shared (made by a DLPack import): the imports that joined it and have not left; it ends
+   * at its last unpin once they all left, calling ended(ctx, device_ptr). NULL: the user's */
+  accel_allocator_ended_fn ended;
+  void *ctx;
+  uint32_t users;
 } external_t;
 
 struct segment {
@@ -87,6 +89,7 @@ struct accel_allocator {
   block_t *spare_blocks;        /* recycled block structs */
   accel_memory_stats_t stats;
   uint64_t free_generation; /* atomic: accel_allocator_free_generation */
+  accel_allocator_guard_fn guard; /* asked before a free returns an unpinned block */
 };
 
 /* allocator.c, for registration.c (the allocator's lock held) */
@@ -96,6 +99,9 @@ block_t *accel_alloc_block_new(accel_allocator_t *m);
 /* The allocated block that holds [p, p + size), or NULL. */
 const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p, size_t size);
 void accel_alloc_block_recycle(accel_allocator_t *m, block_t *b);
+/* accel_allocator_pin with the lock held. */
+accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,
+                                      accel_allocator_pins_t *pins);
 /* Room for extra more blocks in pins (no lock needed: the list is the caller's). */
 accel_status_t accel_alloc_pins_reserve(accel_allocator_pins_t *pins, size_t extra);
 
@@ -103,9 +109,10 @@ accel_status_t accel_alloc_pins_reserve(accel_allocator_pins_t *pins, size_t ext
 /* Pins registration s for pins when [lo, hi) touches it (lock held). */
 accel_status_t accel_reg_pin(segment_t *s, uintptr_t lo, uintptr_t hi,
                              accel_allocator_pins_t *pins);
-/* Takes registration s out of the segment list (lock held); its range is free from now on. */
-void accel_reg_unlink(accel_allocator_t *m, segment_t *s);
-/* Frees the unlinked registration s (takes the lock for its block). */
-void accel_reg_free(accel_allocator_t *m, segment_t *s);
+/* The shared registration of block b ends now (its last unpin; lock held): unlinked, and
+ * linked into *ended for accel_reg_finish_ended once the lock is dropped. */
+void accel_reg_end(accel_allocator_t *m, block_t *b, segment_t **ended);
+/* Frees the registrations accel_reg_end collected and calls their ended callbacks (no lock). */
+void accel_reg_finish_ended(accel_allocator_t *m, segment_t *ended);
 
 #endif

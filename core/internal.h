@@ -114,9 +114,11 @@ struct accel_device {
    * accel_device_open gives for index, and not in backend->devices */
   bool wrapped;
   uint64_t trace_id;
-  pthread_mutex_t retire_lock;    /* retired list (never held while waiting or calling out) */
+  pthread_mutex_t retire_lock;    /* retired lists (never held while waiting or calling out) */
   struct accel_retired *retired;  /* retire.c: releases waiting for their fence */
   atomic_int nretired;
+  struct accel_retired *callbacks; /* retire.c: releases that run user code (deleters) */
+  atomic_int ncallbacks;
 };
 
 /* A new device over a runtime's context (core/native.c validated the arguments). */
@@ -144,6 +146,21 @@ uint64_t accel_retire_covered_epoch(void);
 /* Runs the retired releases whose fence completed (wait: waits for every fence first, holding
  * no lock). Cheap when nothing is retired. */
 void accel_device_reap(accel_device_t *dev, bool wait);
+/* Releases that run user code (DLPack deleters, which may call accel, waiting included) run
+ * only where that cannot deadlock, never inside a host function of the device: retired behind
+ * a fence (accel_device_retire_callback) or handed over ready (accel_device_defer_callback),
+ * they run at once when every stream of the device is idle (the caller is then no host
+ * function of it), else in the calls that wait for every stream, which a host function may not
+ * make and which open a callback scope (accel_callbacks_begin/end: accel_device_synchronize,
+ * accel_empty_cache, accel_memory_unregister, the device's teardown), else when
+ * accel_dlpack_release or accel_device_close finds the device idle. Inside a scope,
+ * accel_device_reap runs them too. */
+void accel_device_retire_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx);
+void accel_device_defer_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx);
+void accel_callbacks_begin(void);
+void accel_callbacks_end(void);
+/* Runs the callbacks whose fence completed, when every stream of the device is idle. */
+void accel_device_callbacks_if_idle(accel_device_t *dev);
 /* accel_device_reap(dev, false) when anything is retired: the check inline (allocation path). */
 static inline void accel_device_reap_if_any(accel_device_t *dev) {
   if (atomic_load_explicit(&dev->nretired, memory_order_relaxed))

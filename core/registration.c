@@ -36,7 +36,8 @@ void accel_allocator_pins_retiring(accel_allocator_t *m, accel_allocator_pins_t 
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_reg_unlink(accel_allocator_t *m, segment_t *s) {
+/* Takes registration s out of the segment list (lock held); its range is free from now on. */
+static void reg_unlink(accel_allocator_t *m, segment_t *s) {
   size_t i = accel_alloc_seg_index(m, s->base);
   memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
   m->nsegs--;
@@ -44,7 +45,8 @@ void accel_reg_unlink(accel_allocator_t *m, segment_t *s) {
   if (s->ext->read_only) __atomic_sub_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
 }
 
-void accel_reg_free(accel_allocator_t *m, segment_t *s) {
+/* Frees the unlinked registration s (takes the lock for its block). */
+static void reg_free(accel_allocator_t *m, segment_t *s) {
   pthread_mutex_lock(&m->lock);
   accel_alloc_block_recycle(m, s->first);
   pthread_mutex_unlock(&m->lock);
@@ -57,10 +59,13 @@ static const char *describe_segment(const segment_t *s) {
 }
 
 accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
-                                        void *device_ptr, bool read_only, const void *owner) {
+                                        void *device_ptr, bool read_only,
+                                        accel_allocator_ended_fn ended, void *ctx,
+                                        accel_allocator_pins_t *pins) {
   segment_t *s = calloc(1, sizeof *s);
   external_t *x = calloc(1, sizeof *x);
-  if (!s || !x) {
+  /* the shared kind's first user pins it at once: nothing can end it before */
+  if (!s || !x || (ended && accel_alloc_pins_reserve(pins, 1) != ACCEL_OK)) {
     free(s);
     free(x);
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -88,7 +93,8 @@ accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t 
   if (st == ACCEL_OK) {
     x->device_ptr = device_ptr;
     x->read_only = read_only;
-    x->owner = owner;
+    x->ended = ended;
+    x->ctx = ctx;
     s->base = lo;
     s->size = size;
     s->arena = &m->external_arena;
@@ -105,6 +111,10 @@ accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t 
     m->nsegs++;
     m->nexternal++;
     if (read_only) __atomic_add_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
+    if (ended) {
+      x->users = 1;
+      accel_reg_pin(s, lo, lo + size, pins);
+    }
   }
   pthread_mutex_unlock(&m->lock);
   if (st != ACCEL_OK) {
@@ -114,8 +124,8 @@ accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t 
   return st;
 }
 
-/* The registration starting at ptr, or NULL with an error naming why (lock held). */
-static segment_t *registration_at(accel_allocator_t *m, void *ptr, const void *owner) {
+/* The user registration starting at ptr, or NULL with an error naming why (lock held). */
+static segment_t *registration_at(accel_allocator_t *m, void *ptr) {
   segment_t *s = accel_alloc_seg_containing(m, (uintptr_t)ptr);
   if (!s || !s->ext) {
     accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -130,24 +140,32 @@ static segment_t *registration_at(accel_allocator_t *m, void *ptr, const void *o
                     (void *)s->base, s->size);
     return NULL;
   }
-  if (s->first->deferred) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%p is being unregistered already", ptr);
+  if (s->ext->ended) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                    "%p was registered by a DLPack import: it ends when every import of the "
+                    "range was released (accel_dlpack_release) and no graph uses it", ptr);
     return NULL;
   }
-  if (s->ext->owner != owner) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                    "%p was registered by DLPack import %p; accel_dlpack_release ends it", ptr,
-                    s->ext->owner);
+  if (s->first->deferred) {
+    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%p is being unregistered already", ptr);
     return NULL;
   }
   return s;
 }
 
-accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
-                                                const void *owner) {
+/* How the holder of a pin lets go of it, for the STATE message of an unregister. */
+static const char *letting_go(const char *holder_kind) {
+  if (!holder_kind) return "release them first";
+  if (strcmp(holder_kind, "DLPack import") == 0) return "accel_dlpack_release it first";
+  if (strcmp(holder_kind, "DLPack export") == 0)
+    return "its consumer calls the export's deleter first";
+  return "accel_graph_reset or accel_graph_destroy it first (an open capture: end it)";
+}
+
+accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr) {
   accel_status_t st = ACCEL_OK;
   pthread_mutex_lock(&m->lock);
-  segment_t *s = registration_at(m, ptr, owner);
+  segment_t *s = registration_at(m, ptr);
   if (!s) {
     st = ACCEL_ERROR_INVALID_ARGUMENT;
   } else if (s->first->pins && s->first->pins == s->ext->retiring) {
@@ -155,11 +173,9 @@ accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
   } else if (s->first->pins) {
     const external_t *x = s->ext;
     if (x->holder)
-      st = accel_set_error(ACCEL_ERROR_STATE,
-                           "[%p, +%zu) is in use by %s %p%s (release it first: a captured graph "
-                           "by accel_graph_reset or accel_graph_destroy)",
-                           ptr, s->size, x->holder_kind, x->holder,
-                           s->first->pins > 1 ? " and others" : "");
+      st = accel_set_error(ACCEL_ERROR_STATE, "[%p, +%zu) is in use by %s %p%s (%s)", ptr,
+                           s->size, x->holder_kind, x->holder,
+                           s->first->pins > 1 ? " and others" : "", letting_go(x->holder_kind));
     else
       st = accel_set_error(ACCEL_ERROR_STATE,
                            "[%p, +%zu) is in use by %u captured graph(s), open capture(s) or "
@@ -176,36 +192,53 @@ accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
 void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr) {
   pthread_mutex_lock(&m->lock);
   segment_t *s = accel_alloc_seg_containing(m, (uintptr_t)ptr);
-  accel_reg_unlink(m, s);
+  reg_unlink(m, s);
   pthread_mutex_unlock(&m->lock);
   *device_ptr = s->ext->device_ptr;
-  accel_reg_free(m, s);
+  reg_free(m, s);
 }
 
-bool accel_allocator_release_owned(accel_allocator_t *m, void *ptr, const void *owner,
-                                   void (*done)(void *ctx, void *device_ptr), void *ctx,
-                                   void **device_ptr) {
+accel_status_t accel_allocator_pin_joining(accel_allocator_t *m, const void *ptr, size_t size,
+                                           accel_allocator_pins_t *pins, void **shared) {
+  *shared = NULL;
   pthread_mutex_lock(&m->lock);
-  segment_t *s = registration_at(m, ptr, owner);
-  if (!s) { /* not the owner's: a bug in the caller, reported, nothing ended */
-    pthread_mutex_unlock(&m->lock);
-    return false;
-  }
-  bool now = !s->first->pins;
-  s->first->deferred = true;
-  __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
-  if (now) {
-    accel_reg_unlink(m, s);
-  } else {
-    s->ext->done = done;
-    s->ext->done_ctx = ctx;
+  accel_status_t st = accel_alloc_pin_locked(m, ptr, size, pins);
+  external_t *x = st == ACCEL_OK && pins->n == 1 ? ((block_t *)pins->blocks[0])->seg->ext : NULL;
+  if (x && x->ended) {
+    x->users++;
+    *shared = x->ctx;
   }
   pthread_mutex_unlock(&m->lock);
-  if (now) {
-    *device_ptr = s->ext->device_ptr;
-    accel_reg_free(m, s);
+  return st;
+}
+
+void accel_allocator_leave(accel_allocator_t *m, const accel_allocator_pins_t *pins) {
+  pthread_mutex_lock(&m->lock);
+  block_t *b = pins->n == 1 ? pins->blocks[0] : NULL;
+  external_t *x = b ? b->seg->ext : NULL;
+  if (x && x->ended && --x->users == 0) { /* no import left: invalid for new work */
+    b->deferred = true;
+    __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
   }
-  return now;
+  pthread_mutex_unlock(&m->lock);
+}
+
+void accel_reg_end(accel_allocator_t *m, block_t *b, segment_t **ended) {
+  segment_t *s = b->seg;
+  reg_unlink(m, s);
+  s->first->next = (block_t *)*ended; /* the segment's only block links the list */
+  *ended = s;
+}
+
+void accel_reg_finish_ended(accel_allocator_t *m, segment_t *ended) {
+  while (ended) {
+    segment_t *s = ended;
+    ended = (segment_t *)s->first->next;
+    s->first->next = NULL;
+    external_t x = *s->ext;
+    reg_free(m, s);
+    x.ended(x.ctx, x.device_ptr);
+  }
 }
 
 bool accel_allocator_range_read_only(accel_allocator_t *m, const void *ptr, size_t size) {
@@ -222,11 +255,11 @@ void *accel_allocator_take_registration(accel_allocator_t *m, void **device_ptr)
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < m->nsegs && !found; ++i)
     if (m->segs[i]->ext) found = m->segs[i];
-  if (found) accel_reg_unlink(m, found);
+  if (found) reg_unlink(m, found);
   pthread_mutex_unlock(&m->lock);
   if (!found) return NULL;
   void *base = (void *)found->base;
   *device_ptr = found->ext->device_ptr;
-  accel_reg_free(m, found);
+  reg_free(m, found);
   return base;
 }
