@@ -256,6 +256,7 @@ accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_
   pthread_mutex_lock(&e->lock);
   accel_capture_t *old = e->capture;
   e->capture = c;
+  e->record_captured = true;
   e->capture_event_slot = rec.u.event.event_slot;
   e->capture_position = position;
   e->capture_stream_slot = s->capture_slot;

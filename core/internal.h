@@ -236,6 +236,9 @@ struct accel_event {
   unsigned flags;
   pthread_mutex_t lock;
   bool recorded;
+  /* the last record was captured into a graph (it stays so after the capture ended): such a
+   * record has no backend event, and the earlier real record's one is stale */
+  bool record_captured;
   /* set when the last record happened inside a capture (the event holds a reference to it) */
   accel_capture_t *capture;
   uint32_t capture_event_slot;

@@ -207,7 +207,8 @@ ACCEL_API accel_status_t accel_device_native(accel_device_t *device, accel_nativ
 ACCEL_API accel_status_t accel_stream_native(accel_stream_t *stream, accel_native_t *out);
 /* The native event of the event's last record (NULL before the first record); valid until the
  * next record or destroy of the event. Native code may wait on it (clEnqueueBarrierWithWaitList,
- * cuStreamWaitEvent, ...). A record captured into a graph has none: ACCEL_ERROR_STATE. */
+ * cuStreamWaitEvent, ...). A record captured into a graph has none: ACCEL_ERROR_STATE, also after
+ * the capture ended (until the event is recorded outside a capture again). */
 ACCEL_API accel_status_t accel_event_native(accel_event_t *event, accel_native_t *out);
 /* Makes the stream wait for a native event of its backend (not retained past the call's
  * effect: the backend enqueues the wait before returning). On a capturing stream:
