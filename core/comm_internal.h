@@ -24,6 +24,17 @@ accel_status_t accel_comm_check_fingerprints(const accel_comm_engine_vtable_t *e
                                              uint64_t seq, const accel_comm_op_t *op,
                                              double timeout_s);
 
+/* comm_exit.c: every communicator is listed from its creation to its teardown; at process exit
+ * the streams of their devices finish their work (bounded by the longest timeout) before the
+ * engines' own exit handlers (MPI_Finalize) run. */
+typedef struct accel_comm_live {
+  accel_device_t *dev;
+  double timeout_s;
+  struct accel_comm_live *prev, *next;
+} accel_comm_live_t;
+void accel_comm_live_add(accel_comm_live_t *l);
+void accel_comm_live_remove(accel_comm_live_t *l);
+
 /* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
 void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);
 

@@ -250,6 +250,16 @@ struct accel_event {
 void accel_event_retain(accel_event_t *e);
 void accel_event_release(accel_event_t *e);
 
+/* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
+ * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a
+ * collective (comm.c). */
+accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
+                                             const accel_tensor_t *tensors, size_t n,
+                                             float norm_type, float *out_dev);
+accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
+                                               const accel_tensor_t *tensors, size_t n,
+                                               const float *total_norm_dev, float *coef_out_dev);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Graphs and capture                                                                          */
 
@@ -299,6 +309,9 @@ void accel_pool_arena_retire(accel_device_t *dev, accel_allocator_arena_t *zombi
  * if a capture covers the calling thread (per its mode) the capture is invalidated and
  * ILLEGAL_IN_CAPTURE is returned with a message naming fn. stream may be NULL. */
 accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream);
+/* The same for a call illegal while any stream captures, in any mode and from any thread
+ * (communicator creation communicates now): every active capture is invalidated. */
+accel_status_t accel_capture_check_none(const char *fn);
 /* Records a command on a capturing stream (caller holds s->lock). */
 accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                            accel_keepalive_t *keep);

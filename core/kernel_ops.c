@@ -81,18 +81,37 @@ static accel_status_t norm_body(const kop_req_t *r, kop_entry_t *e, const void *
   return kop_launch(r, ACCEL_KERNEL_NORM_FINAL, 1, &fp, sizeof fp, e);
 }
 
+/* The norm's request, validated (norm_type too). */
+static accel_status_t norm_validate(kop_req_t *r, float norm_type) {
+  accel_status_t st = kop_validate(r);
+  if (st != ACCEL_OK || norm_type > 0.0f) return st; /* (NaN is refused below) */
+  if (r->entry) kop_entry_release(r->entry);
+  r->entry = NULL;
+  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "%s: norm_type %g is not supported (want p > 0 or INFINITY)", r->fn,
+                         (double)norm_type);
+}
+
+/* A validated request that launches nothing: its table reference is let go. */
+static accel_status_t kop_checked(kop_req_t *r, accel_status_t st) {
+  if (r->entry) kop_entry_release(r->entry);
+  return st;
+}
+
+accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
+                                             const accel_tensor_t *tensors, size_t n,
+                                             float norm_type, float *out_dev) {
+  kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
+                 .scalars = {out_dev}};
+  return kop_checked(&r, norm_validate(&r, norm_type));
+}
+
 accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
                                        size_t n, float norm_type, float *out_dev) {
   kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {out_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = norm_validate(&r, norm_type);
   if (st != ACCEL_OK) return st;
-  if (!(norm_type > 0.0f)) { /* also rejects NaN */
-    if (r.entry) kop_entry_release(r.entry);
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: norm_type %g is not supported (want p > 0 or INFINITY)", r.fn,
-                           (double)norm_type);
-  }
   norm_args_t a = {ACC_NORM_P, norm_type, out_dev};
   if (isinf(norm_type)) a.kind = ACC_NORM_INF;
   else if (norm_type == 1.0f) a.kind = ACC_NORM_L1;
@@ -114,6 +133,14 @@ static accel_status_t clip_body(const kop_req_t *r, kop_entry_t *e, const void *
                                nc ? (acc_u32)r->lists[0][0].dtype : 0, a->max_norm, a->eps};
   /* with no chunks one block still stores the coefficient */
   return kop_launch(r, ACCEL_KERNEL_CLIP, nc ? nc : 1, &p, sizeof p, e);
+}
+
+accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
+                                               const accel_tensor_t *tensors, size_t n,
+                                               const float *total_norm_dev, float *coef_out_dev) {
+  kop_req_t r = {KOP_REQ(CLIP), .stream = stream, .lists = {tensors}, .n = n,
+                 .scalars = {total_norm_dev, coef_out_dev}};
+  return kop_checked(&r, kop_validate(&r));
 }
 
 accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,

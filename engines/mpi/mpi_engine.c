@@ -564,10 +564,28 @@ static accel_status_t mpi_host_all_gather(accel_ce_comm_t *cc, const void *send,
 /* ---------------------------------------------------------------------------------------- */
 /* communicators */
 
+/* Whether a blocking call is in flight on some communicator: a thread is inside MPI. */
+static int calls_in_flight(void) {
+  int busy = 0;
+  pthread_mutex_lock(&wd_lock);
+  for (mpi_comm_t *c = wd_list; c && !busy; c = c->wd_next)
+    busy = atomic_load(&c->coll.started) != atomic_load(&c->coll.finished) ||
+           atomic_load(&c->p2p.started) != atomic_load(&c->p2p.finished);
+  pthread_mutex_unlock(&wd_lock);
+  return busy;
+}
+
+/* The core has let the streams finish their collectives before this runs (core/comm_exit.c);
+ * one still in flight then (it outlived its deadline) is not finalized under. */
 static void finalize_at_exit(void) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (calls_in_flight())
+    host->log(ACCEL_LOG_WARN, "comm", "MPI engine: a collective is still running at exit; "
+              "MPI_Finalize skipped");
+  else
+    MPI_Finalize();
 }
 
 static accel_status_t ensure_mpi(void) {
