@@ -28,8 +28,7 @@ struct accel_comm {
   accel_ce_comm_t *impl;
   int rank, size;
   double timeout_s;
-  bool check;                /* ACCEL_COMM_CHECK: fingerprints compared before each collective */
-  atomic_uint_least64_t seq; /* collectives run so far (the fingerprints' sequence number) */
+  accel_comm_checker_t check; /* the ranks agree on collectives (ACCEL_COMM_CHECK) */
   uint64_t serial;           /* never reused: keys the issuing threads' validation caches */
   pthread_mutex_t lock;      /* guards the failure record */
   atomic_int failed;
@@ -109,7 +108,8 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   static atomic_uint_least64_t next_serial = 1;
   c->serial = atomic_fetch_add(&next_serial, 1);
   c->timeout_s = comm_timeout();
-  c->check = c->ev->host_engine && accel_comm_check_enabled();
+  accel_comm_checker_init(&c->check, accel_comm_check_mode(), ev, impl, rank, size,
+                          c->timeout_s);
   pthread_mutex_init(&c->lock, NULL);
   c->live.dev = dev;
   c->live.timeout_s = c->timeout_s;
@@ -299,10 +299,7 @@ static void run_collective(accel_comm_t *c, const accel_comm_op_t *cop, accel_dt
                            const float *downcast_src, comm_cmd_t *replayed) {
   if (atomic_load(&c->failed)) return; /* skipped: the peers may be gone */
   accel_clear_error();
-  accel_status_t st = ACCEL_OK;
-  if (c->check && accel_comm_check_applies(cop))
-    st = accel_comm_check_fingerprints(c->ev, c->impl, c->rank, c->size,
-                                       atomic_fetch_add(&c->seq, 1), cop, c->timeout_s);
+  accel_status_t st = accel_comm_checker_run(&c->check, cop);
   if (st == ACCEL_OK && downcast != ACCEL_F32)
     accel_comm_downcast((char *)cop->recv + (size_t)c->rank * cop->count * 2, downcast_src,
                         cop->count, downcast);

@@ -20,7 +20,10 @@
  *    missing rank) marks the communicator failed: accel_comm_get_error returns the error and its
  *    message, and every later collective on it is skipped (its output left untouched) instead of
  *    waiting on ranks that are gone. The application then ends the job (accel_comm_abort).
- *    Mismatched counts are detected by engines that can (MPI: truncation errors on receives).
+ *    Collectives that differ across ranks (count, dtype, op, root, kind) fail on every rank
+ *    with INVALID_ARGUMENT, without running, on host engines (MPI): the ranks agree on each
+ *    collective the sequence so far does not predict (ACCEL_COMM_CHECK, docs/DISTRIBUTED.md);
+ *    one that breaks a predicted pattern fails every rank at ACCEL_COMM_TIMEOUT.
  *  - Buffers are device memory of the communicator's device. Engines that run on the host (MPI)
  *    need a device whose memory the host can access (accel_device_info.host_accessible: the CPU
  *    backend, OpenCL SVM); NCCL/RCCL/oneCCL run on the native CUDA/HIP/Level Zero streams.
