@@ -51,7 +51,8 @@ static int describe(char *buf, size_t size, const fingerprint_t *f) {
                    accel_dtype_name((accel_dtype_t)f->dtype), f->count);
   if (f->kind == ACCEL_COMM_ALL_REDUCE || f->kind == ACCEL_COMM_REDUCE_SCATTER)
     n += snprintf(buf + n, size - (size_t)n, " %s", f->reduce < 3 ? reduce_names[f->reduce] : "?");
-  if (f->kind == ACCEL_COMM_BROADCAST) n += snprintf(buf + n, size - (size_t)n, " root %d", f->root);
+  if (f->kind == ACCEL_COMM_BROADCAST)
+    n += snprintf(buf + n, size - (size_t)n, " root %d", f->root);
   return n;
 }
 

@@ -212,6 +212,7 @@ static accel_status_t import_register(accel_device_t *dev, const char *fn, accel
   accel_status_t st = accel_external_register(dev, fn, v->data, bytes, read_only,
                                               shared_reg_ended, r, &imp->pins, &dptr);
   if (st != ACCEL_OK) {
+    accel_allocator_unpin(dev->mem, &imp->pins); /* nothing pinned: frees the list's room */
     pthread_mutex_destroy(&r->lock);
     free(r);
     return st;

@@ -623,8 +623,8 @@ static accel_status_t wrap(MPI_Comm comm, accel_ce_comm_t **out, int *rank, int 
   if (!c || rc != MPI_SUCCESS) {
     free(c);
     MPI_Comm_free(&comm);
-    return rc != MPI_SUCCESS ? mpi_error("MPI_Comm_dup", rc)
-                             : host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "MPI: out of host memory");
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "MPI: out of host memory");
   }
   c->comm = comm;
   c->side = side;
