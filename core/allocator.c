@@ -6,8 +6,9 @@
  *  - live blocks are found by address through the core hash table (hashtab.h).
  * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
  * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
+ * Registrations of external memory are segments too; their half is registration.c.
  */
-#include "allocator.h"
+#include "allocator_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,86 +18,9 @@
 
 #include "core_util.h"
 #include "fault.h"
-#include "hashtab.h"
 
-#define NBINS 128
 #define SMALL_REQUEST (1u << 20)
 #define SEGMENT_GRANULE (2u << 20)
-
-typedef struct segment segment_t;
-typedef struct block block_t;
-
-struct block {
-  uintptr_t addr;
-  size_t size;            /* rounded to ACCEL_ALLOCATOR_ALIGN, or larger when not split */
-  size_t requested;       /* allocated: the bytes asked for, the extent ranges are checked on */
-  segment_t *seg;
-  block_t *prev, *next;   /* address order within the segment */
-  block_t *fprev, *fnext; /* free list of its bin */
-  const void *key;        /* stream key: free blocks are binned under it */
-  uint64_t freed_at;      /* free block: the free generation of its latest free (0: never) */
-  uint32_t pins;          /* live graphs whose recorded work uses the block */
-  bool deferred;          /* freed by the user while pinned: freed for real at the last unpin */
-  const void *deferred_key;
-  bool allocated;
-  uint8_t bin;
-};
-
-/* What a registration (external memory) adds to its segment. */
-typedef struct external {
-  void *device_ptr;        /* the address the backend gave at registration */
-  bool read_only;
-  const void *owner;       /* NULL: the user's; else the DLPack import that made it */
-  const char *holder_kind; /* the latest pinner still holding it (for messages), or NULL */
-  const void *holder;
-  uint32_t retiring;       /* pins of retiring lists (accel_allocator_pins_retiring) */
-  void (*done)(void *ctx, void *device_ptr); /* released by its owner while pinned */
-  void *done_ctx;
-} external_t;
-
-struct segment {
-  uintptr_t base;
-  size_t size;
-  accel_allocator_arena_t *arena;
-  block_t *first;
-  external_t *ext; /* a registration: one block, memory that is not the backend's */
-};
-
-typedef struct bins {
-  const void *key;
-  uint64_t nonempty[NBINS / 64];
-  block_t *head[NBINS];
-} bins_t;
-
-struct accel_allocator_arena {
-  accel_allocator_t *m;
-  bool graph_pool;
-  bool zombie;    /* unreferenced and empty: its collection is retired (accel_pool_arena_retire) */
-  int refs;
-  uint64_t last_free; /* free generation of its latest free */
-  size_t live_blocks;
-  size_t segments;
-  bins_t *bins;
-  size_t nbins, capbins;
-  accel_allocator_arena_t *next;
-};
-
-struct accel_allocator {
-  pthread_mutex_t lock;
-  const accel_backend_vtable_t *vt;
-  accel_be_device_t *impl;
-  accel_allocator_arena_t default_arena;
-  accel_allocator_arena_t *pools; /* graph pool arenas */
-  accel_allocator_arena_t external_arena; /* registrations */
-  size_t nexternal;             /* registrations among segs */
-  size_t nread_only;            /* read-only ones (atomic reads: the common case has none) */
-  segment_t **segs;             /* sorted by base */
-  size_t nsegs, capsegs;
-  accel_hashtab_t live;         /* allocated blocks: address -> block_t * */
-  block_t *spare_blocks;        /* recycled block structs */
-  accel_memory_stats_t stats;
-  uint64_t free_generation; /* atomic: accel_allocator_free_generation */
-};
 
 /* ---------------------------------------------------------------------------------------- */
 /* bins */
@@ -168,7 +92,7 @@ static block_t *live_block(const accel_allocator_t *m, size_t j) { return m->liv
 /* ---------------------------------------------------------------------------------------- */
 /* blocks and segments */
 
-static block_t *block_new(accel_allocator_t *m) {
+block_t *accel_alloc_block_new(accel_allocator_t *m) {
   block_t *b = m->spare_blocks;
   if (b) m->spare_blocks = b->next;
   else b = malloc(sizeof *b);
@@ -176,12 +100,12 @@ static block_t *block_new(accel_allocator_t *m) {
   return b;
 }
 
-static void block_recycle(accel_allocator_t *m, block_t *b) {
+void accel_alloc_block_recycle(accel_allocator_t *m, block_t *b) {
   b->next = m->spare_blocks;
   m->spare_blocks = b;
 }
 
-static size_t seg_index(const accel_allocator_t *m, uintptr_t addr) {
+size_t accel_alloc_seg_index(const accel_allocator_t *m, uintptr_t addr) {
   /* index of the last segment with base <= addr, or SIZE_MAX */
   size_t lo = 0, hi = m->nsegs;
   while (lo < hi) {
@@ -192,8 +116,8 @@ static size_t seg_index(const accel_allocator_t *m, uintptr_t addr) {
   return lo ? lo - 1 : SIZE_MAX;
 }
 
-static segment_t *seg_containing(const accel_allocator_t *m, uintptr_t addr) {
-  size_t i = seg_index(m, addr);
+segment_t *accel_alloc_seg_containing(const accel_allocator_t *m, uintptr_t addr) {
+  size_t i = accel_alloc_seg_index(m, addr);
   if (i == SIZE_MAX) return NULL;
   segment_t *s = m->segs[i];
   return addr < s->base + s->size ? s : NULL;
@@ -210,7 +134,7 @@ static void stats_reserved(accel_allocator_t *m, accel_allocator_arena_t *a, int
 }
 
 static void seg_release(accel_allocator_t *m, segment_t *s) {
-  size_t i = seg_index(m, s->base);
+  size_t i = accel_alloc_seg_index(m, s->base);
   memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
   m->nsegs--;
   s->arena->segments--;
@@ -218,7 +142,7 @@ static void seg_release(accel_allocator_t *m, segment_t *s) {
   m->vt->mem_free(m->impl, (void *)s->base);
   for (block_t *b = s->first, *n; b; b = n) {
     n = b->next;
-    block_recycle(m, b);
+    accel_alloc_block_recycle(m, b);
   }
   free(s);
 }
@@ -271,7 +195,7 @@ static accel_status_t seg_new(accel_allocator_t *m, accel_allocator_arena_t *a, 
     return st;
   }
   segment_t *s = calloc(1, sizeof *s);
-  block_t *b = block_new(m);
+  block_t *b = accel_alloc_block_new(m);
   if (m->nsegs == m->capsegs) {
     size_t cap = m->capsegs ? m->capsegs * 2 : 16;
     segment_t **ns = realloc(m->segs, cap * sizeof *ns);
@@ -282,7 +206,7 @@ static accel_status_t seg_new(accel_allocator_t *m, accel_allocator_arena_t *a, 
   }
   if (!s || !b || m->nsegs == m->capsegs) {
     free(s);
-    if (b) block_recycle(m, b);
+    if (b) accel_alloc_block_recycle(m, b);
     m->vt->mem_free(m->impl, p);
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
   }
@@ -294,7 +218,7 @@ static accel_status_t seg_new(accel_allocator_t *m, accel_allocator_arena_t *a, 
   b->size = seg_size;
   b->seg = s;
   b->key = key;
-  size_t i = seg_index(m, s->base) + 1; /* SIZE_MAX + 1 == 0 */
+  size_t i = accel_alloc_seg_index(m, s->base) + 1; /* SIZE_MAX + 1 == 0 */
   memmove(&m->segs[i + 1], &m->segs[i], (m->nsegs - i) * sizeof *m->segs);
   m->segs[i] = s;
   m->nsegs++;
@@ -424,7 +348,7 @@ static block_t *take_block(accel_allocator_t *m, bins_t *b, block_t *blk,
   bin_remove(b, blk);
   size_t rest = blk->size - size;
   if (rest >= ACCEL_ALLOCATOR_ALIGN) {
-    block_t *tail = block_new(m);
+    block_t *tail = accel_alloc_block_new(m);
     if (tail) { /* without a spare struct the block is simply not split */
       tail->addr = blk->addr + size;
       tail->size = rest;
@@ -506,7 +430,7 @@ static inline __attribute__((always_inline)) block_t *coalesce(accel_allocator_t
     blk->size += n->size;
     blk->next = n->next;
     if (n->next) n->next->prev = blk;
-    block_recycle(m, n);
+    accel_alloc_block_recycle(m, n);
   }
   block_t *p = blk->prev;
   if (p && !p->allocated && p->key == blk->key) {
@@ -515,7 +439,7 @@ static inline __attribute__((always_inline)) block_t *coalesce(accel_allocator_t
     p->size += blk->size;
     p->next = blk->next;
     if (blk->next) blk->next->prev = p;
-    block_recycle(m, blk);
+    accel_alloc_block_recycle(m, blk);
     blk = p;
   }
   return blk;
@@ -545,13 +469,19 @@ static inline __attribute__((always_inline)) void free_block(accel_allocator_t *
   if (zombie) *zombie = z;
 }
 
+void accel_allocator_set_guard(accel_allocator_t *m, accel_allocator_guard_fn guard) {
+  pthread_mutex_lock(&m->lock);
+  m->guard = guard;
+  pthread_mutex_unlock(&m->lock);
+}
+
 accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void *stream_key,
                                     accel_allocator_arena_t **zombie) {
   if (zombie) *zombie = NULL;
   pthread_mutex_lock(&m->lock);
   size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
   if (j == SIZE_MAX) {
-    const segment_t *s = seg_containing(m, (uintptr_t)ptr);
+    const segment_t *s = accel_alloc_seg_containing(m, (uintptr_t)ptr);
     pthread_mutex_unlock(&m->lock);
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            s && s->ext ? "%p lies in registered memory (not accel's to free; "
@@ -562,6 +492,13 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
                            ptr);
   }
   block_t *blk = live_block(m, j);
+  if (!blk->pins && m->guard) {
+    accel_status_t st = m->guard(ptr, blk->requested);
+    if (st != ACCEL_OK) {
+      pthread_mutex_unlock(&m->lock);
+      return st;
+    }
+  }
   accel_hashtab_erase_at(&m->live, j);
   if (blk->pins) {
     /* no longer the user's: ranges in it are invalid from now on (cached validations too) */
@@ -575,8 +512,7 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
   return ACCEL_OK;
 }
 
-/* Room for extra more blocks in pins (no lock needed: the list is the caller's). */
-static accel_status_t pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
+accel_status_t accel_alloc_pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
   if (pins->n + extra <= pins->cap) return ACCEL_OK;
   size_t cap = pins->cap ? pins->cap * 2 : 16;
   if (cap < pins->n + extra) cap = pins->n + extra;
@@ -587,55 +523,43 @@ static accel_status_t pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
   return ACCEL_OK;
 }
 
-static void ext_unlink(accel_allocator_t *m, segment_t *s);
-static void ext_free(accel_allocator_t *m, segment_t *s);
-
-/* Pins registration s for pins when [lo, hi) touches it (lock held). */
-static accel_status_t pin_external(segment_t *s, uintptr_t lo, uintptr_t hi,
-                                   accel_allocator_pins_t *pins) {
-  block_t *b = s->first;
-  if (b->deferred || b->addr + b->size <= lo || b->addr >= hi) return ACCEL_OK;
-  if (pins->n && pins->blocks[pins->n - 1] == b) return ACCEL_OK;
-  accel_status_t st = pins_reserve(pins, 1);
-  if (st != ACCEL_OK) return st;
-  b->pins++;
-  pins->blocks[pins->n++] = b;
-  s->ext->holder_kind = pins->owner_kind;
-  s->ext->holder = pins->owner;
-  return ACCEL_OK;
-}
-
-accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
-                                   accel_allocator_pins_t *pins) {
+accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,
+                                      accel_allocator_pins_t *pins) {
   if (size == 0) return ACCEL_OK;
   const uintptr_t lo = (uintptr_t)ptr;
   const uintptr_t hi = size > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + size;
   accel_status_t st = ACCEL_OK;
-  pthread_mutex_lock(&m->lock);
-  size_t i = seg_index(m, lo);
+  size_t i = accel_alloc_seg_index(m, lo);
   if (i == SIZE_MAX) i = 0;
   for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
     /* graph-pool blocks live with their pool, which the graph holds already */
     if (m->segs[i]->arena == &m->external_arena) {
-      st = pin_external(m->segs[i], lo, hi, pins);
+      st = accel_reg_pin(m->segs[i], lo, hi, pins);
       continue;
     }
     if (m->segs[i]->arena != &m->default_arena) continue;
     for (block_t *b = m->segs[i]->first; b && b->addr < hi; b = b->next) {
       if (!b->allocated || b->deferred || b->addr + b->size <= lo) continue;
       if (pins->n && pins->blocks[pins->n - 1] == b) continue; /* consecutive ranges */
-      if ((st = pins_reserve(pins, 1)) != ACCEL_OK) break;
+      if ((st = accel_alloc_pins_reserve(pins, 1)) != ACCEL_OK) break;
       b->pins++;
       pins->blocks[pins->n++] = b;
     }
   }
+  return st;
+}
+
+accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
+                                   accel_allocator_pins_t *pins) {
+  pthread_mutex_lock(&m->lock);
+  accel_status_t st = accel_alloc_pin_locked(m, ptr, size, pins);
   pthread_mutex_unlock(&m->lock);
   return st;
 }
 
 accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
                                          accel_allocator_pins_t *to) {
-  accel_status_t st = pins_reserve(to, from->n);
+  accel_status_t st = accel_alloc_pins_reserve(to, from->n);
   if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < from->n; ++i) {
@@ -651,21 +575,8 @@ accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_alloc
   return ACCEL_OK;
 }
 
-void accel_allocator_pins_retiring(accel_allocator_t *m, accel_allocator_pins_t *pins) {
-  if (pins->retiring) return;
-  pthread_mutex_lock(&m->lock);
-  pins->retiring = true;
-  for (size_t i = 0; i < pins->n; ++i) {
-    external_t *x = ((block_t *)pins->blocks[i])->seg->ext;
-    if (!x) continue;
-    x->retiring++;
-    if (x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL; /* not a live one */
-  }
-  pthread_mutex_unlock(&m->lock);
-}
-
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
-  segment_t *ended = NULL; /* released registrations whose last pin this was */
+  segment_t *ended = NULL; /* shared registrations whose last pin this was */
   pthread_mutex_lock(&m->lock);
   for (size_t i = 0; i < pins->n; ++i) {
     block_t *b = pins->blocks[i];
@@ -673,23 +584,11 @@ void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
     if (x && x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL;
     if (x && pins->retiring) x->retiring--;
     if (--b->pins || !b->deferred) continue;
-    if (x && x->done) {
-      segment_t *s = b->seg;
-      ext_unlink(m, s);
-      s->first->next = (block_t *)ended; /* the segment's only block links the list */
-      ended = s;
-    } else if (!x) { /* default-arena blocks: completing a deferred free makes no zombie arena */
-      free_block(m, b, b->deferred_key, NULL);
-    }
+    if (x) accel_reg_end(m, b, &ended); /* only a shared one is pinned and deferred */
+    else free_block(m, b, b->deferred_key, NULL); /* completing a deferred free: no zombie */
   }
   pthread_mutex_unlock(&m->lock);
-  while (ended) {
-    segment_t *s = ended;
-    ended = (segment_t *)s->first->next;
-    external_t x = *s->ext;
-    ext_free(m, s);
-    x.done(x.done_ctx, x.device_ptr);
-  }
+  accel_reg_finish_ended(m, ended);
   const char *kind = pins->owner_kind;
   const void *owner = pins->owner;
   free(pins->blocks);
@@ -705,12 +604,11 @@ static bool block_has(const block_t *b, uintptr_t p, size_t size) {
   return p >= b->addr && p - b->addr <= b->requested && size <= b->requested - (p - b->addr);
 }
 
-/* The allocated block that holds [p, p + size), or NULL (lock held). */
-static const block_t *block_holding(const accel_allocator_t *m, uintptr_t p, size_t size) {
+const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p, size_t size) {
   size_t j = accel_hashtab_find(&m->live, p);
   if (j != SIZE_MAX) return block_has(live_block(m, j), p, size) ? live_block(m, j) : NULL;
-  segment_t *s = seg_containing(m, p);
-  if (!s && p > 0) s = seg_containing(m, p - 1); /* one past the end, size 0 */
+  segment_t *s = accel_alloc_seg_containing(m, p);
+  if (!s && p > 0) s = accel_alloc_seg_containing(m, p - 1); /* one past the end, size 0 */
   for (block_t *b = s ? s->first : NULL; b; b = b->next) {
     if (p >= b->addr && p <= b->addr + b->size) {
       if (b->allocated && !b->deferred && block_has(b, p, size)) return b;
@@ -726,7 +624,7 @@ uint64_t accel_allocator_free_generation(accel_allocator_t *m) {
 
 bool accel_allocator_range_valid(accel_allocator_t *m, const void *ptr, size_t size) {
   pthread_mutex_lock(&m->lock);
-  bool ok = block_holding(m, (uintptr_t)ptr, size) != NULL;
+  bool ok = accel_alloc_block_holding(m, (uintptr_t)ptr, size) != NULL;
   pthread_mutex_unlock(&m->lock);
   return ok;
 }
@@ -742,7 +640,7 @@ size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_alloca
     const int access = range(ctx, i, &ptr, &size);
     if (!access) continue;
     const uintptr_t p = (uintptr_t)ptr;
-    if (!last || !block_has(last, p, size)) last = block_holding(m, p, size);
+    if (!last || !block_has(last, p, size)) last = accel_alloc_block_holding(m, p, size);
     if (!last || (access == 2 && last->seg->ext && last->seg->ext->read_only)) bad = i;
   }
   pthread_mutex_unlock(&m->lock);
@@ -751,7 +649,7 @@ size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_alloca
 
 bool accel_allocator_contains(accel_allocator_t *m, const void *ptr) {
   pthread_mutex_lock(&m->lock);
-  bool in = seg_containing(m, (uintptr_t)ptr) != NULL;
+  bool in = accel_alloc_seg_containing(m, (uintptr_t)ptr) != NULL;
   pthread_mutex_unlock(&m->lock);
   return in;
 }
@@ -763,7 +661,7 @@ bool accel_allocator_intersects(accel_allocator_t *m, const void *ptr, size_t si
   pthread_mutex_lock(&m->lock);
   /* Segments are sorted and disjoint: only the last one starting at or before the range's
    * last byte can reach into it. */
-  size_t i = seg_index(m, last);
+  size_t i = accel_alloc_seg_index(m, last);
   bool hit = i != SIZE_MAX && m->segs[i]->base + m->segs[i]->size > lo;
   pthread_mutex_unlock(&m->lock);
   return hit;
@@ -818,7 +716,7 @@ static void retag_arena(accel_allocator_t *m, accel_allocator_arena_t *a, const 
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
-        block_recycle(m, n);
+        accel_alloc_block_recycle(m, n);
         bin_insert(dst, b);
       } else {
         b = n;
@@ -858,203 +756,4 @@ void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
   release_free_segments(m, &m->default_arena, epoch);
   pthread_mutex_unlock(&m->lock);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* registrations */
-
-/* Takes registration s out of the segment list (lock held); its range is free from now on. */
-static void ext_unlink(accel_allocator_t *m, segment_t *s) {
-  size_t i = seg_index(m, s->base);
-  memmove(&m->segs[i], &m->segs[i + 1], (m->nsegs - i - 1) * sizeof *m->segs);
-  m->nsegs--;
-  m->nexternal--;
-  if (s->ext->read_only) __atomic_sub_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
-}
-
-static void ext_free(accel_allocator_t *m, segment_t *s) {
-  pthread_mutex_lock(&m->lock);
-  block_recycle(m, s->first);
-  pthread_mutex_unlock(&m->lock);
-  free(s->ext);
-  free(s);
-}
-
-static const char *describe_segment(const segment_t *s) {
-  return s->ext ? "registration" : "allocation segment";
-}
-
-accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
-                                        void *device_ptr, bool read_only, const void *owner) {
-  segment_t *s = calloc(1, sizeof *s);
-  external_t *x = calloc(1, sizeof *x);
-  if (!s || !x) {
-    free(s);
-    free(x);
-    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  }
-  const uintptr_t lo = (uintptr_t)ptr, last = lo + (size - 1);
-  accel_status_t st = ACCEL_OK;
-  pthread_mutex_lock(&m->lock);
-  size_t i = seg_index(m, last); /* the only segment that can reach into the range */
-  block_t *b = NULL;
-  if (i != SIZE_MAX && m->segs[i]->base + m->segs[i]->size > lo) {
-    const segment_t *o = m->segs[i];
-    st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                         "[%p, +%zu) overlaps the device's %s [%p, +%zu)", ptr, size,
-                         describe_segment(o), (void *)o->base, o->size);
-  } else if (m->nsegs == m->capsegs) {
-    size_t cap = m->capsegs ? m->capsegs * 2 : 16;
-    segment_t **ns = realloc(m->segs, cap * sizeof *ns);
-    if (ns) {
-      m->segs = ns;
-      m->capsegs = cap;
-    }
-  }
-  if (st == ACCEL_OK && (m->nsegs == m->capsegs || !(b = block_new(m))))
-    st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
-  if (st == ACCEL_OK) {
-    x->device_ptr = device_ptr;
-    x->read_only = read_only;
-    x->owner = owner;
-    s->base = lo;
-    s->size = size;
-    s->arena = &m->external_arena;
-    s->first = b;
-    s->ext = x;
-    b->addr = lo;
-    b->size = size;
-    b->requested = size;
-    b->seg = s;
-    b->allocated = true;
-    const size_t at = i + 1; /* SIZE_MAX + 1 == 0 */
-    memmove(&m->segs[at + 1], &m->segs[at], (m->nsegs - at) * sizeof *m->segs);
-    m->segs[at] = s;
-    m->nsegs++;
-    m->nexternal++;
-    if (read_only) __atomic_add_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
-  }
-  pthread_mutex_unlock(&m->lock);
-  if (st != ACCEL_OK) {
-    free(s);
-    free(x);
-  }
-  return st;
-}
-
-/* The registration starting at ptr, or NULL with an error naming why (lock held). */
-static segment_t *registration_at(accel_allocator_t *m, void *ptr, const void *owner) {
-  segment_t *s = seg_containing(m, (uintptr_t)ptr);
-  if (!s || !s->ext) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                    s ? "%p is memory accel allocated, not a registration"
-                      : "%p is not registered with the device (never, or unregistered already)",
-                    ptr);
-    return NULL;
-  }
-  if (s->base != (uintptr_t)ptr) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                    "%p is inside the registration [%p, +%zu), not its start", ptr,
-                    (void *)s->base, s->size);
-    return NULL;
-  }
-  if (s->first->deferred) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%p is being unregistered already", ptr);
-    return NULL;
-  }
-  if (s->ext->owner != owner) {
-    accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                    "%p was registered by DLPack import %p; accel_dlpack_release ends it", ptr,
-                    s->ext->owner);
-    return NULL;
-  }
-  return s;
-}
-
-accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
-                                                const void *owner) {
-  accel_status_t st = ACCEL_OK;
-  pthread_mutex_lock(&m->lock);
-  segment_t *s = registration_at(m, ptr, owner);
-  if (!s) {
-    st = ACCEL_ERROR_INVALID_ARGUMENT;
-  } else if (s->first->pins && s->first->pins == s->ext->retiring) {
-    st = ACCEL_ERROR_NOT_READY; /* only releases under way hold it */
-  } else if (s->first->pins) {
-    const external_t *x = s->ext;
-    if (x->holder)
-      st = accel_set_error(ACCEL_ERROR_STATE,
-                           "[%p, +%zu) is in use by %s %p%s (release it first: a captured graph "
-                           "by accel_graph_reset or accel_graph_destroy)",
-                           ptr, s->size, x->holder_kind, x->holder,
-                           s->first->pins > 1 ? " and others" : "");
-    else
-      st = accel_set_error(ACCEL_ERROR_STATE,
-                           "[%p, +%zu) is in use by %u captured graph(s), open capture(s) or "
-                           "DLPack import(s)/export(s); release them first",
-                           ptr, s->size, (unsigned)(s->first->pins - x->retiring));
-  } else {
-    s->first->deferred = true;
-    __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE); /* cached validations */
-  }
-  pthread_mutex_unlock(&m->lock);
-  return st;
-}
-
-void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr) {
-  pthread_mutex_lock(&m->lock);
-  segment_t *s = seg_containing(m, (uintptr_t)ptr);
-  ext_unlink(m, s);
-  pthread_mutex_unlock(&m->lock);
-  *device_ptr = s->ext->device_ptr;
-  ext_free(m, s);
-}
-
-bool accel_allocator_release_owned(accel_allocator_t *m, void *ptr, const void *owner,
-                                   void (*done)(void *ctx, void *device_ptr), void *ctx,
-                                   void **device_ptr) {
-  pthread_mutex_lock(&m->lock);
-  segment_t *s = registration_at(m, ptr, owner);
-  if (!s) { /* not the owner's: a bug in the caller, reported, nothing ended */
-    pthread_mutex_unlock(&m->lock);
-    return false;
-  }
-  bool now = !s->first->pins;
-  s->first->deferred = true;
-  __atomic_add_fetch(&m->free_generation, 1, __ATOMIC_RELEASE);
-  if (now) {
-    ext_unlink(m, s);
-  } else {
-    s->ext->done = done;
-    s->ext->done_ctx = ctx;
-  }
-  pthread_mutex_unlock(&m->lock);
-  if (now) {
-    *device_ptr = s->ext->device_ptr;
-    ext_free(m, s);
-  }
-  return now;
-}
-
-bool accel_allocator_range_read_only(accel_allocator_t *m, const void *ptr, size_t size) {
-  if (!__atomic_load_n(&m->nread_only, __ATOMIC_RELAXED)) return false;
-  pthread_mutex_lock(&m->lock);
-  const block_t *b = block_holding(m, (uintptr_t)ptr, size);
-  bool ro = b && b->seg->ext && b->seg->ext->read_only;
-  pthread_mutex_unlock(&m->lock);
-  return ro;
-}
-
-void *accel_allocator_take_registration(accel_allocator_t *m, void **device_ptr) {
-  segment_t *found = NULL;
-  pthread_mutex_lock(&m->lock);
-  for (size_t i = 0; i < m->nsegs && !found; ++i)
-    if (m->segs[i]->ext) found = m->segs[i];
-  if (found) ext_unlink(m, found);
-  pthread_mutex_unlock(&m->lock);
-  if (!found) return NULL;
-  void *base = (void *)found->base;
-  *device_ptr = found->ext->device_ptr;
-  ext_free(m, found);
-  return base;
 }

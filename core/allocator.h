@@ -20,6 +20,13 @@ typedef struct accel_allocator_arena accel_allocator_arena_t;
 /* Block sizes are multiples of this; it is also the minimum alignment handed out. */
 #define ACCEL_ALLOCATOR_ALIGN 512u
 
+/* A shared registration's end (accel_allocator_register). */
+typedef void (*accel_allocator_ended_fn)(void *ctx, void *device_ptr);
+/* Asked before a free returns a block nothing pins (accel_allocator_set_guard): ACCEL_OK, or
+ * an error with its message, which refuses the free. Called under the allocator's lock, so it
+ * takes no allocator lock. */
+typedef accel_status_t (*accel_allocator_guard_fn)(const void *ptr, size_t size);
+
 accel_status_t accel_allocator_create(const accel_backend_vtable_t *vt, accel_be_device_t *impl,
                                       accel_allocator_t **out);
 /* Returns every segment to the backend (the device is being torn down). */
@@ -51,10 +58,13 @@ void accel_allocator_arena_collect(accel_allocator_arena_t *a);
  * pool, or left by a destroyed stream), else a new segment. */
 accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena_t *arena,
                                      const void *stream_key, size_t size, void **ptr);
+/* Sets the check every later free of an unpinned block asks first (NULL: none). */
+void accel_allocator_set_guard(accel_allocator_t *m, accel_allocator_guard_fn guard);
 /* Frees a live block. stream_key: the stream the free is ordered on (NULL: the block's own).
  * zombie (optional) receives the block's graph-pool arena when this free left it unreferenced
  * and empty (see accel_allocator_arena_release). INVALID_ARGUMENT for a pointer that is not the
- * start of a live block. Free blocks with the NULL key are idle: any stream may take them. */
+ * start of a live block; the guard's error when it refuses (the block stays the user's). Free
+ * blocks with the NULL key are idle: any stream may take them. */
 accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void *stream_key,
                                     accel_allocator_arena_t **zombie);
 
@@ -84,29 +94,36 @@ void accel_allocator_pins_retiring(accel_allocator_t *m, accel_allocator_pins_t 
  * callbacks run after the allocator's lock is dropped) and empties the list. */
 void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins);
 
-/* Registrations (external memory, accel_memory_register): ranges accel did not allocate, kept
- * as segments of their own with one block, so that every range check, overlap test, copy kind
- * and pin treats them as allocations. They never count in the memory statistics and never go
- * back to the backend's mem_free. owner: NULL for the user's, else the DLPack import that made
- * it (which alone may end it). INVALID_ARGUMENT when the range shares a byte with a segment or
- * another registration. */
+/* Registrations (external memory): ranges accel did not allocate, kept as segments of their
+ * own with one block, so that every range check, overlap test, copy kind and pin treats them as
+ * allocations. They never count in the memory statistics and never go back to the backend's
+ * mem_free. Two kinds:
+ *  - the user's (accel_memory_register, ended NULL): ended by accel_allocator_unregister_begin
+ *    and _end;
+ *  - shared (made by a DLPack import): one registration for every import of a range inside
+ *    it. The import that makes it is its first user, and its pin goes into pins; later imports
+ *    join it (accel_allocator_pin_joining). Once every user left (accel_allocator_leave) ranges
+ *    in it are invalid for new work, and at its last unpin (imports' and graphs' pins alike) it
+ *    ends: ended(ctx, device_ptr) is called with no lock held.
+ * INVALID_ARGUMENT when the range shares a byte with a segment or another registration. */
 accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t size,
-                                        void *device_ptr, bool read_only, const void *owner);
-/* First half of ending a user registration (owner NULL) starting at ptr: refused with STATE,
- * naming a holder, while a live holder pins it; NOT_READY (no message) while only retiring pins
- * hold it (the caller lets the retired releases run and tries again); otherwise ranges in it
- * are invalid from now on (the free generation moves). The caller then drains the device,
- * holding no lock, and calls accel_allocator_unregister_end. */
-accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr,
-                                                const void *owner);
+                                        void *device_ptr, bool read_only,
+                                        accel_allocator_ended_fn ended, void *ctx,
+                                        accel_allocator_pins_t *pins);
+/* accel_allocator_pin for a DLPack import: when the range lies in a shared registration, the
+ * import joins it as one more user and *shared gets the registration's ctx; else NULL. */
+accel_status_t accel_allocator_pin_joining(accel_allocator_t *m, const void *ptr, size_t size,
+                                           accel_allocator_pins_t *pins, void **shared);
+/* The import holding pins leaves the shared registration it joined (no-op otherwise). */
+void accel_allocator_leave(accel_allocator_t *m, const accel_allocator_pins_t *pins);
+/* First half of ending a user registration starting at ptr: refused with STATE, naming a
+ * holder and how to let go of it, while a live holder pins it; NOT_READY (no message) while
+ * only retiring pins hold it (the caller lets the retired releases run and tries again);
+ * otherwise ranges in it are invalid from now on (the free generation moves). The caller then
+ * drains the device, holding no lock, and calls accel_allocator_unregister_end. */
+accel_status_t accel_allocator_unregister_begin(accel_allocator_t *m, void *ptr);
 /* Removes the registration begun above; *device_ptr gets its device address. */
 void accel_allocator_unregister_end(accel_allocator_t *m, void *ptr, void **device_ptr);
-/* Ends the registration at ptr that owner made (no queued work uses it any more): at once when
- * nothing pins it (returns true and *device_ptr: the caller finishes), else at its last unpin, which calls
- * done(ctx, device_ptr) with no lock held (returns false). */
-bool accel_allocator_release_owned(accel_allocator_t *m, void *ptr, const void *owner,
-                                   void (*done)(void *ctx, void *device_ptr), void *ctx,
-                                   void **device_ptr);
 /* Whether [ptr, ptr+size) lies in a read-only registration. */
 bool accel_allocator_range_read_only(accel_allocator_t *m, const void *ptr, size_t size);
 /* Ends every registration left at device teardown: returns them one by one (NULL: none left). */

@@ -78,7 +78,9 @@ static bool is_invalid(accel_capture_t *c) {
   return inv;
 }
 
-accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream) {
+/* Invalidates the captures a call of fn covers (every one when any, else per their modes and
+ * stream) and refuses the call when there were some. */
+static accel_status_t check_captures(const char *fn, accel_stream_t *stream, bool any) {
   if (atomic_load(&accel_active_captures) == 0) return ACCEL_OK;
   pthread_t self = pthread_self();
   int hits = 0;
@@ -86,7 +88,7 @@ accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream
   for (accel_capture_t *c = active; c; c = c->next) {
     bool on_stream = false;
     for (uint32_t i = 0; stream && i < c->nstreams; ++i) on_stream |= c->streams[i] == stream;
-    bool covered = on_stream || c->mode == ACCEL_CAPTURE_MODE_GLOBAL ||
+    bool covered = any || on_stream || c->mode == ACCEL_CAPTURE_MODE_GLOBAL ||
                    (c->mode == ACCEL_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(c->thread, self));
     if (!covered) continue;
     char why[256];
@@ -98,10 +100,17 @@ accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream
   pthread_mutex_unlock(&active_lock);
   if (!hits) return ACCEL_OK;
   return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
-                         "%s is not allowed while a stream capture is active%s; the capture is "
-                         "invalidated",
-                         fn, stream ? " on this stream" : "");
+                         "%s is not allowed while %s; the capture is invalidated", fn,
+                         any ? "any stream captures (in any mode)"
+                         : stream ? "a stream capture is active on this stream"
+                                  : "a stream capture is active");
 }
+
+accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream) {
+  return check_captures(fn, stream, false);
+}
+
+accel_status_t accel_capture_check_none(const char *fn) { return check_captures(fn, NULL, true); }
 
 void accel_capture_retain(accel_capture_t *c) { atomic_fetch_add(&c->refs, 1); }
 
@@ -256,6 +265,7 @@ accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_
   pthread_mutex_lock(&e->lock);
   accel_capture_t *old = e->capture;
   e->capture = c;
+  e->record_captured = true;
   e->capture_event_slot = rec.u.event.event_slot;
   e->capture_position = position;
   e->capture_stream_slot = s->capture_slot;

@@ -28,14 +28,14 @@ struct accel_comm {
   accel_ce_comm_t *impl;
   int rank, size;
   double timeout_s;
-  bool check;                /* ACCEL_COMM_CHECK: fingerprints compared before each collective */
-  atomic_uint_least64_t seq; /* collectives run so far (the fingerprints' sequence number) */
+  accel_comm_checker_t check; /* the ranks agree on collectives (ACCEL_COMM_CHECK) */
   uint64_t serial;           /* never reused: keys the issuing threads' validation caches */
   pthread_mutex_t lock;      /* guards the failure record */
   atomic_int failed;
   atomic_int cancelled; /* the engine's comm_cancel was called (stream engines' watchdog) */
   accel_status_t error;
   char message[768];
+  accel_comm_live_t live; /* on the list drained at process exit (comm_exit.c) */
 };
 
 /* One issued collective: what a recording keeps alive. */
@@ -69,6 +69,7 @@ static void comm_retain(accel_comm_t *c) { atomic_fetch_add(&c->hdr.refcount, 1)
 
 static void comm_release(accel_comm_t *c) {
   if (atomic_fetch_sub(&c->hdr.refcount, 1) != 1) return;
+  accel_comm_live_remove(&c->live);
   c->ev->comm_destroy(c->impl);
   accel_device_release(c->dev);
   pthread_mutex_destroy(&c->lock);
@@ -107,8 +108,12 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   static atomic_uint_least64_t next_serial = 1;
   c->serial = atomic_fetch_add(&next_serial, 1);
   c->timeout_s = comm_timeout();
-  c->check = c->ev->host_engine && accel_comm_check_enabled();
+  accel_comm_checker_init(&c->check, accel_comm_check_mode(), ev, impl, rank, size,
+                          c->timeout_s);
   pthread_mutex_init(&c->lock, NULL);
+  c->live.dev = dev;
+  c->live.timeout_s = c->timeout_s;
+  accel_comm_live_add(&c->live);
   accel_handle_register(&c->hdr, ACCEL_HANDLE_COMM, dev->backend->vt);
   *out = c;
   return ACCEL_OK;
@@ -168,7 +173,7 @@ accel_status_t accel_comm_create_mpi(accel_device_t *dev, const void *mpi_comm,
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  st = accel_capture_check_unsafe(__func__, NULL);
+  st = accel_capture_check_none(__func__);
   if (st != ACCEL_OK) return st;
   const char *name = engine ? engine : default_engine(dev);
   const accel_comm_engine_vtable_t *ev = NULL;
@@ -191,7 +196,7 @@ accel_status_t accel_comm_split(accel_comm_t *c, int color, int key, accel_comm_
   accel_status_t st = comm_check(c, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  st = accel_capture_check_unsafe(__func__, NULL);
+  st = accel_capture_check_none(__func__);
   if (st != ACCEL_OK) return st;
   if (atomic_load(&c->failed))
     return accel_set_error(c->error, "%s: communicator failed earlier: %s", __func__,
@@ -294,10 +299,7 @@ static void run_collective(accel_comm_t *c, const accel_comm_op_t *cop, accel_dt
                            const float *downcast_src, comm_cmd_t *replayed) {
   if (atomic_load(&c->failed)) return; /* skipped: the peers may be gone */
   accel_clear_error();
-  accel_status_t st = ACCEL_OK;
-  if (c->check && accel_comm_check_applies(cop))
-    st = accel_comm_check_fingerprints(c->ev, c->impl, c->rank, c->size,
-                                       atomic_fetch_add(&c->seq, 1), cop, c->timeout_s);
+  accel_status_t st = accel_comm_checker_run(&c->check, cop);
   if (st == ACCEL_OK && downcast != ACCEL_F32)
     accel_comm_downcast((char *)cop->recv + (size_t)c->rank * cop->count * 2, downcast_src,
                         cop->count, downcast);
@@ -721,17 +723,16 @@ accel_status_t accel_comm_overflow_reduce(accel_comm_t *c, accel_stream_t *s,
   return accel_all_reduce(c, s, found_inf_dev, found_inf_dev, 1, ACCEL_F32, ACCEL_REDUCE_MAX);
 }
 
-accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
-                                      const accel_tensor_t *tensors, size_t n, float norm_type,
-                                      float *out_dev) {
-  accel_status_t st = comm_check(c, __func__);
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
+/* The local norm into out_dev (one rank), or the all-gathered norm: every check first, so that
+ * a refusal issues nothing (the other ranks, refusing the same call, stay in step). */
+static accel_status_t global_norm(accel_comm_t *c, accel_stream_t *s, const char *fn,
+                                  const accel_tensor_t *tensors, size_t n, float norm_type,
+                                  float *out_dev) {
   /* one rank: the local norm is the norm (bitwise the single-process one for every p) */
   if (c->size == 1) return accel_multi_tensor_norm(s, tensors, n, norm_type, out_dev);
   /* local norm at gathered[rank], gathered in place, then the norm of the size values */
   float *gathered = NULL;
-  st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
+  accel_status_t st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
   if (st != ACCEL_OK) return st;
   st = accel_multi_tensor_norm(s, tensors, n, norm_type, gathered + c->rank);
   if (st == ACCEL_OK)
@@ -739,7 +740,29 @@ accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
   accel_tensor_t all = {gathered, (size_t)c->size, ACCEL_F32};
   if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &all, 1, norm_type, out_dev);
   accel_status_t fst = accel_free_async(s, gathered);
+  if (st != ACCEL_OK) accel_set_error(st, "%s: %s", fn, accel_last_error());
   return st != ACCEL_OK ? st : fst;
+}
+
+/* What every distributed norm checks before anything is issued: the communicator, the stream
+ * (on its device), and the norm as the single-device kernel checks it. */
+static accel_status_t global_norm_check(accel_comm_t *c, accel_stream_t *s, const char *fn,
+                                        const accel_tensor_t *tensors, size_t n,
+                                        float norm_type, float *out_dev) {
+  size_t es = 0;
+  accel_status_t st = check_args(c, s, ACCEL_F32, fn, &es);
+  if (st == ACCEL_OK) st = accel_multi_tensor_norm_check(s, tensors, n, norm_type, out_dev);
+  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", fn, accel_last_error());
+  return ACCEL_OK;
+}
+
+accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
+                                      const accel_tensor_t *tensors, size_t n, float norm_type,
+                                      float *out_dev) {
+  ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
+  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type, out_dev);
+  if (st != ACCEL_OK) return st;
+  return global_norm(c, s, __func__, tensors, n, norm_type, out_dev);
 }
 
 accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *c, accel_stream_t *s,
@@ -747,7 +770,14 @@ accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *c, accel_stream_t *s
                                               float max_norm, float norm_type, float eps,
                                               float *total_norm_out_dev, float *coef_out_dev) {
   ACCEL_REQUIRE_ARG(total_norm_out_dev, __func__, "total_norm_out_dev is NULL");
-  accel_status_t st = accel_comm_global_norm(c, s, tensors, n, norm_type, total_norm_out_dev);
+  /* the clip's checks too (its norm output inside the clipped tensors...) before the norm's
+   * all-gather is issued */
+  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type,
+                                        total_norm_out_dev);
+  if (st != ACCEL_OK) return st;
+  st = accel_clip_by_global_norm_check(s, tensors, n, total_norm_out_dev, coef_out_dev);
+  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
+  st = global_norm(c, s, __func__, tensors, n, norm_type, total_norm_out_dev);
   if (st != ACCEL_OK) return st;
   return accel_clip_by_global_norm(s, tensors, n, max_norm, total_norm_out_dev, eps,
                                    coef_out_dev);

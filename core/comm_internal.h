@@ -13,16 +13,50 @@
 accel_status_t accel_comm_engine_get(const char *name, const char *fn,
                                      const accel_comm_engine_vtable_t **out);
 
-/* ACCEL_COMM_CHECK (core/comm_check.c): whether it is set; whether op is fingerprinted (not
- * send/recv); and the check itself before collective number seq of a communicator: the
- * fingerprints of every rank all-gathered through the engine's host_all_gather and compared,
- * INVALID_ARGUMENT naming both sides on every rank when they differ. */
-bool accel_comm_check_enabled(void);
-bool accel_comm_check_applies(const accel_comm_op_t *op);
-accel_status_t accel_comm_check_fingerprints(const accel_comm_engine_vtable_t *ev,
-                                             accel_ce_comm_t *impl, int rank, int size,
-                                             uint64_t seq, const accel_comm_op_t *op,
-                                             double timeout_s);
+/* The collective check (core/comm_check.c; ACCEL_COMM_CHECK): the ranks agree on each
+ * collective's fingerprint before it runs: never (OFF, "0"), where the sequence so far does
+ * not predict it (PATTERN, the default), or always (EVERY, "1"). */
+typedef enum accel_comm_check_mode {
+  ACCEL_COMM_CHECK_OFF,
+  ACCEL_COMM_CHECK_PATTERN,
+  ACCEL_COMM_CHECK_EVERY
+} accel_comm_check_mode_t;
+#define ACCEL_COMM_PATTERN_HISTORY 3 /* fingerprints that predict the next one */
+#define ACCEL_COMM_PATTERN_SLOTS 64
+typedef struct accel_comm_pattern_slot {
+  uint64_t key; /* the history's hash; 0: empty */
+  uint64_t meta, count; /* the collective that followed it */
+} accel_comm_pattern_slot_t;
+/* A communicator's check: only the thread running its collective uses it (one at a time). */
+typedef struct accel_comm_checker {
+  accel_comm_check_mode_t mode;
+  const accel_comm_engine_vtable_t *ev;
+  accel_ce_comm_t *impl;
+  int rank, size;
+  double timeout_s;
+  uint64_t seq; /* collectives checked so far */
+  uint64_t history[ACCEL_COMM_PATTERN_HISTORY];
+  accel_comm_pattern_slot_t slots[ACCEL_COMM_PATTERN_SLOTS];
+} accel_comm_checker_t;
+accel_comm_check_mode_t accel_comm_check_mode(void);
+/* The mode is OFF for stream engines and one-rank communicators. */
+void accel_comm_checker_init(accel_comm_checker_t *k, accel_comm_check_mode_t mode,
+                             const accel_comm_engine_vtable_t *ev, accel_ce_comm_t *impl,
+                             int rank, int size, double timeout_s);
+/* Before op runs: ACCEL_OK, or the error of a failed agreement (INVALID_ARGUMENT naming both
+ * sides when the ranks differ; the engine's timeout when some rank never joined). */
+accel_status_t accel_comm_checker_run(accel_comm_checker_t *k, const accel_comm_op_t *op);
+
+/* comm_exit.c: every communicator is listed from its creation to its teardown; at process exit
+ * the streams of their devices finish their work (bounded by the longest timeout) before the
+ * engines' own exit handlers (MPI_Finalize) run. */
+typedef struct accel_comm_live {
+  accel_device_t *dev;
+  double timeout_s;
+  struct accel_comm_live *prev, *next;
+} accel_comm_live_t;
+void accel_comm_live_add(accel_comm_live_t *l);
+void accel_comm_live_remove(accel_comm_live_t *l);
 
 /* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
 void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);

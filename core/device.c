@@ -27,7 +27,10 @@ static void device_free(accel_device_t *dev) {
 static void device_teardown(accel_device_t *dev) {
   accel_device_drain(dev);
   /* a release run here may retire more (a graph's pool): until none is left */
-  while (atomic_load(&dev->nretired)) accel_device_reap(dev, true);
+  accel_callbacks_begin(); /* the last reference is no host function's: its stream held one */
+  while (atomic_load(&dev->nretired) || atomic_load(&dev->ncallbacks))
+    accel_device_reap(dev, true);
+  accel_callbacks_end();
   if (dev->upload_stream) accel_stream_release(dev->upload_stream);
   if (dev->default_stream) accel_stream_release(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
@@ -101,6 +104,8 @@ static accel_status_t device_create(accel_backend_t *b, int index, const accel_n
   if (accel_env_flag("ACCEL_DISABLE_GRAPHS", false)) dev->info.native_graphs = 0;
   st = accel_allocator_create(b->vt, dev->impl, &dev->mem);
   if (st == ACCEL_OK) {
+    /* a free of memory a registration (of any device) covers is refused */
+    accel_allocator_set_guard(dev->mem, accel_external_check_free);
     accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
     dev->trace_id = accel_trace_new_track(native ? "wrapped device" : "device", b->name, index);
     st = accel_stream_create_internal(dev, ACCEL_STREAM_DEFAULT, true, false,
@@ -197,6 +202,7 @@ accel_status_t accel_device_close(accel_device_t *dev) {
    * destroyed while replaying, its stream destroyed since), or nothing might ever reap them
    * and the device would outlive its last user (not waiting: a host function may close) */
   accel_device_reap(dev, false);
+  accel_device_callbacks_if_idle(dev); /* DLPack deleters: not inside a host function */
   accel_device_release(dev);
   return ACCEL_OK;
 }
@@ -283,7 +289,9 @@ accel_status_t accel_device_synchronize(accel_device_t *dev) {
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, "device_synchronize");
   st = accel_device_drain(dev);
+  accel_callbacks_begin(); /* a waiting call: never a host function's (DLPack deleters run) */
   accel_device_reap(dev, false); /* every fence before the drain is complete now */
+  accel_callbacks_end();
   accel_trace_end(&t);
   return st;
 }

@@ -3,10 +3,14 @@
  * DLManagedTensorVersioned and the legacy DLManagedTensor) and exports of accel allocations.
  *
  * An import holds what its tensor lies in until no graph or queued command can use it: the
- * allocation or registration it lies in, pinned (a free is deferred, an unregister refused),
- * or else a registration of its own, which a graph pins in turn. Its release is retired behind
- * a fence (retire.c); the deleter runs once nothing holds the range any more, with no lock held.
- * An export pins its allocation until the consumer calls the deleter.
+ * allocation or user registration it lies in, pinned (a free is deferred, an unregister
+ * refused), or else a registration shared by the imports (allocator.h): the first import of a
+ * range makes it, every later import of a range inside it joins it, and it ends when the last
+ * of them was released and no graph uses it any more. An import's release is retired behind a
+ * fence (retire.c); its deleter runs once nothing can use the tensor (in a shared
+ * registration: when that ends), with no lock held and never inside a host function of the
+ * device (internal.h, "Releases that run user code"). An export pins its allocation until the
+ * consumer calls the deleter.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -16,14 +20,25 @@
 #include "external_memory.h"
 #include "internal.h"
 
+typedef struct shared_reg shared_reg_t;
+
 struct accel_dlpack_import {
   accel_handle_t hdr;
   accel_device_t *dev;                           /* a reference */
   accel_dl_managed_tensor_versioned_t *versioned; /* one of the two */
   accel_dl_managed_tensor_t *legacy;
   bool borrowed;                                 /* never call the deleter */
-  void *registered;                              /* the registration it made, or NULL */
-  accel_allocator_pins_t pins;                   /* else what it lies in */
+  accel_allocator_pins_t pins;                   /* what it lies in */
+  shared_reg_t *shared;     /* that is a registration shared by imports, or NULL */
+  accel_dlpack_import_t *next_waiting;
+};
+
+/* A registration shared by the imports of one range: the released ones wait for its end. */
+struct shared_reg {
+  accel_device_t *dev; /* its imports hold it */
+  void *base;
+  pthread_mutex_t lock;
+  accel_dlpack_import_t *waiting;
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -149,28 +164,65 @@ static void import_free(accel_dlpack_import_t *imp) {
   accel_device_release(dev);
 }
 
-/* The import's own registration ended at the last unpin of a graph that used it. */
-static void import_registration_ended(void *ctx, void *device_ptr) {
-  accel_dlpack_import_t *imp = ctx;
-  accel_external_finish(imp->dev, imp->registered, device_ptr);
-  import_free(imp);
+/* The deleters of a shared registration's imports, once it ended (a callback: retire.c). */
+static void shared_reg_free(void *ctx) {
+  shared_reg_t *r = ctx;
+  accel_dlpack_import_t *list = r->waiting;
+  pthread_mutex_destroy(&r->lock);
+  free(r);
+  for (accel_dlpack_import_t *imp = list, *next; imp; imp = next) {
+    next = imp->next_waiting;
+    import_free(imp);
+  }
+}
+
+/* The last pin of a shared registration went (an import's or a graph's release). */
+static void shared_reg_ended(void *ctx, void *device_ptr) {
+  shared_reg_t *r = ctx;
+  accel_external_finish(r->dev, r->base, device_ptr);
+  accel_device_defer_callback(r->dev, shared_reg_free, r);
 }
 
 /* Retired release: no queued command uses the tensor any more. */
 static void import_retired(void *ctx) {
   accel_dlpack_import_t *imp = ctx;
-  if (!imp->registered) {
-    accel_allocator_unpin(imp->dev->mem, &imp->pins);
-    import_free(imp);
-    return;
+  shared_reg_t *r = imp->shared;
+  accel_allocator_t *mem = imp->dev->mem;
+  accel_allocator_pins_t pins = imp->pins;
+  if (r) { /* its deleter waits for the registration's end (imp is not ours any more) */
+    pthread_mutex_lock(&r->lock);
+    imp->next_waiting = r->waiting;
+    r->waiting = imp;
+    pthread_mutex_unlock(&r->lock);
   }
-  void *device_ptr = NULL;
-  if (accel_allocator_release_owned(imp->dev->mem, imp->registered, imp,
-                                    import_registration_ended, imp, &device_ptr))
-    import_registration_ended(imp, device_ptr);
+  accel_allocator_unpin(mem, &pins); /* may be that end */
+  if (!r) import_free(imp);
 }
 
-/* The checks and registration shared by both kinds of managed tensor. */
+/* A registration of the tensor's range, shared by the imports of it; its first user's pin goes
+ * to imp. */
+static accel_status_t import_register(accel_device_t *dev, const char *fn, accel_tensor_t *v,
+                                      size_t bytes, bool read_only, accel_dlpack_import_t *imp) {
+  shared_reg_t *r = calloc(1, sizeof *r);
+  if (!r) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  r->dev = dev;
+  r->base = v->data;
+  pthread_mutex_init(&r->lock, NULL);
+  void *dptr = NULL;
+  accel_status_t st = accel_external_register(dev, fn, v->data, bytes, read_only,
+                                              shared_reg_ended, r, &imp->pins, &dptr);
+  if (st != ACCEL_OK) {
+    accel_allocator_unpin(dev->mem, &imp->pins); /* nothing pinned: frees the list's room */
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    return st;
+  }
+  imp->shared = r;
+  v->data = dptr;
+  return ACCEL_OK;
+}
+
+/* The checks and the hold shared by both kinds of managed tensor. */
 static accel_status_t import_tensor(accel_device_t *dev, const char *fn,
                                     const accel_dl_tensor_t *t, bool read_only, unsigned flags,
                                     accel_tensor_t *view, accel_dlpack_import_t *imp) {
@@ -182,10 +234,12 @@ static accel_status_t import_tensor(accel_device_t *dev, const char *fn,
   imp->borrowed = flags & ACCEL_DLPACK_IMPORT_BORROW;
   imp->pins.owner_kind = "DLPack import";
   imp->pins.owner = imp;
-  /* inside an allocation or registration: hold it; else register the range (empty tensors
-   * access nothing and hold nothing) */
+  /* inside an allocation or registration: hold it (joining a shared one); else register the
+   * range (empty tensors access nothing and hold nothing) */
   if (bytes && accel_allocator_range_valid(dev->mem, v.data, bytes)) {
-    st = accel_allocator_pin(dev->mem, v.data, bytes, &imp->pins);
+    void *shared = NULL;
+    st = accel_allocator_pin_joining(dev->mem, v.data, bytes, &imp->pins, &shared);
+    imp->shared = shared;
     if (st == ACCEL_OK && imp->pins.n == 0)
       st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: [%p, +%zu) lies in a graph pool's memory or was freed meanwhile; "
@@ -193,12 +247,7 @@ static accel_status_t import_tensor(accel_device_t *dev, const char *fn,
                            fn, v.data, bytes);
     if (st != ACCEL_OK) accel_allocator_unpin(dev->mem, &imp->pins);
   } else if (bytes) {
-    void *dptr = NULL;
-    st = accel_external_register(dev, fn, v.data, bytes, read_only, imp, &dptr);
-    if (st == ACCEL_OK) {
-      imp->registered = v.data;
-      v.data = dptr;
-    }
+    st = import_register(dev, fn, &v, bytes, read_only, imp);
   }
   if (st == ACCEL_OK) *view = v;
   return st;
@@ -264,9 +313,10 @@ accel_status_t accel_dlpack_import_legacy(accel_device_t *dev, accel_dl_managed_
 accel_status_t accel_dlpack_release(accel_dlpack_import_t *imp) {
   accel_status_t st = accel_handle_drop_user(imp, ACCEL_HANDLE_DLPACK_IMPORT, __func__);
   if (st != ACCEL_OK) return st;
+  accel_allocator_leave(imp->dev->mem, &imp->pins); /* the last import: invalid for new work */
   accel_allocator_pins_retiring(imp->dev->mem, &imp->pins); /* unregister waits for it now */
   /* after the work queued so far; at once when every stream is idle */
-  accel_device_retire(imp->dev, import_retired, imp);
+  accel_device_retire_callback(imp->dev, import_retired, imp);
   return ACCEL_OK;
 }
 

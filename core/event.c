@@ -71,6 +71,7 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
       pthread_mutex_lock(&e->lock);
       accel_capture_t *old = e->capture;
       e->recorded = true;
+      e->record_captured = false;
       e->capture = NULL;
       pthread_mutex_unlock(&e->lock);
       if (old) accel_capture_release(old);
@@ -161,10 +162,10 @@ accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, 
                            "%s: an event was created with "
                            "ACCEL_EVENT_DISABLE_TIMING", __func__);
   pthread_mutex_lock(&start->lock);
-  bool ok = start->recorded && !start->capture;
+  bool ok = start->recorded && !start->record_captured;
   pthread_mutex_unlock(&start->lock);
   pthread_mutex_lock(&end->lock);
-  ok = ok && end->recorded && !end->capture;
+  ok = ok && end->recorded && !end->record_captured;
   pthread_mutex_unlock(&end->lock);
   if (!ok)
     return accel_set_error(ACCEL_ERROR_STATE,

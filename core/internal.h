@@ -114,9 +114,11 @@ struct accel_device {
    * accel_device_open gives for index, and not in backend->devices */
   bool wrapped;
   uint64_t trace_id;
-  pthread_mutex_t retire_lock;    /* retired list (never held while waiting or calling out) */
+  pthread_mutex_t retire_lock;    /* retired lists (never held while waiting or calling out) */
   struct accel_retired *retired;  /* retire.c: releases waiting for their fence */
   atomic_int nretired;
+  struct accel_retired *callbacks; /* retire.c: releases that run user code (deleters) */
+  atomic_int ncallbacks;
 };
 
 /* A new device over a runtime's context (core/native.c validated the arguments). */
@@ -144,6 +146,21 @@ uint64_t accel_retire_covered_epoch(void);
 /* Runs the retired releases whose fence completed (wait: waits for every fence first, holding
  * no lock). Cheap when nothing is retired. */
 void accel_device_reap(accel_device_t *dev, bool wait);
+/* Releases that run user code (DLPack deleters, which may call accel, waiting included) run
+ * only where that cannot deadlock, never inside a host function of the device: retired behind
+ * a fence (accel_device_retire_callback) or handed over ready (accel_device_defer_callback),
+ * they run at once when every stream of the device is idle (the caller is then no host
+ * function of it), else in the calls that wait for every stream, which a host function may not
+ * make and which open a callback scope (accel_callbacks_begin/end: accel_device_synchronize,
+ * accel_empty_cache, accel_memory_unregister, the device's teardown), else when
+ * accel_dlpack_release or accel_device_close finds the device idle. Inside a scope,
+ * accel_device_reap runs them too. */
+void accel_device_retire_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx);
+void accel_device_defer_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx);
+void accel_callbacks_begin(void);
+void accel_callbacks_end(void);
+/* Runs the callbacks whose fence completed, when every stream of the device is idle. */
+void accel_device_callbacks_if_idle(accel_device_t *dev);
 /* accel_device_reap(dev, false) when anything is retired: the check inline (allocation path). */
 static inline void accel_device_reap_if_any(accel_device_t *dev) {
   if (atomic_load_explicit(&dev->nretired, memory_order_relaxed))
@@ -219,6 +236,9 @@ struct accel_event {
   unsigned flags;
   pthread_mutex_t lock;
   bool recorded;
+  /* the last record was captured into a graph (it stays so after the capture ended): such a
+   * record has no backend event, and the earlier real record's one is stale */
+  bool record_captured;
   /* set when the last record happened inside a capture (the event holds a reference to it) */
   accel_capture_t *capture;
   uint32_t capture_event_slot;
@@ -229,6 +249,16 @@ struct accel_event {
 /* An event holds a reference to its device; captures hold references to their events. */
 void accel_event_retain(accel_event_t *e);
 void accel_event_release(accel_event_t *e);
+
+/* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
+ * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a
+ * collective (comm.c). */
+accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
+                                             const accel_tensor_t *tensors, size_t n,
+                                             float norm_type, float *out_dev);
+accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
+                                               const accel_tensor_t *tensors, size_t n,
+                                               const float *total_norm_dev, float *coef_out_dev);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Graphs and capture                                                                          */
@@ -279,6 +309,9 @@ void accel_pool_arena_retire(accel_device_t *dev, accel_allocator_arena_t *zombi
  * if a capture covers the calling thread (per its mode) the capture is invalidated and
  * ILLEGAL_IN_CAPTURE is returned with a message naming fn. stream may be NULL. */
 accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream);
+/* The same for a call illegal while any stream captures, in any mode and from any thread
+ * (communicator creation communicates now): every active capture is invalidated. */
+accel_status_t accel_capture_check_none(const char *fn);
 /* Records a command on a capturing stream (caller holds s->lock). */
 accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                            accel_keepalive_t *keep);

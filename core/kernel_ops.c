@@ -99,6 +99,23 @@ static accel_status_t norm_kind(kop_req_t *r, float norm_type, uint32_t *kind) {
   return ACCEL_OK;
 }
 
+/* A validated request that launches nothing: its table reference is let go. */
+static accel_status_t kop_checked(kop_req_t *r, accel_status_t st) {
+  if (r->entry) kop_entry_release(r->entry);
+  return st;
+}
+
+accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
+                                             const accel_tensor_t *tensors, size_t n,
+                                             float norm_type, float *out_dev) {
+  kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
+                 .scalars = {out_dev}};
+  uint32_t kind;
+  accel_status_t st = kop_validate(&r);
+  if (st == ACCEL_OK) st = norm_kind(&r, norm_type, &kind);
+  return kop_checked(&r, st);
+}
+
 accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
                                        size_t n, float norm_type, float *out_dev) {
   kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
@@ -124,6 +141,14 @@ static accel_status_t clip_body(const kop_req_t *r, kop_entry_t *e, const void *
                                nc ? (acc_u32)r->lists[0][0].dtype : 0, a->max_norm, a->eps};
   /* with no chunks one block still stores the coefficient */
   return kop_launch(r, ACCEL_KERNEL_CLIP, nc ? nc : 1, &p, sizeof p, e);
+}
+
+accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
+                                               const accel_tensor_t *tensors, size_t n,
+                                               const float *total_norm_dev, float *coef_out_dev) {
+  kop_req_t r = {KOP_REQ(CLIP), .stream = stream, .lists = {tensors}, .n = n,
+                 .scalars = {total_norm_dev, coef_out_dev}};
+  return kop_checked(&r, kop_validate(&r));
 }
 
 accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,

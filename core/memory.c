@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "external_memory.h"
 #include "fault.h"
 #include "internal.h"
 #include "trace.h"
@@ -123,7 +124,7 @@ accel_status_t accel_host_alloc(accel_device_t *dev, size_t size, void **ptr) {
   void *p = NULL;
   if ((st = accel_fault_host_alloc(dev->backend->vt, dev->impl, size, &p)) != ACCEL_OK) return st;
   pthread_mutex_lock(&dev->lock);
-  bool ok = accel_hashtab_insert(&dev->host_allocs, (uintptr_t)p, NULL);
+  bool ok = accel_hashtab_insert(&dev->host_allocs, (uintptr_t)p, (void *)(uintptr_t)size);
   pthread_mutex_unlock(&dev->lock);
   if (!ok) {
     dev->backend->vt->host_free(dev->impl, p);
@@ -138,12 +139,22 @@ accel_status_t accel_host_free(accel_device_t *dev, void *ptr) {
   if (st != ACCEL_OK) return st;
   if (!ptr) return ACCEL_OK;
   pthread_mutex_lock(&dev->lock);
-  bool known = accel_hashtab_erase(&dev->host_allocs, (uintptr_t)ptr);
+  const size_t j = accel_hashtab_find(&dev->host_allocs, (uintptr_t)ptr);
+  const size_t size = j == SIZE_MAX ? 0 : (size_t)(uintptr_t)dev->host_allocs.slots[j].value;
   pthread_mutex_unlock(&dev->lock);
-  if (!known)
+  if (j == SIZE_MAX)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %p is not a live accel_host_alloc block of this "
                            "device (already freed, or foreign)", __func__,
+                           ptr);
+  /* a registration of it (this device's or another's) would be left over freed memory */
+  if ((st = accel_external_check_free(ptr, size)) != ACCEL_OK)
+    return accel_set_error(st, "%s: %s", __func__, accel_last_error());
+  pthread_mutex_lock(&dev->lock);
+  const bool known = accel_hashtab_erase(&dev->host_allocs, (uintptr_t)ptr);
+  pthread_mutex_unlock(&dev->lock);
+  if (!known) /* another thread freed it meanwhile */
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %p was freed meanwhile", __func__,
                            ptr);
   dev->backend->vt->host_free(dev->impl, ptr);
   return ACCEL_OK;
@@ -175,7 +186,9 @@ accel_status_t accel_reset_peak_memory_stats(accel_device_t *dev) {
 accel_status_t accel_empty_cache(accel_device_t *dev) {
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
+  accel_callbacks_begin(); /* a waiting call: never a host function's (DLPack deleters run) */
   empty_cache_drained(dev);
+  accel_callbacks_end();
   return ACCEL_OK;
 }
 

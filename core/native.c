@@ -99,12 +99,14 @@ accel_status_t accel_event_native(accel_event_t *e, accel_native_t *out) {
   if (!dev->backend->vt->event_native) return no_slot(dev->backend, __func__, "events");
   if ((st = device_fields(dev, out, __func__)) != ACCEL_OK) return st;
   pthread_mutex_lock(&e->lock);
-  bool recorded = e->recorded, captured = e->capture != NULL;
+  /* the backend event of an earlier real record would not wait for the captured one */
+  bool recorded = e->recorded, captured = e->record_captured;
   pthread_mutex_unlock(&e->lock);
   if (captured)
     return accel_set_error(ACCEL_ERROR_STATE,
                            "%s: the event's last record was captured into a graph; a captured "
-                           "record has no native event (record it outside a capture)",
+                           "record has no native event, during the capture or after it (record "
+                           "it outside a capture)",
                            __func__);
   if (!recorded) return ACCEL_OK; /* out->event stays NULL */
   st = dev->backend->vt->event_native(e->impl, out);

@@ -5,6 +5,10 @@
  * work that could use them, and released once the fence completed. Nothing here waits for the
  * device while a lock is held, and a retire never waits at all unless the fence cannot be made
  * (out of events), in which case it drains the device first, holding no lock.
+ *
+ * Releases that run user code (DLPack deleters) wait in a list of their own, run only where a
+ * deleter that waits for the device cannot deadlock (internal.h: never inside a host function
+ * of the device), so the allocation paths never meet them.
  */
 #include <stdlib.h>
 
@@ -21,11 +25,17 @@ typedef struct accel_retired {
 
 /* While a retired release runs: the free generation its fence covers (0: none). */
 static _Thread_local uint64_t covered_epoch;
+/* Callback scopes the thread is in (accel_callbacks_begin). */
+static _Thread_local int callbacks_ok;
+
+void accel_callbacks_begin(void) { callbacks_ok++; }
+void accel_callbacks_end(void) { callbacks_ok--; }
 
 uint64_t accel_retire_covered_epoch(void) { return covered_epoch; }
 
-/* Records one event on every busy stream after its submitted (and lazily queued) work. */
-static accel_retired_t *fence_new(accel_device_t *dev) {
+/* Records one event on every busy stream after its submitted (and lazily queued) work; without
+ * record, only counts the busy streams (nevents, no events). */
+static accel_retired_t *fence_new(accel_device_t *dev, bool record) {
   const uint64_t epoch = accel_allocator_free_generation(dev->mem);
   accel_stream_t **streams = NULL;
   size_t n = 0;
@@ -42,15 +52,15 @@ static accel_retired_t *fence_new(accel_device_t *dev) {
     if (!s->capture) ok = accel_lazy_flush_locked(s) == ACCEL_OK;
     accel_be_event_t *ev = NULL;
     if (ok && vt->stream_query(s->impl) != ACCEL_OK) { /* busy (or failed): fence it */
-      ok = vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &ev) == ACCEL_OK;
+      if (record) ok = vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &ev) == ACCEL_OK;
       if (ok) r->events[r->nevents++] = ev;
-      if (ok) ok = vt->event_record(ev, s->impl) == ACCEL_OK;
+      if (ok && record) ok = vt->event_record(ev, s->impl) == ACCEL_OK;
     }
     pthread_mutex_unlock(&s->lock);
   }
   accel_device_streams_release(streams, n);
   if (ok) return r;
-  for (size_t i = 0; r && i < r->nevents; ++i) vt->event_destroy(r->events[i]);
+  for (size_t i = 0; r && record && i < r->nevents; ++i) vt->event_destroy(r->events[i]);
   free(r);
   return NULL;
 }
@@ -79,11 +89,24 @@ static void run(accel_device_t *dev, accel_retired_t *r) {
   free(r);
 }
 
-static void enqueue(accel_device_t *dev, accel_retired_t *r) {
+/* One of the device's two lists (lock: dev->retire_lock). */
+typedef struct retire_list {
+  accel_retired_t **head;
+  atomic_int *n;
+} retire_list_t;
+
+static retire_list_t releases(accel_device_t *dev) {
+  return (retire_list_t){&dev->retired, &dev->nretired};
+}
+static retire_list_t callbacks(accel_device_t *dev) {
+  return (retire_list_t){&dev->callbacks, &dev->ncallbacks};
+}
+
+static void enqueue(accel_device_t *dev, retire_list_t l, accel_retired_t *r) {
   pthread_mutex_lock(&dev->retire_lock);
-  r->next = dev->retired;
-  dev->retired = r;
-  atomic_fetch_add(&dev->nretired, 1);
+  r->next = *l.head;
+  *l.head = r;
+  atomic_fetch_add(l.n, 1);
   pthread_mutex_unlock(&dev->retire_lock);
 }
 
@@ -98,7 +121,7 @@ void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *
       r->fn = fn;
       r->ctx = ctx;
       r->epoch = accel_allocator_free_generation(dev->mem);
-      enqueue(dev, r);
+      enqueue(dev, releases(dev), r);
       return;
     }
     vt->event_destroy(ev);
@@ -109,31 +132,12 @@ void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *
   fn(ctx);
 }
 
-void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
-  accel_retired_t *r = fence_new(dev);
-  if (!r) {
-    accel_log(ACCEL_LOG_WARN, "accel", "no fence for a deferred release (%s); draining the "
-                                        "device instead", accel_last_error());
-    const uint64_t epoch = accel_allocator_free_generation(dev->mem);
-    accel_device_drain(dev);
-    run_covered(fn, ctx, epoch);
-    return;
-  }
-  r->fn = fn;
-  r->ctx = ctx;
-  if (r->nevents == 0) { /* every stream was idle */
-    run(dev, r);
-    return;
-  }
-  enqueue(dev, r);
-  accel_device_reap(dev, false);
-}
-
-void accel_device_reap(accel_device_t *dev, bool wait) {
-  if (atomic_load_explicit(&dev->nretired, memory_order_acquire) == 0) return;
+/* The entries of l whose fence completed (waiting for them first with wait) are run. */
+static void reap_list(accel_device_t *dev, retire_list_t l, bool wait) {
+  if (atomic_load_explicit(l.n, memory_order_acquire) == 0) return;
   pthread_mutex_lock(&dev->retire_lock);
-  accel_retired_t *list = dev->retired;
-  dev->retired = NULL;
+  accel_retired_t *list = *l.head;
+  *l.head = NULL;
   pthread_mutex_unlock(&dev->retire_lock);
   accel_retired_t *pending = NULL, *tail = NULL;
   size_t done = 0;
@@ -150,9 +154,82 @@ void accel_device_reap(accel_device_t *dev, bool wait) {
   }
   pthread_mutex_lock(&dev->retire_lock);
   if (pending) {
-    tail->next = dev->retired;
-    dev->retired = pending;
+    tail->next = *l.head;
+    *l.head = pending;
   }
-  atomic_fetch_sub(&dev->nretired, (int)done);
+  atomic_fetch_sub(l.n, (int)done);
   pthread_mutex_unlock(&dev->retire_lock);
+}
+
+void accel_device_reap(accel_device_t *dev, bool wait) {
+  reap_list(dev, releases(dev), wait);
+  if (callbacks_ok) reap_list(dev, callbacks(dev), wait);
+}
+
+/* A fence for fn(ctx), or NULL after running it at once (no fence could be made: drained). */
+static accel_retired_t *fenced(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
+  accel_retired_t *r = fence_new(dev, true);
+  if (!r) {
+    accel_log(ACCEL_LOG_WARN, "accel", "no fence for a deferred release (%s); draining the "
+                                        "device instead", accel_last_error());
+    const uint64_t epoch = accel_allocator_free_generation(dev->mem);
+    accel_device_drain(dev);
+    run_covered(fn, ctx, epoch);
+    return NULL;
+  }
+  r->fn = fn;
+  r->ctx = ctx;
+  return r;
+}
+
+void accel_device_retire(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
+  accel_retired_t *r = fenced(dev, fn, ctx);
+  if (!r) return;
+  if (r->nevents == 0) { /* every stream was idle */
+    run(dev, r);
+    return;
+  }
+  enqueue(dev, releases(dev), r);
+  accel_device_reap(dev, false);
+}
+
+/* Runs the ready callbacks (and first) in a scope: the device is idle, so the caller is no host
+ * function of it. Its own reference: a deleter may drop the last other one. */
+static void callbacks_idle(accel_device_t *dev, accel_retired_t *first) {
+  accel_device_retain(dev);
+  accel_callbacks_begin();
+  if (first) run(dev, first);
+  reap_list(dev, callbacks(dev), false);
+  accel_callbacks_end();
+  accel_device_release(dev);
+}
+
+void accel_device_retire_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
+  accel_retired_t *r = fenced(dev, fn, ctx); /* (a drain is no host function's either) */
+  if (!r) return;
+  if (r->nevents == 0) callbacks_idle(dev, r);
+  else enqueue(dev, callbacks(dev), r);
+}
+
+void accel_device_defer_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {
+  if (callbacks_ok) {
+    run_covered(fn, ctx, accel_retire_covered_epoch());
+    return;
+  }
+  accel_retired_t *r = calloc(1, sizeof *r);
+  if (!r) { /* out of host memory: a deleter in the wrong place beats a leak */
+    fn(ctx);
+    return;
+  }
+  r->fn = fn;
+  r->ctx = ctx; /* no fence: ready, it only waits for a place to run */
+  enqueue(dev, callbacks(dev), r);
+}
+
+void accel_device_callbacks_if_idle(accel_device_t *dev) {
+  if (atomic_load_explicit(&dev->ncallbacks, memory_order_acquire) == 0) return;
+  accel_retired_t *probe = fence_new(dev, false);
+  const bool idle = probe && probe->nevents == 0;
+  free(probe);
+  if (idle) callbacks_idle(dev, NULL);
 }

@@ -59,6 +59,8 @@ typedef struct wd_calls {
 
 typedef struct mpi_comm {
   MPI_Comm comm;
+  MPI_Comm side; /* a duplicate for host_all_gather: the core's collective check and bootstrap
+                  * never meet a data collective of a rank that skipped them */
   int rank, size;
   atomic_int stuck; /* a request timed out: the communicator cannot be freed safely */
   /* the watchdog's view (blocking mode): the blocking collectives and sends/receives in
@@ -555,7 +557,7 @@ static accel_status_t mpi_host_all_gather(accel_ce_comm_t *cc, const void *send,
   if (bytes > (size_t)INT32_MAX)
     return host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: %zu bytes exceed an MPI int", bytes);
   MPI_Request req;
-  int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->comm, &req);
+  int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->side, &req);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Iallgather", rc);
   MPI_Status status;
   return wait_req(c, &req, "MPI_Iallgather", timeout_s, &status);
@@ -564,10 +566,28 @@ static accel_status_t mpi_host_all_gather(accel_ce_comm_t *cc, const void *send,
 /* ---------------------------------------------------------------------------------------- */
 /* communicators */
 
+/* Whether a blocking call is in flight on some communicator: a thread is inside MPI. */
+static int calls_in_flight(void) {
+  int busy = 0;
+  pthread_mutex_lock(&wd_lock);
+  for (mpi_comm_t *c = wd_list; c && !busy; c = c->wd_next)
+    busy = atomic_load(&c->coll.started) != atomic_load(&c->coll.finished) ||
+           atomic_load(&c->p2p.started) != atomic_load(&c->p2p.finished);
+  pthread_mutex_unlock(&wd_lock);
+  return busy;
+}
+
+/* The core has let the streams finish their collectives before this runs (core/comm_exit.c);
+ * one still in flight then (it outlived its deadline) is not finalized under. */
 static void finalize_at_exit(void) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (calls_in_flight())
+    host->log(ACCEL_LOG_WARN, "comm", "MPI engine: a collective is still running at exit; "
+              "MPI_Finalize skipped");
+  else
+    MPI_Finalize();
 }
 
 static accel_status_t ensure_mpi(void) {
@@ -581,6 +601,9 @@ static accel_status_t ensure_mpi(void) {
     int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
     atexit(finalize_at_exit);
+    /* MPI is accel's: Open MPI reports a failed nonblocking collective (the poll mode's) to
+     * MPI_COMM_WORLD's handler, which would end the job instead of failing the communicator */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   } else {
     MPI_Query_thread(&provided);
   }
@@ -595,11 +618,17 @@ static accel_status_t ensure_mpi(void) {
 
 static accel_status_t wrap(MPI_Comm comm, accel_ce_comm_t **out, int *rank, int *size) {
   mpi_comm_t *c = calloc(1, sizeof *c);
-  if (!c) {
+  MPI_Comm side = MPI_COMM_NULL;
+  int rc = c ? MPI_Comm_dup(comm, &side) : MPI_SUCCESS; /* collective, as the caller's call */
+  if (!c || rc != MPI_SUCCESS) {
+    free(c);
     MPI_Comm_free(&comm);
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
     return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "MPI: out of host memory");
   }
   c->comm = comm;
+  c->side = side;
+  MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN);
   c->watched = !poll_mode && watch_add(c);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &c->rank);
@@ -637,7 +666,10 @@ static void mpi_comm_destroy(accel_ce_comm_t *cc) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   /* a communicator with a request that never completed is left to the process's end */
-  if (!finalized && !atomic_load(&c->stuck)) MPI_Comm_free(&c->comm);
+  if (!finalized && !atomic_load(&c->stuck)) {
+    MPI_Comm_free(&c->comm);
+    MPI_Comm_free(&c->side);
+  }
   free(c);
 }
 

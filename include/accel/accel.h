@@ -200,7 +200,8 @@ ACCEL_API accel_status_t accel_free_async(accel_stream_t *stream, void *ptr);
 /* Host memory, page-locked where the backend has it (ordinary host memory on the CPU). */
 ACCEL_API accel_status_t accel_host_alloc(accel_device_t *device, size_t size, void **ptr);
 /* NULL is a no-op; a pointer that is not a live accel_host_alloc block of this device returns
- * ACCEL_ERROR_INVALID_ARGUMENT. */
+ * ACCEL_ERROR_INVALID_ARGUMENT; a block a registration (accel_memory_register, a DLPack import,
+ * of any device) covers returns ACCEL_ERROR_STATE naming it, and stays allocated. */
 ACCEL_API accel_status_t accel_host_free(accel_device_t *device, void *ptr);
 
 /* Copies size bytes; the direction is inferred from the pointers (device allocations of this

@@ -20,7 +20,10 @@
  *    missing rank) marks the communicator failed: accel_comm_get_error returns the error and its
  *    message, and every later collective on it is skipped (its output left untouched) instead of
  *    waiting on ranks that are gone. The application then ends the job (accel_comm_abort).
- *    Mismatched counts are detected by engines that can (MPI: truncation errors on receives).
+ *    Collectives that differ across ranks (count, dtype, op, root, kind) fail on every rank
+ *    with INVALID_ARGUMENT, without running, on host engines (MPI): the ranks agree on each
+ *    collective the sequence so far does not predict (ACCEL_COMM_CHECK, docs/DISTRIBUTED.md);
+ *    one that breaks a predicted pattern fails every rank at ACCEL_COMM_TIMEOUT.
  *  - Buffers are device memory of the communicator's device. Engines that run on the host (MPI)
  *    need a device whose memory the host can access (accel_device_info.host_accessible: the CPU
  *    backend, OpenCL SVM); NCCL/RCCL/oneCCL run on the native CUDA/HIP/Level Zero streams.
@@ -52,12 +55,15 @@ typedef enum accel_reduce_op {
  * absent, or whose runtime or device is absent, is ACCEL_ERROR_UNAVAILABLE with the reason.
  * MPI must provide MPI_THREAD_MULTIPLE (collectives run on the stream's thread): accel
  * initialises MPI with it when the application has not (and finalizes it at exit); an
- * application that initialised MPI itself must have asked for it (else UNSUPPORTED). */
+ * application that initialised MPI itself must have asked for it (else UNSUPPORTED). At exit,
+ * accel lets the streams with collectives finish before it finalizes MPI. Illegal while any
+ * stream captures (ILLEGAL_IN_CAPTURE: it communicates now). */
 ACCEL_API accel_status_t accel_comm_create_mpi(accel_device_t *device, const void *mpi_comm,
                                                const char *engine, accel_comm_t **out);
 /* Splits comm into groups, collectively: processes with the same color form one communicator,
  * ranked by key (ties by rank in comm). color < 0: this process joins no group and *out is set
- * to NULL (ACCEL_OK). Illegal while any stream captures (it communicates now). */
+ * to NULL (ACCEL_OK). Illegal while any stream captures, in any mode (ILLEGAL_IN_CAPTURE, the
+ * captures are invalidated: it communicates now). */
 ACCEL_API accel_status_t accel_comm_split(accel_comm_t *comm, int color, int key,
                                           accel_comm_t **out);
 /* Drops the user's reference; the engine's communicator is freed when recorded work (graphs,
@@ -117,7 +123,8 @@ ACCEL_API accel_status_t accel_recv(accel_comm_t *comm, accel_stream_t *stream, 
  * norms are all-gathered (exact) and every rank computes the norm of that vector of size
  * values in rank order with the same kernel. p = inf equals the single-process norm bitwise; for
  * other p the grouping differs from one process's, so it agrees within rounding. Scratch comes
- * from accel_malloc_async on stream (the graph's pool when capturing). */
+ * from accel_malloc_async on stream (the graph's pool when capturing). Arguments the norm
+ * refuses (as accel_multi_tensor_norm would) are refused before anything is issued. */
 ACCEL_API accel_status_t accel_comm_global_norm(accel_comm_t *comm, accel_stream_t *stream,
                                                 const accel_tensor_t *tensors, size_t n,
                                                 float norm_type, float *out_dev);
@@ -126,7 +133,8 @@ ACCEL_API accel_status_t accel_comm_overflow_reduce(accel_comm_t *comm, accel_st
                                                     float *found_inf_dev);
 /* Clips the tensors by the global norm: accel_comm_global_norm into total_norm_out_dev, then
  * accel_clip_by_global_norm with it (coef_out_dev may be NULL). Every rank applies the same
- * coefficient. */
+ * coefficient. The clip's checks (total_norm_out_dev outside the tensors...) come first too:
+ * a refused call issues nothing. */
 ACCEL_API accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *comm,
                                                         accel_stream_t *stream,
                                                         const accel_tensor_t *tensors, size_t n,

@@ -41,11 +41,13 @@ enum {
 };
 
 /* Makes [ptr, ptr + size) usable by kernels, copies and graphs on the device. What a backend
- * accepts: host memory on the CPU backend; a device pointer of the same context on CUDA/HIP;
- * USM of the device's context on Level Zero; SVM of the device's context (or host memory where
- * the device has fine-grained system SVM) on OpenCL. *device_ptr receives the address to pass
- * to accel (equal to ptr on every current backend). The range must not overlap an allocation or
- * another registration of the device. Errors: INVALID_ARGUMENT (NULL, size 0, overflow,
+ * accepts: host memory on the CPU backend; a device pointer of the same context on CUDA/HIP; USM of
+ * the device's context on Level Zero; SVM of the device's context (or host memory where the device
+ * has fine-grained system SVM) on OpenCL. *device_ptr receives the address to pass to accel (equal
+ * to ptr on every current backend). The range must not overlap an allocation or another
+ * registration of the device. While registered, the range is the registration's: a free of memory
+ * it covers (accel_host_free of an accel_host_alloc block, accel_free of another device's
+ * allocation) is ACCEL_ERROR_STATE naming it. Errors: INVALID_ARGUMENT (NULL, size 0, overflow,
  * overlap, unknown flags), UNSUPPORTED (memory this backend cannot use, with the reason),
  * ILLEGAL_IN_CAPTURE (during a GLOBAL capture on the device). */
 ACCEL_API accel_status_t accel_memory_register(accel_device_t *device, void *ptr, size_t size,
@@ -142,12 +144,17 @@ enum {
   ACCEL_DLPACK_IMPORT_BORROW = 1u << 0
 };
 
-/* Imports a DLPack tensor: the checks of accel_dlpack_view, then its range is registered with
- * the device (READ_ONLY when the versioned flags say so) unless it already lies in an
- * allocation or registration. *view gets the tensor to pass to kernels; *out a handle. On
- * success accel owns the managed tensor (unless BORROW) and calls its deleter exactly once,
- * after accel_dlpack_release and after every graph and queued command using it is done. On
- * failure ownership stays with the caller. A versioned tensor whose major version is not
+/* Imports a DLPack tensor: the checks of accel_dlpack_view, then its range is registered with the
+ * device (READ_ONLY when the versioned flags say so) unless it already lies in an allocation or
+ * registration. Imports of a range inside one an import registered share that registration: it ends
+ * when the last of them was released and no graph uses it (a range that only partly overlaps it:
+ * INVALID_ARGUMENT). *view gets the tensor to pass to kernels; *out a handle. On success accel owns
+ * the managed tensor (unless BORROW) and calls its deleter exactly once, after accel_dlpack_release
+ * and after every graph and queued command using it is done (in a shared registration: when that
+ * ends), never inside a host function of the device: in accel_dlpack_release or accel_device_close
+ * when the device is idle, else in the next accel_device_synchronize, accel_empty_cache or
+ * accel_memory_unregister (docs/INTEROP.md). A deleter may call any accel function. On failure
+ * ownership stays with the caller. A versioned tensor whose major version is not
  * ACCEL_DLPACK_MAJOR_VERSION is refused (UNSUPPORTED, both versions named). */
 ACCEL_API accel_status_t accel_dlpack_import(accel_device_t *device,
                                              accel_dl_managed_tensor_versioned_t *managed,
@@ -200,7 +207,8 @@ ACCEL_API accel_status_t accel_device_native(accel_device_t *device, accel_nativ
 ACCEL_API accel_status_t accel_stream_native(accel_stream_t *stream, accel_native_t *out);
 /* The native event of the event's last record (NULL before the first record); valid until the
  * next record or destroy of the event. Native code may wait on it (clEnqueueBarrierWithWaitList,
- * cuStreamWaitEvent, ...). A record captured into a graph has none: ACCEL_ERROR_STATE. */
+ * cuStreamWaitEvent, ...). A record captured into a graph has none: ACCEL_ERROR_STATE, also after
+ * the capture ended (until the event is recorded outside a capture again). */
 ACCEL_API accel_status_t accel_event_native(accel_event_t *event, accel_native_t *out);
 /* Makes the stream wait for a native event of its backend (not retained past the call's
  * effect: the backend enqueues the wait before returning). On a capturing stream:

@@ -1,6 +1,9 @@
 /*
- * Fault test (run by check_fault.sh under mpirun): the last rank dies (--fault exit) or stops
- * taking part (--fault hang) in the middle of a step of collectives; every other rank must see
+ * Fault test (run by check_fault.sh under mpirun): the last rank dies (--fault exit), stops
+ * taking part (--fault hang) or issues another count than the others (--fault mismatch: the
+ * collective check's pattern, learnt in the first steps, predicts the others' collective, so
+ * they run it while the last rank agrees alone) in the middle of a step of collectives; every
+ * other rank must see
  * the failure through accel_comm_get_error within ACCEL_COMM_TIMEOUT, print
  * "rank R: comm error: ..." and end the job with accel_comm_abort (after a grace of 2 s, so
  * that every survivor's report is in the log). A rank that finishes all
@@ -15,10 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static accel_status_t issue_step(accel_comm_t *comm, accel_stream_t *s, float *buf) {
+#define COUNT (1 << 14)
+
+static accel_status_t issue_step(accel_comm_t *comm, accel_stream_t *s, float *buf,
+                                 size_t count) {
   accel_status_t st = ACCEL_OK;
   for (int k = 0; k < 4 && st == ACCEL_OK; ++k)
-    st = accel_all_reduce(comm, s, buf, buf, 1 << 14, ACCEL_F32, ACCEL_REDUCE_SUM);
+    st = accel_all_reduce(comm, s, buf, buf, count, ACCEL_F32, ACCEL_REDUCE_SUM);
   return st;
 }
 
@@ -43,19 +49,18 @@ int main(int argc, char **argv) {
   if (use_graph &&
       (accel_graph_create(dev, &g) != ACCEL_OK ||
        accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL) != ACCEL_OK ||
-       issue_step(comm, s, buf) != ACCEL_OK || accel_graph_capture_end(g) != ACCEL_OK)) {
+       issue_step(comm, s, buf, COUNT) != ACCEL_OK || accel_graph_capture_end(g) != ACCEL_OK)) {
     fprintf(stderr, "rank %d: capture failed: %s\n", rank, accel_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   for (int step = 0; step < 10; ++step) {
-    if (step == 3 && rank == size - 1) {
-      if (strcmp(fault, "hang") == 0)
-        for (;;) pause(); /* alive but never joins the collective */
-      _exit(3);           /* dies without MPI_Finalize */
-    }
+    const int odd = step == 3 && rank == size - 1;
+    if (odd && strcmp(fault, "hang") == 0)
+      for (;;) pause(); /* alive but never joins the collective */
+    if (odd && strcmp(fault, "exit") == 0) _exit(3); /* dies without MPI_Finalize */
     /* one step: a few collectives, then the host looks at the result */
     if (g) accel_graph_replay(g, s);
-    else issue_step(comm, s, buf);
+    else issue_step(comm, s, buf, odd ? COUNT - 1 : COUNT);
     accel_stream_synchronize(s);
     if (accel_comm_get_error(comm) != ACCEL_OK) {
       fprintf(stderr, "rank %d: comm error at step %d: %s\n", rank, step, accel_last_error());

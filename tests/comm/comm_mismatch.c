@@ -1,6 +1,9 @@
 /*
- * ACCEL_COMM_CHECK=1 (set by meson): ranks that issue different collectives get an error on
- * every rank, and the collective does not run.
+ * The collective check (core/comm_check.c): ranks that issue different collectives get an
+ * error on every rank, and the collective does not run. Run with ACCEL_COMM_CHECK=1 (every
+ * collective checked; the message names ACCEL_COMM_CHECK) and without it (the default: a
+ * collective the sequence so far does not predict, such as the first on a communicator, is
+ * checked; the message says "collective check"), in both wait modes.
  *  1. A matching sequence of every fingerprinted kind passes and computes the right values.
  *  2. For each mismatch (count, dtype, reduce op, broadcast root, kind), on a fresh
  *     communicator: the last rank issues the odd one; every rank must see INVALID_ARGUMENT
@@ -12,6 +15,7 @@
 #include <accel/accel_comm.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define N 64
@@ -24,9 +28,11 @@ static void expect(int ok, const char *what) {
   ++failures;
 }
 
-typedef enum { M_COUNT, M_DTYPE, M_OP, M_ROOT, M_KIND, M_COUNT_OF } mismatch_t;
-static const char *const mismatch_names[] = {"count", "dtype", "op", "root", "kind"};
-static const char *const mismatch_words[] = {"count 63", "BF16", "max", "root 1", "all_gather"};
+typedef enum { M_COUNT, M_DTYPE, M_DTYPE16, M_OP, M_ROOT, M_KIND, M_COUNT_OF } mismatch_t;
+static const char *const mismatch_names[] = {"count", "dtype", "dtype of one size", "op",
+                                             "root", "kind"};
+static const char *const mismatch_words[] = {"count 63", "BF16", "BF16", "max", "root 1",
+                                             "all_gather"};
 
 /* Issues the collective of mismatch m: the odd variant on the last rank. */
 static void issue(accel_comm_t *c, accel_stream_t *s, float *send, float *recv, mismatch_t m) {
@@ -37,6 +43,9 @@ static void issue(accel_comm_t *c, accel_stream_t *s, float *send, float *recv, 
       break;
     case M_DTYPE:
       accel_all_reduce(c, s, send, recv, N, odd ? ACCEL_BF16 : ACCEL_F32, ACCEL_REDUCE_SUM);
+      break;
+    case M_DTYPE16: /* the same bytes: invisible to MPI */
+      accel_all_reduce(c, s, send, recv, N, odd ? ACCEL_BF16 : ACCEL_F16, ACCEL_REDUCE_SUM);
       break;
     case M_OP:
       accel_all_reduce(c, s, send, recv, N, ACCEL_F32, odd ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_SUM);
@@ -57,6 +66,8 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char *device = argc > 2 && strcmp(argv[1], "--device") == 0 ? argv[2] : "cpu";
+  const char *mode = getenv("ACCEL_COMM_CHECK");
+  const char *checker = mode && strcmp(mode, "1") == 0 ? "ACCEL_COMM_CHECK" : "collective check";
   accel_device_t *dev = NULL;
   accel_stream_t *s = NULL;
   accel_comm_t *comm = NULL;
@@ -100,10 +111,10 @@ int main(int argc, char **argv) {
     snprintf(what, sizeof what, "%s mismatch reported as INVALID_ARGUMENT",
              mismatch_names[m]);
     expect(st == ACCEL_ERROR_INVALID_ARGUMENT, what);
-    snprintf(what, sizeof what, "%s mismatch: message names ACCEL_COMM_CHECK and '%s'",
-             mismatch_names[m], mismatch_words[m]);
-    expect(strstr(accel_last_error(), "ACCEL_COMM_CHECK") &&
-               strstr(accel_last_error(), mismatch_words[m]), what);
+    snprintf(what, sizeof what, "%s mismatch: message names %s and '%s'", mismatch_names[m],
+             checker, mismatch_words[m]);
+    expect(strstr(accel_last_error(), checker) && strstr(accel_last_error(), mismatch_words[m]),
+           what);
     if (rank == 0) printf("rank 0, %s mismatch: %s\n", mismatch_names[m], accel_last_error());
     accel_memcpy(dev, host, recv, sizeof(float) * N * (size_t)size);
     ok = 1;

@@ -13,12 +13,16 @@
  * copies only touch a persistent scratch buffer, never memory the input frees, so a replay can
  * never write freed memory (that would be a user error, not a library bug).
  *
- * External memory (accel_memory_register) and DLPack imports work on NR static host buffers:
- * registered (read-only or not), unregistered, registered by an import, held by imports and by
- * graphs whose captured kernels use them; kernels and fills on them must be refused past their
- * end, after the end of the registration and when they write a read-only one; an unregister
- * must be refused while a graph or an import holds the range. Every import's deleter must have
- * run exactly once (never for a borrowed one) when the input is torn down.
+ * External memory (accel_memory_register) and DLPack imports work on NR accel_host_alloc
+ * blocks: registered (read-only or not), unregistered, registered by imports (one registration
+ * shared by every import of a range inside it: the whole block or its upper half), held by
+ * imports and by graphs whose captured kernels use them; kernels and fills on them must be
+ * refused past their end, after the end of the registration and when they write a read-only
+ * one; an unregister must be refused while a graph or an import holds the range, and a free of
+ * the block (accel_host_free) while any registration covers it. Every import's deleter must
+ * have run exactly once (never for a borrowed one) when the input is torn down: one in a shared
+ * registration when that ends (its last import released and no graph left), others at their
+ * release.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -59,11 +63,14 @@ typedef struct { hstate_t st; accel_event_t *h; } mevent_t;
 typedef struct { hstate_t st; accel_pool_t *h; int user_refs, id; } mpool_t;
 /* arena: -1 the default arena, else the id of a graph pool (ids are never reused) */
 typedef struct { hstate_t st; void *p; int arena; } malloc_t;
-/* A registrable buffer: ZOMBIE: released by its import while pinned (ended at the last unpin);
- * UNCERTAIN: its last pin went in a release that may still be retired (a sync decides). */
+/* A registrable buffer: ZOMBIE: a shared registration whose imports were all released while a
+ * graph pins it (ended at the last unpin); UNCERTAIN: its last pin went in a release that may
+ * still be retired (a sync decides). */
 enum { R_NONE = 0, R_LIVE, R_ZOMBIE, R_UNCERTAIN };
-typedef struct { int st, owner /* -1: the user's, else the import */, ro; } mreg_t;
-typedef struct { hstate_t st; accel_dlpack_import_t *h; int reg, own, borrow; } mimport_t;
+/* shared: made by imports (else the user's); half: it covers only the block's upper half */
+typedef struct { int st, shared, half, ro; } mreg_t;
+/* shared: the import lies in a shared registration (its deleter waits for that one's end) */
+typedef struct { hstate_t st; accel_dlpack_import_t *h; int reg, shared, borrow; } mimport_t;
 
 static accel_device_t *dev;
 static accel_stream_t *default_stream;
@@ -85,7 +92,8 @@ static mreg_t R[NR];
 static mimport_t I[NI];
 /* The communicator: the fuzzhost engine (tests/fuzz/fuzz_host_engine.c), one rank, no MPI. */
 static struct { hstate_t st; accel_comm_t *h; } C;
-static float reg_buf[NR][SLOT_FLOATS] __attribute__((aligned(64)));
+static float *reg_buf[NR]; /* accel_host_alloc blocks of SLOT_FLOATS floats */
+#define REG_BYTES (SLOT_FLOATS * sizeof(float))
 static accel_dl_managed_tensor_versioned_t managed_v[NI];
 static accel_dl_managed_tensor_t managed_l[NI];
 static int64_t import_shape[NI];
@@ -135,6 +143,8 @@ static void ensure_device(void) {
     fail("setup: %s", accel_last_error());
   const float one = 1.0f;
   if (accel_memcpy(dev, scalars, &one, sizeof one) != ACCEL_OK) fail("setup copy");
+  for (int r = 0; r < NR; ++r)
+    if (accel_host_alloc(dev, REG_BYTES, (void **)&reg_buf[r]) != ACCEL_OK) fail("setup blocks");
   if (accel_empty_cache(dev) != ACCEL_OK || accel_memory_stats(dev, &baseline) != ACCEL_OK)
     fail("setup stats");
 }
@@ -874,7 +884,8 @@ static void issue_call(const mcall_t *k) {
     int invalid = k->dtype == 3 || k->op == 3;
     if (k->count > 0) {
       invalid |= k->misalign || k->past_end; /* misaligned send; past the buffers' ends */
-      invalid |= k->reg >= 0 && (R[k->reg].st != R_LIVE || R[k->reg].ro); /* recv written */
+      invalid |= k->reg >= 0 && (R[k->reg].st != R_LIVE || R[k->reg].half ||
+                                 R[k->reg].ro); /* recv written from the block's start */
     }
     want = invalid ? ACCEL_ERROR_INVALID_ARGUMENT : submit_status(k->stream);
   }
@@ -993,7 +1004,7 @@ static void op_device(void) {
 static int reg_pinned(int r) {
   int n = 0;
   for (int g = 0; g < NG; ++g) n += G[g].st == H_LIVE && G[g].state != G_EMPTY && (G[g].regs >> r & 1);
-  for (int i = 0; i < NI; ++i) n += I[i].st == H_LIVE && I[i].reg == r && !I[i].own;
+  for (int i = 0; i < NI; ++i) n += I[i].st == H_LIVE && I[i].reg == r;
   return n;
 }
 
@@ -1002,13 +1013,41 @@ static int capture_active(void) {
   return 0;
 }
 
-/* Settles UNCERTAIN registrations: a device synchronize runs the retired releases. */
+/* Deleter calls import slot i must have seen: all but the one of a live import, or of a
+ * released import in a shared registration that has not ended yet. */
+static unsigned deletes_due(int i) {
+  const int waits = !I[i].borrow && (I[i].st == H_LIVE || (I[i].st == H_DEAD && I[i].shared &&
+                                                           R[I[i].reg].st != R_NONE));
+  return deletes_expected[i] - (unsigned)waits;
+}
+
+static void check_deletes(void) {
+  for (int i = 0; i < NI; ++i)
+    if (deletes_seen[i] != deletes_due(i))
+      fail("import slot %d: %u deleter calls, %u expected", i, deletes_seen[i], deletes_due(i));
+}
+
+/* Shared registration r ended: the deleters of its released imports ran. */
+static void reg_ended(int r) {
+  R[r].st = R_NONE;
+  for (int k = 0; k < NI; ++k)
+    if (I[k].st == H_DEAD && I[k].reg == r) I[k].shared = 0;
+}
+
+/* After a device synchronize outside captures: the retired releases ran, UNCERTAIN
+ * registrations ended (and with them the deleters waiting for their end). */
+static void synchronized(void) {
+  for (int r = 0; r < NR; ++r) if (R[r].st == R_UNCERTAIN) reg_ended(r);
+  check_deletes();
+}
+
+/* Settles UNCERTAIN registrations with a device synchronize. */
 static void settle(void) {
   int any = 0;
   for (int r = 0; r < NR; ++r) any |= R[r].st == R_UNCERTAIN;
   if (!any || capture_active()) return;
   expect("accel_device_synchronize", accel_device_synchronize(dev), ACCEL_OK);
-  for (int r = 0; r < NR; ++r) if (R[r].st == R_UNCERTAIN) R[r].st = R_NONE;
+  synchronized();
 }
 
 static void op_register(void) {
@@ -1016,7 +1055,7 @@ static void op_register(void) {
   settle();
   if (R[r].st == R_UNCERTAIN) return;
   void *dptr = NULL, *ptr = reg_buf[r];
-  size_t size = sizeof reg_buf[r];
+  size_t size = REG_BYTES;
   unsigned flags = variant == 1 ? ACCEL_REGISTER_READ_ONLY : variant == 2 ? 0x40u : 0u;
   if (variant == 3) size = 0;
   if (variant == 4) ptr = scratch; /* an allocation: overlaps */
@@ -1027,7 +1066,7 @@ static void op_register(void) {
   expect("accel_memory_register", st, want);
   if (st != ACCEL_OK) return;
   if (dptr != ptr) fail("accel_memory_register gave %p for %p", dptr, ptr);
-  R[r] = (mreg_t){R_LIVE, -1, variant == 1};
+  R[r] = (mreg_t){R_LIVE, 0, 0, variant == 1};
 }
 
 static void op_unregister(void) {
@@ -1036,11 +1075,28 @@ static void op_unregister(void) {
   if (R[r].st == R_UNCERTAIN) return;
   accel_status_t want = unsafe(-1);
   if (want == ACCEL_OK) {
-    if (R[r].st != R_LIVE || interior || R[r].owner >= 0) want = ACCEL_ERROR_INVALID_ARGUMENT;
+    if (R[r].st != R_LIVE || interior || R[r].shared) want = ACCEL_ERROR_INVALID_ARGUMENT;
     else if (reg_pinned((int)r)) want = ACCEL_ERROR_STATE;
   }
   expect("accel_memory_unregister", accel_memory_unregister(dev, reg_buf[r] + interior), want);
   if (want == ACCEL_OK) R[r].st = R_NONE;
+}
+
+/* Frees a registrable block: refused while any registration covers it (then a free through
+ * accel_free, which is never the way to free it); a freed block is replaced at once. */
+static void op_free_reg(void) {
+  unsigned r = u8() % NR, through_free = u8() % 4 == 0;
+  settle();
+  if (R[r].st == R_UNCERTAIN) return;
+  if (through_free) {
+    expect("accel_free (host block)", accel_free(dev, reg_buf[r]), ACCEL_ERROR_INVALID_ARGUMENT);
+    return;
+  }
+  const accel_status_t want = R[r].st == R_NONE ? ACCEL_OK : ACCEL_ERROR_STATE;
+  expect("accel_host_free (registrable block)", accel_host_free(dev, reg_buf[r]), want);
+  if (want == ACCEL_OK &&
+      accel_host_alloc(dev, REG_BYTES, (void **)&reg_buf[r]) != ACCEL_OK)
+    fail("accel_host_alloc of a new block: %s", accel_last_error());
 }
 
 /* fill, scale, norm or memset on a registrable buffer (registered or not, maybe past its end) */
@@ -1055,7 +1111,7 @@ static void op_kernel_reg(void) {
   accel_tensor_t t = {reg_buf[r], numel, ACCEL_F32};
   accel_status_t want = hs;
   if (want == ACCEL_OK) {
-    if (R[r].st != R_LIVE || past_end) want = ACCEL_ERROR_INVALID_ARGUMENT;
+    if (R[r].st != R_LIVE || R[r].half || past_end) want = ACCEL_ERROR_INVALID_ARGUMENT;
     else if (which != 2 && R[r].ro) want = ACCEL_ERROR_INVALID_ARGUMENT;
     else want = submit_status(s);
   }
@@ -1084,20 +1140,26 @@ static void count_delete_l(accel_dl_managed_tensor_t *self) {
   deletes_seen[(uintptr_t)self->manager_ctx]++;
 }
 
+/* Imports block r (or its upper half) into slot i: a registration of its own when the range is
+ * registered by nothing, else a hold on the registration it lies in (joining a shared one). */
 static void op_import(void) {
-  unsigned i = u8() % NI, r = u8() % NR, kind = u8() % 5;
+  unsigned i = u8() % NI, r = u8() % NR, kb = u8(), kind = kb % 5, half = kb / 5 % 2;
   settle();
   /* the slot's structs are reused only once accel let go of the last ones */
   if (I[i].st == H_LIVE || R[r].st == R_UNCERTAIN || deletes_seen[i] != deletes_expected[i])
     return;
-  import_shape[i] = SLOT_FLOATS;
-  accel_dl_tensor_t t = {.data = reg_buf[r], .device = {ACCEL_DL_CPU, 0}, .ndim = 1,
+  const size_t skip = half ? SLOT_FLOATS / 2 : 0;
+  import_shape[i] = (int64_t)(SLOT_FLOATS - skip);
+  accel_dl_tensor_t t = {.data = reg_buf[r] + skip, .device = {ACCEL_DL_CPU, 0}, .ndim = 1,
                          .dtype = {ACCEL_DL_FLOAT, 32, 1}, .shape = &import_shape[i]};
   accel_tensor_t view;
   accel_dlpack_import_t *h = NULL;
+  /* a released shared registration, or the whole block over a registration of its half:
+   * overlaps */
+  const int overlaps = R[r].st == R_ZOMBIE || (R[r].st == R_LIVE && R[r].half && !half);
   accel_status_t want = kind == 3 ? ACCEL_ERROR_UNSUPPORTED /* DLPack 2.0 */
-                        : R[r].st == R_ZOMBIE ? ACCEL_ERROR_INVALID_ARGUMENT /* overlaps */
-                                              : ACCEL_OK;
+                        : overlaps ? ACCEL_ERROR_INVALID_ARGUMENT
+                                   : ACCEL_OK;
   accel_status_t st;
   if (kind == 0 || kind == 4) {
     managed_l[i] = (accel_dl_managed_tensor_t){t, (void *)(uintptr_t)i, count_delete_l};
@@ -1111,12 +1173,11 @@ static void op_import(void) {
   }
   expect("accel_dlpack_import", st, want);
   if (st != ACCEL_OK) return;
-  if (view.data != reg_buf[r] || view.numel != SLOT_FLOATS) fail("import view");
+  if (view.data != reg_buf[r] + skip || view.numel != SLOT_FLOATS - skip) fail("import view");
   for (int k = 0; k < NI; ++k) if (I[k].st == H_DEAD && I[k].h == h) I[k].st = H_NONE;
   deletes_expected[i] += kind != 4;
-  const int own = R[r].st == R_NONE;
-  I[i] = (mimport_t){H_LIVE, h, (int)r, own, kind == 4};
-  if (own) R[r] = (mreg_t){R_LIVE, (int)i, kind == 2};
+  if (R[r].st == R_NONE) R[r] = (mreg_t){R_LIVE, 1, (int)half, kind == 2};
+  I[i] = (mimport_t){H_LIVE, h, (int)r, R[r].shared, kind == 4};
 }
 
 /* Releases import i (only outside captures: the synchronize after it settles the release). */
@@ -1127,13 +1188,13 @@ static void release_import(int i) {
   if (want != ACCEL_OK) return;
   I[i].st = H_DEAD;
   const int r = I[i].reg;
-  if (I[i].own) R[r].st = reg_pinned(r) ? R_ZOMBIE : R_NONE;
-  else if (R[r].st == R_ZOMBIE && !reg_pinned(r)) R[r].st = R_NONE; /* the import held it */
-  /* the deleter has run unless a graph still holds the import's own registration */
-  const unsigned pending = I[i].own && R[r].st == R_ZOMBIE && !I[i].borrow;
-  if (deletes_seen[i] + pending != deletes_expected[i])
-    fail("import %d: %u deleter calls after its release, %u expected", i, deletes_seen[i],
-         deletes_expected[i] - pending);
+  int live = 0; /* imports still in r */
+  for (int k = 0; k < NI; ++k) live += I[k].st == H_LIVE && I[k].reg == r;
+  if (I[i].shared && !live) {
+    if (reg_pinned(r)) R[r].st = R_ZOMBIE;
+    else reg_ended(r);
+  }
+  synchronized();
 }
 
 static void op_release(void) {
@@ -1158,7 +1219,7 @@ static void teardown_input(void) {
     if (I[i].st == H_LIVE) release_import(i);
   settle();
   for (int r = 0; r < NR; ++r) {
-    if (R[r].st == R_LIVE && R[r].owner < 0)
+    if (R[r].st == R_LIVE && !R[r].shared)
       expect("accel_memory_unregister", accel_memory_unregister(dev, reg_buf[r]), ACCEL_OK);
     else if (R[r].st != R_NONE)
       fail("registration %d left in state %d after teardown", r, R[r].st);
@@ -1217,7 +1278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       op_amp();
       continue;
     }
-    switch (op < 240 ? op % 24 : 24 + (op - 240) % 5) {
+    switch (op < 240 ? op % 24 : 24 + (op - 240) % 6) {
       case 0: case 1: op_stream_create(); break;
       case 2: op_stream_destroy(); break;
       case 3: op_stream_sync_query(0); break;
@@ -1242,7 +1303,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 25: op_unregister(); break;
       case 26: op_kernel_reg(); break;
       case 27: op_import(); break;
-      default: op_release(); break;
+      case 28: op_release(); break;
+      default: op_free_reg(); break;
     }
   }
   teardown_input();

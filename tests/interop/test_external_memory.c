@@ -21,7 +21,7 @@
 #include "accel/accel.h"
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
-#include "check.h"
+#include "interop_check.h"
 
 #define N 4096
 
@@ -30,18 +30,6 @@ static accel_stream_t *stream;
 static float *scale_dev; /* device scalar 0.75 */
 static float *norm_dev;
 static bool use_host_alloc; /* buffers from accel_host_alloc instead of malloc */
-
-#define EXPECT(call, status)                                                                  \
-  do {                                                                                        \
-    accel_status_t got_ = (call);                                                             \
-    CHECK(got_ == (status), "%s: %s, expected %s [%s]", #call, accel_status_name(got_),       \
-          accel_status_name(status), accel_last_error());                                     \
-  } while (0)
-
-/* The last error names fn and contains what. */
-#define EXPECT_MSG(fn, what)                                                                  \
-  CHECK(strstr(accel_last_error(), fn) && strstr(accel_last_error(), what),                  \
-        "message \"%s\" should name %s and say \"%s\"", accel_last_error(), fn, what)
 
 static float *host_buffer(size_t n, float seed) {
   float *p = NULL;
@@ -600,15 +588,9 @@ static void test_opencl_svm(void) {
 
 int main(int argc, char **argv) {
   const char *selector = argc > 1 ? argv[1] : "cpu";
-  accel_status_t st = accel_device_open(selector, &dev);
-  if (st == ACCEL_ERROR_UNAVAILABLE) {
-    printf("SKIP: %s: %s\n", selector, accel_last_error());
-    return 77;
-  }
-  if (st != ACCEL_OK) {
-    fprintf(stderr, "open %s: %s\n", selector, accel_last_error());
-    return 1;
-  }
+  const int opened = open_device(selector, &dev);
+  if (opened) return opened;
+  accel_status_t st;
   EXPECT(accel_stream_create(dev, &stream), ACCEL_OK);
   EXPECT(accel_malloc(dev, 64, (void **)&scale_dev), ACCEL_OK);
   norm_dev = scale_dev + 1;

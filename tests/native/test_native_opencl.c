@@ -518,6 +518,21 @@ static void case_bad_input(runtime_t *rt, cl_context ctx, cl_command_queue q, ac
          "accel_stream_wait_native_event");
   CL_OK(clSetUserEventStatus(gate, CL_COMPLETE));
   clReleaseEvent(gate);
+  /* a record captured by a capture that ended: still none (the earlier real record's cl_event
+   * would not wait for the graph's record); nor a time */
+  accel_event_t *timed = NULL;
+  A_OK(accel_event_create(dev, 0, &timed));
+  A_OK(accel_event_record(e, s));
+  A_OK(accel_event_record(timed, s));
+  A_OK(accel_graph_reset(g));
+  A_OK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_RELAXED));
+  A_OK(accel_event_record(e, s));
+  A_OK(accel_event_record(timed, s));
+  A_OK(accel_graph_capture_end(g));
+  EXPECT(accel_event_native(e, &out), ACCEL_ERROR_STATE, "captured");
+  float ms = 0;
+  EXPECT(accel_event_elapsed_ms(timed, timed, &ms), ACCEL_ERROR_STATE, "outside a capture");
+  A_OK(accel_event_destroy(timed));
   A_OK(accel_event_record(e, s));
   A_OK(accel_event_native(e, &out));
   CHECK(out.event != NULL, "a record after the capture has a native event again");
