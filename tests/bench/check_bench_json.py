@@ -94,6 +94,11 @@ def kernels(doc, problems, over):
         if "pct_of_cl_bound" in keys:
             check_bound(where, row, problems, "cl_bound")
         check_pcts(where, row, keys, problems, over)
+    flat = doc.get("adam_flat", {})
+    for key in ("list_ms", "flat_ms", "list_over_flat"):
+        check_stats(f"kernels adam_flat: {key}", flat.get(key), problems)
+    if not flat.get("tensors", 0) > 1:
+        problems.append(f"kernels adam_flat: tensors {flat.get('tensors')}")
     for row in doc.get("vs_torch", []):
         check_stats(f"kernels {row.get('name')}: ms", row.get("ms"), problems)
         if row.get("torch", {}).get("available"):

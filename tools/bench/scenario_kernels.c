@@ -26,6 +26,7 @@
 #include "bench_baseline.h"
 #include "bench_tensors.h"
 #include "bench_torch.h"
+#include "kernels_adam_flat.h"
 
 #define BIG_TENSORS 300
 #define SMALL_TENSORS 2000
@@ -517,6 +518,10 @@ int bench_kernels(const bench_opts_t *o) {
   bw[6] = make_row("fused AdamW (f32 grads)", op_adam, &c, BENCH_LOOP_ADAM, adam_numel, &rb,
                    TARGET_ADAM_PCT, TARGET_CL_PCT);
   if (run_bw_row(&bw[6], repeat, buf)) goto fail;
+  bench_progress("kernels: fused AdamW, 3000 tensors vs one");
+  adam_flat_t af;
+  float *const pgmv[4] = {x, x + quarter, x + 2 * quarter, x + 3 * quarter};
+  if (bench_adam_flat(c.s, pgmv, quarter, c.args, repeat, &af)) goto fail;
   bench_progress_done();
 
   bench_machine_t m;
@@ -535,6 +540,7 @@ int bench_kernels(const bench_opts_t *o) {
           bench_baseline_threads(), BENCH_BOUND_TRIES);
   for (int i = 0; i < NUM_BW; i++)
     fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].loop.kind]);
+  bench_adam_flat_print(f, &af);
   if (rb.clb) {
     fprintf(f,
             "the same loops through the OpenCL device (tools/bench/bench_cl_bound.cl: each "
@@ -560,6 +566,7 @@ int bench_kernels(const bench_opts_t *o) {
   bench_json_begin_array(&j, "bandwidth");
   for (int i = 0; i < NUM_BW; i++) json_bw(&j, &bw[i]);
   bench_json_end_array(&j);
+  bench_adam_flat_json(&j, "adam_flat", &af);
   bench_json_begin_array(&j, "vs_torch");
   for (int i = 0; i < 2; i++) json_torch(&j, &tr[i]);
   bench_json_end_array(&j);
