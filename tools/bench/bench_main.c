@@ -29,7 +29,8 @@ static const struct {
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
      "                  [--preset tiny|many-small|gpt2[-fp16|-bf16]] [--tensors N --params M]\n"
      "                  [--steps N] [--torch]; default: many-small then gpt2; --steps N:\n"
-     "                  N - 1 paired rounds of the bound and the 4 variants"},
+     "                  N - 1 paired rounds of the bound and the 4 variants; --preset P\n"
+     "                  --params M: P's shape scaled to M params"},
 #ifdef ACCEL_BENCH_HAVE_MPI
     {"comm", bench_comm,
      "under mpirun: accel_all_reduce vs a bare MPI_Allreduce loop, 4 KB and 64 MB\n"

@@ -430,8 +430,10 @@ done:
 }
 
 int bench_optstep(const bench_opts_t *o) {
-  if ((o->tensors != 0) != (o->params != 0) || (o->tensors && o->preset)) {
-    fprintf(stderr, "accel-bench: optstep wants --preset, or --tensors N with --params M\n");
+  if ((o->tensors != 0 && o->params == 0) || (o->tensors && o->preset) ||
+      (o->params && !o->tensors && (!o->preset || bench_optstep_is_amp(o->preset)))) {
+    fprintf(stderr, "accel-bench: optstep wants --preset [--params M], or --tensors N with "
+                    "--params M\n");
     return 2;
   }
   static const char *const defaults[] = {"many-small", "gpt2"};
