@@ -32,6 +32,7 @@ typedef struct bench_opts {
   const char *torch_script; /* --torch-script (default: the source tree's copy) */
   size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
   int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
+  const char *peer;         /* --peer NAME (optstep: deepspeed, bench_deepspeed.h) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);
