@@ -32,6 +32,8 @@ import statistics
 import sys
 import time
 
+from deepspeed_peer import deepspeed_adam  # tools/: DeepSpeedCPUAdam built as C++17
+
 
 def splitmix64(state):
     state = (state + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
@@ -62,26 +64,6 @@ def preset_sizes(preset):
 
 def stats(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
-
-
-def deepspeed_adam(params):
-    """DeepSpeed's CPU Adam over params, or the reason it cannot run here. (docs/PERFORMANCE.md
-    says how it was installed; its op is JIT-built on first use, as C++17: torch 1.13 would
-    compile it as C++14, which deepspeed 0.19's sources do not accept.)"""
-    try:
-        import deepspeed.ops.adam.cpu_adam as ds_cpu_adam
-        from deepspeed.ops.adam import DeepSpeedCPUAdam
-    except Exception as e:  # noqa: BLE001 - any import failure means "not available"
-        return None, f"deepspeed is not importable ({type(e).__name__}: {e})"
-
-    class CPUAdamBuilderCxx17(ds_cpu_adam.CPUAdamBuilder):
-        def cxx_args(self):
-            return super().cxx_args() + ["-std=c++17"]
-    ds_cpu_adam.CPUAdamBuilder = CPUAdamBuilderCxx17
-    try:
-        return DeepSpeedCPUAdam(params, lr=1e-3, weight_decay=0.01, adamw_mode=True), None
-    except Exception as e:  # noqa: BLE001
-        return None, f"DeepSpeedCPUAdam could not be built ({type(e).__name__}: {e})"
 
 
 def main():

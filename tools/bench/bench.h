@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "accel/accel.h"
+#include "bench_baseline.h"
 #include "bench_json.h"
 
 /* Command-line options; each scenario reads the ones it documents (bench_main.c). */
@@ -31,6 +32,7 @@ typedef struct bench_opts {
   const char *torch_script; /* --torch-script (default: the source tree's copy) */
   size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
   int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
+  const char *peer;         /* --peer NAME (optstep: deepspeed, bench_deepspeed.h) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);
@@ -94,9 +96,6 @@ void bench_cl_bound_close(bench_cl_bound_t *b);
 /* Where tables go: stdout, or stderr when --json owns stdout. */
 FILE *bench_table_out(const bench_opts_t *o);
 
-/* Monotonic clock in nanoseconds. */
-uint64_t bench_now_ns(void);
-
 /* Median and spread of a sample (the array is sorted in place). */
 typedef struct bench_stats {
   double median, min, max, p10, p90;
@@ -114,29 +113,6 @@ typedef double (*bench_sample_fn)(void *ctx);
  * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
  * Returns 0, or 1 when a sample failed. */
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
-/* Runs of each form of a bound loop (plain, prefetching) per round; the round's bound is the
- * fastest. A bound is the best the loop achieves: a run slowed by a neighbour on this shared
- * machine says nothing about it, while a kernel's one run per round is what it is (this errs
- * on the side of a higher bound, never a lower one). */
-#define BENCH_BOUND_TRIES 2
-
-/* Sleeps ms milliseconds around a bound sample. Before it (5 ms), so that threads of the
- * device's runtime that may still spin after the previous sample's last command are asleep: a
- * bound is the best the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound
- * was as slow with it as without under the load of the day; not measured on a quiet machine.)
- * The tries of a sample then run back to back: after the pause the loop's own threads are
- * asleep too, and only the first try pays for waking them, which on small working sets is most
- * of a run. After it (10 ms), so that the bound loops' OpenMP threads, which spin for a while
- * after every run (libgomp's default wait policy; 3.7 ms of CPU here), are asleep when the
- * next sample starts: without it the 24 MiB rows of `kernels` measured their kernels 2-7x
- * slower than under OMP_WAIT_POLICY=passive (norm: 7.3 vs 1.1 ms on the CPU backend, 10.4 vs
- * 1.6 ms on PoCL; one pair of runs each, machine under load). */
-void bench_settle(int ms);
-/* One bound sample: BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads) for each form (plain,
- * prefetching) and each thread count of bench_bound_thread_counts(bytes), between two
- * bench_settle pauses; returns the fastest run in ms. */
-typedef void (*bench_bound_run_fn)(void *ctx, int prefetch, int threads);
-double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
                                 double *tmp);

@@ -45,4 +45,38 @@ int bench_baseline_threads(void);
 #define BENCH_BOUND_SMALL_BYTES (64.0 * 1048576.0)
 int bench_bound_thread_counts(double bytes, int counts[2]);
 
+/* Sampling a bound (also for processes without accel-bench, see bench_bound_adam_best). */
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* Runs of each form of a bound loop (plain, prefetching) per round; the round's bound is the
+ * fastest. A bound is the best the loop achieves: a run slowed by a neighbour on this shared
+ * machine says nothing about it, while a kernel's one run per round is what it is (this errs
+ * on the side of a higher bound, never a lower one). */
+#define BENCH_BOUND_TRIES 2
+
+/* Sleeps ms milliseconds around a bound sample. Before it (5 ms), so that threads of the
+ * device's runtime that may still spin after the previous sample's last command are asleep: a
+ * bound is the best the loop achieves with the CPUs to itself. (A precaution: on PoCL the bound
+ * was as slow with it as without under the load of the day; not measured on a quiet machine.)
+ * The tries of a sample then run back to back: after the pause the loop's own threads are
+ * asleep too, and only the first try pays for waking them, which on small working sets is most
+ * of a run. After it (10 ms), so that the bound loops' OpenMP threads, which spin for a while
+ * after every run (libgomp's default wait policy; 3.7 ms of CPU here), are asleep when the
+ * next sample starts: without it the 24 MiB rows of `kernels` measured their kernels 2-7x
+ * slower than under OMP_WAIT_POLICY=passive (norm: 7.3 vs 1.1 ms on the CPU backend, 10.4 vs
+ * 1.6 ms on PoCL; one pair of runs each, machine under load). */
+void bench_settle(int ms);
+/* One bound sample: BENCH_BOUND_TRIES runs of run(ctx, prefetch, threads) for each form (plain,
+ * prefetching) and each thread count of bench_bound_thread_counts(bytes), between two
+ * bench_settle pauses; returns the fastest run in ms. */
+typedef void (*bench_bound_run_fn)(void *ctx, int prefetch, int threads);
+double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx);
+
+/* One bound sample of AdamW's streams (bench_bound_adam) on the caller's buffers, taken as
+ * bench_bound_best takes it: ms. For a process that has no accel-bench of its own, the DeepSpeed
+ * peer (tools/deepspeed_peer.py loads the module accel_bench_bound.so with ctypes), so that its
+ * bound is the same loop, sampled the same way, as accel-bench's. */
+double bench_bound_adam_best(float *p, const float *g, float *m, float *v, size_t n);
+
 #endif

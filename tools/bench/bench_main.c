@@ -29,7 +29,9 @@ static const struct {
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
      "                  [--preset tiny|many-small|gpt2[-fp16|-bf16]] [--tensors N --params M]\n"
      "                  [--steps N] [--torch]; default: many-small then gpt2; --steps N:\n"
-     "                  N - 1 paired rounds of the bound and the 4 variants"},
+     "                  N - 1 paired rounds of the bound and the 4 variants; --preset P\n"
+     "                  --params M: P's shape scaled to M params; --peer deepspeed: also\n"
+     "                  DeepSpeed's CPU Adam, paired with accel in one process (--python)"},
 #ifdef ACCEL_BENCH_HAVE_MPI
     {"comm", bench_comm,
      "under mpirun: accel_all_reduce vs a bare MPI_Allreduce loop, 4 KB and 64 MB\n"
@@ -53,8 +55,9 @@ static void usage(FILE *f) {
           "common: --device SEL (default: ACCEL_BACKEND, else the probe order),\n"
           "        --json (JSON on stdout, table on stderr),\n"
           "        --python PATH (/usr/bin/python3), --torch-script PATH,\n"
-          "        --torch-threads N (PyTorch peer threads; default: kernels judges PyTorch at\n"
-          "        its own default and also runs it on every CPU, optstep runs every CPU)\n");
+          "        --torch-threads N (PyTorch and DeepSpeed peer threads; default: kernels\n"
+          "        judges PyTorch at its own default and also runs it on every CPU, optstep\n"
+          "        runs every CPU)\n");
 }
 
 /* Parses a positive integer option value; 0 on error. */
@@ -99,6 +102,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       o->device = v;
     } else if (!strcmp(a, "--preset")) {
       o->preset = v;
+    } else if (!strcmp(a, "--peer")) {
+      o->peer = v;
     } else if (!strcmp(a, "--python")) {
       o->python = v;
     } else if (!strcmp(a, "--torch-script")) {

@@ -26,4 +26,15 @@ void bench_torch_run(const bench_opts_t *o, const char *mode, size_t threads,
 /* Writes {"available":..., "reason" | "version","threads","ms":{...}} as member key. */
 void bench_torch_json(bench_json_t *j, const char *key, const bench_torch_result_t *r);
 
+/* Shared by the peers (this one and bench_deepspeed.h): runs `PYTHON SCRIPT --sizes FILE ARGS`
+ * (o->python; the sizes in a temporary file, one numel per line) and returns its result line:
+ * the last line of its stdout that starts with '{' (malloc'ed), or NULL with the reason in why.
+ * *status: its exit status (-1 when it did not exit). */
+char *bench_peer_exec(const bench_opts_t *o, const char *script, const char *args,
+                      const size_t *sizes, size_t n, int *status, char *why, size_t cap);
+/* The number after "key": in a result line (1), or 0 when absent. */
+int bench_peer_number(const char *text, const char *key, double *out);
+/* The string after "key": "..." (no escapes), or "" when absent. */
+void bench_peer_string(const char *text, const char *key, char *out, size_t size);
+
 #endif

@@ -3,25 +3,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "bench_baseline.h"
 
-/* See bench_settle in bench.h. */
-#define BENCH_SETTLE_MS 5
-/* How long the bound loops' OpenMP threads may still spin after a run: libgomp's default wait
- * policy spins before it sleeps (3.7 ms measured on the Intel Xeon). */
-#define BENCH_SPIN_MS 10
-
 FILE *bench_table_out(const bench_opts_t *o) { return o->json ? stderr : stdout; }
-
-uint64_t bench_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -49,11 +36,6 @@ bench_stats_t bench_stats(double *samples, size_t n) {
   return s;
 }
 
-void bench_settle(int ms) {
-  const struct timespec pause = {0, ms * 1000 * 1000};
-  nanosleep(&pause, NULL);
-}
-
 bench_stats_t bench_stats_copy(const double *samples, int n, double *tmp) {
   memcpy(tmp, samples, (size_t)n * sizeof *tmp);
   return bench_stats(tmp, (size_t)n);
@@ -63,21 +45,6 @@ bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds
                                 double *tmp) {
   for (int r = 0; r < rounds; r++) tmp[r] = num[r] / den[r] * scale;
   return bench_stats(tmp, (size_t)rounds);
-}
-
-double bench_bound_best(double bytes, bench_bound_run_fn run, void *ctx) {
-  double best = 0.0;
-  int counts[2];
-  const int nc = bench_bound_thread_counts(bytes, counts);
-  bench_settle(BENCH_SETTLE_MS);
-  for (int k = 0; k < 2 * BENCH_BOUND_TRIES * nc; k++) {
-    const uint64_t t0 = bench_now_ns();
-    run(ctx, k & 1, counts[(k >> 1) % nc]);
-    const double ms = (double)(bench_now_ns() - t0) / 1e6;
-    if (k == 0 || ms < best) best = ms;
-  }
-  bench_settle(BENCH_SPIN_MS);
-  return best;
 }
 
 void bench_loop_run(const bench_loop_t *l, int prefetch, int threads) {

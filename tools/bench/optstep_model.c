@@ -30,6 +30,36 @@ static size_t gpt2_sizes(size_t *out) {
   return n;
 }
 
+/* The preset's shape at params parameters in all: every size scaled by params / numel (at least
+ * 1), the largest tensor taking what rounding left over. */
+static int scale_sizes(os_model_t *md, size_t params) {
+  if (params < md->n) {
+    fprintf(stderr, "accel-bench: --params (%zu) must be >= the preset's %zu tensors\n", params,
+            md->n);
+    return 0;
+  }
+  const double f = (double)params / (double)md->numel;
+  size_t total = 0, big = 0;
+  for (size_t i = 0; i < md->n; i++) {
+    const size_t s = (size_t)((double)md->sizes[i] * f);
+    md->sizes[i] = s < 1 ? 1 : s;
+    total += md->sizes[i];
+    if (md->sizes[i] > md->sizes[big]) big = i;
+  }
+  while (total > params) { /* the floor of each product can only fall short, but 1s add up */
+    size_t k = 0;
+    for (size_t i = 0; i < md->n; i++)
+      if (md->sizes[i] > md->sizes[k]) k = i;
+    const size_t cut = total - params < md->sizes[k] - 1 ? total - params : md->sizes[k] - 1;
+    md->sizes[k] -= cut;
+    total -= cut;
+  }
+  md->sizes[big] += params - total;
+  snprintf(md->name + strlen(md->name), sizeof md->name - strlen(md->name), " x %.3g", f);
+  md->numel = params;
+  return 1;
+}
+
 int os_model_sizes(os_model_t *md, const char *preset, size_t tensors, size_t params) {
   static const size_t tiny[] = {1, 7, 100, 1000, 4097, 65536, 70001, 333};
   memset(md, 0, sizeof *md);
@@ -68,6 +98,7 @@ int os_model_sizes(os_model_t *md, const char *preset, size_t tensors, size_t pa
   }
   if (preset) snprintf(md->name, sizeof md->name, "%s", preset);
   for (size_t i = 0; i < md->n; i++) md->numel += md->sizes[i];
+  if (preset && params && !scale_sizes(md, params)) return 0;
   md->flat = bench_layout(md->sizes, md->n, md->offsets);
   return 1;
 }

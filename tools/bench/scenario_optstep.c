@@ -29,6 +29,7 @@
 
 #include "bench.h"
 #include "bench_baseline.h"
+#include "bench_deepspeed.h"
 #include "bench_torch.h"
 #include "optstep_model.h"
 #include "scenario_ampstep.h"
@@ -411,6 +412,23 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   } else {
     fprintf(f, "PyTorch peer skipped: %s\n", torch.reason);
   }
+  if (o->peer) {
+    /* accel-bench's own buffers go first: the peer allocates its own (6 GiB at 1 GiB of
+     * parameters), and the sizes outlive the model. */
+    size_t *sizes = malloc(md.n * sizeof *sizes);
+    const size_t n = md.n;
+    if (!sizes) goto fail;
+    memcpy(sizes, md.sizes, n * sizeof *sizes);
+    for (int v = 0; v < NUM_VARIANTS; v++)
+      if (var[v].graph) {
+        accel_graph_destroy(var[v].graph);
+        var[v].graph = NULL;
+      }
+    os_model_free(&md);
+    const int prc = bench_deepspeed_run(o, sizes, n, rounds, j, f, agree);
+    free(sizes);
+    if (prc) goto fail;
+  }
   bench_json_end_object(j);
   rc = 0;
 fail:
@@ -430,8 +448,16 @@ done:
 }
 
 int bench_optstep(const bench_opts_t *o) {
-  if ((o->tensors != 0) != (o->params != 0) || (o->tensors && o->preset)) {
-    fprintf(stderr, "accel-bench: optstep wants --preset, or --tensors N with --params M\n");
+  if ((o->tensors != 0 && o->params == 0) || (o->tensors && o->preset) ||
+      (o->params && !o->tensors && (!o->preset || bench_optstep_is_amp(o->preset)))) {
+    fprintf(stderr, "accel-bench: optstep wants --preset [--params M], or --tensors N with "
+                    "--params M\n");
+    return 2;
+  }
+  if (o->peer && (strcmp(o->peer, "deepspeed") != 0 ||
+                  (o->preset && bench_optstep_is_amp(o->preset)))) {
+    fprintf(stderr, "accel-bench: optstep knows --peer deepspeed, with the fp32-master presets "
+                    "(tiny, many-small, gpt2) and custom sizes\n");
     return 2;
   }
   static const char *const defaults[] = {"many-small", "gpt2"};

@@ -16,7 +16,11 @@ import sys
 
 RATIO_KEYS = ("pct_of_bound", "pct_of_cl_bound", "speedup", "speedup_all_cpus",
               "speedup_vs_per_tensor_eager", "replay_over_eager", "ratio",
-              "torch_over_multi_tensor_graph")
+              "torch_over_multi_tensor_graph",
+              # optstep --peer deepspeed (bench_deepspeed.c)
+              "deepspeed_per_tensor_over_accel", "deepspeed_flat_over_accel_flat",
+              "deepspeed_flat_over_accel", "accel_over_accel_flat", "deepspeed_over_accel",
+              "deepspeed_host_over_accel")
 
 
 def walk(node, path, out):
