@@ -88,15 +88,21 @@ _clip_cache = []  # the most recent _ClipPlan
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """torch.nn.utils.clip_grad_norm_ on accel: the total norm of the gradients (as one vector)
     is computed and, when above max_norm, every gradient is scaled by max_norm / (norm + 1e-6),
-    in place. Returns the total norm as a tensor. foreach is accepted and ignored (the kernels
-    always take the whole list)."""
+    in place. Returns the total norm as a 0-d tensor of the gradients' dtype, as torch does.
+    float32, float16 and bfloat16 gradients (one dtype per call) run on accel's kernels, which
+    accumulate in fp32 (docs/KERNELS.md); float64 ones, which accel's kernels do not take, go to
+    torch's own clip_grad_norm_, which accumulates in float64. foreach is accepted and ignored
+    (the kernels always take the whole list)."""
     del foreach
     if isinstance(parameters, torch.Tensor):
         parameters = [parameters]
-    grads = [p.grad for p in parameters if p.grad is not None]
+    params = [p for p in parameters if p.grad is not None]
+    grads = [p.grad for p in params]
     max_norm, norm_type = float(max_norm), float(norm_type)
     if not grads:
         return torch.tensor(0.0)
+    if any(g.dtype == torch.float64 for g in grads):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
     plan = _clip_cache[0] if _clip_cache else None
     if plan is None or plan.key != (max_norm, norm_type) or not _same_objects(plan.grads, grads):
         if plan is not None:
@@ -113,7 +119,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                 "non-finite, so it cannot be clipped. To disable this error and scale the "
                 "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
     plan.graph.replay(plan.stream)
-    return torch.tensor(plan.total_norm(), dtype=torch.float32, device=grads[0].device)
+    return torch.tensor(plan.total_norm(), dtype=grads[0].dtype, device=grads[0].device)
 
 
 def _real(t):
