@@ -360,8 +360,9 @@ class AdamW(torch.optim.Optimizer):
                     capture=self.capture)
 
     def __setstate__(self, state):
-        """Also what load_state_dict ends with: state_dicts of older torch versions lack some
-        group keys, and old checkpoints hold steps as numbers (torch's AdamW does the same)."""
+        """Also what torch's load_state_dict ends with: the captured step goes (the state's
+        tensors are new); state_dicts of older torch versions lack some group keys, and old
+        checkpoints hold steps as numbers (torch's AdamW fills in the same)."""
         super().__setstate__(state)
         for group in self.param_groups:
             for key, value in _TORCH_ADAMW_DEFAULTS.items():
@@ -418,10 +419,6 @@ class AdamW(torch.optim.Optimizer):
         sd["state"] = {k: (dict(v, step=v["step"].clone()) if torch.is_tensor(v.get("step"))
                            else v) for k, v in sd["state"].items()}
         return sd
-
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
-        self._drop_plan()
 
     def add_param_group(self, param_group):
         super().add_param_group(param_group)
