@@ -156,7 +156,6 @@ class _StepPlan:
         self.ptrs = list(map(torch.Tensor.data_ptr, self.params))
         self.grad_scaling = grad_scaling
         self.max_grad_norm = opt.max_grad_norm
-        self.present = None  # the has-gradient flags as last written to the host copy
         dev = self.device = _same_device(self.params + self.grads, "AdamW")
         self.stream = dev.stream(lazy=False)
         self.lists, self.staged, self.graph = [], [], None
@@ -178,7 +177,9 @@ class _StepPlan:
             self.host_tail = ffi.cast("float *", self.args.host + n)
             self.has_grad = ffi.cast("uint32_t *", self.args.dev + n + 1)
             self.host_has_grad = ffi.cast("uint32_t *", self.args.host + n + 1)
-            self._set_present([True] * count)
+            for i in range(count):
+                self.host_has_grad[i] = 1
+            self.present = None  # the flags in the host copy: None, all set; else their list
             if opt.capture:
                 self.graph = dev.graph()
                 with self.graph.capture(self.stream):
@@ -251,10 +252,12 @@ class _StepPlan:
             vstart += len(ps) if group["amsgrad"] else 0
 
     def _set_present(self, present):
-        """The has-gradient flags of the plan's parameters (host copy, uploaded by the step)."""
+        """The has-gradient flags of the plan's parameters (host copy, uploaded by the step):
+        a list of bools, or None when every parameter has a gradient (the usual step: no
+        per-parameter work)."""
         if present != self.present:
-            for i, has in enumerate(present):
-                self.host_has_grad[i] = has
+            for i in range(len(self.params)):
+                self.host_has_grad[i] = 1 if present is None else present[i]
             self.present = present
 
     def covers(self, param_groups, grad_scaling):
@@ -271,7 +274,7 @@ class _StepPlan:
             return False
         grads = list(map(_grad_of, self.all_params))
         if _same_objects(grads, self.all_grads):
-            self._set_present([True] * len(self.params))
+            self._set_present(None)
             return True
         if not all(g is c or g is None for g, c in zip(grads, self.all_grads)):
             return False
