@@ -83,6 +83,18 @@ def test_options_match_torch(capture, amsgrad, maximize, weight_decay, groups):
     assert ("max_exp_avg_sq" in opt.state[ours[0]]) == amsgrad
 
 
+def test_captured_and_eager_steps_are_bitwise_equal():
+    runs = []
+    for capture in (True, False):
+        ps, _ = pair(SHAPES, seed=17)
+        opt = at.AdamW(ps, lr=1e-2, amsgrad=True, maximize=True, max_grad_norm=1.0,
+                       capture=capture)
+        train(opt, ps, 6, seed=18, grad_of=MISSING["unused every other step"])
+        runs.append([p.detach().clone() for p in ps]
+                    + [opt.state[p][k] for p in ps for k in ("exp_avg", "max_exp_avg_sq")])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
 def test_closure_goes_the_right_way():
     """torch's _test_basic_cases_template: 200 closure steps lower the loss, or raise it with
     maximize."""
