@@ -3,6 +3,8 @@
  * global norm and overflow flag as accel_comm_global_norm and accel_comm_overflow_reduce make
  * them. Built from public calls only, so it is stream-ordered, capturable and lazy like them.
  */
+#include <string.h>
+
 #include "accel/accel_comm.h"
 
 accel_status_t accel_comm_adam_step_norm(accel_comm_t *c, accel_stream_t *s,
@@ -12,7 +14,7 @@ accel_status_t accel_comm_adam_step_norm(accel_comm_t *c, accel_stream_t *s,
   if (st == ACCEL_OK) st = accel_comm_size(c, &size);
   if (st != ACCEL_OK) return st;
   /* the local sweep validates the descriptor and the lists before any collective is issued */
-  if (size == 1 || !step || step->struct_size < sizeof *step || !step->norm_dev) {
+  if (size == 1 || !step || step->struct_size < ACCEL_ADAM_STEP_SIZE_MIN || !step->norm_dev) {
     st = accel_adam_step_norm(s, step);
     if (st == ACCEL_OK && size > 1 && step->found_inf_dev)
       st = accel_comm_overflow_reduce(c, s, step->found_inf_dev);
@@ -22,7 +24,10 @@ accel_status_t accel_comm_adam_step_norm(accel_comm_t *c, accel_stream_t *s,
   float *gathered = NULL;
   st = accel_malloc_async(s, (size_t)size * sizeof(float), (void **)&gathered);
   if (st != ACCEL_OK) return st;
-  accel_adam_step_t local = *step;
+  /* the caller's descriptor may be shorter than this one: what it has, the rest absent */
+  accel_adam_step_t local;
+  memset(&local, 0, sizeof local);
+  memcpy(&local, step, step->struct_size < sizeof local ? step->struct_size : sizeof local);
   local.norm_dev = gathered + rank;
   st = accel_adam_step_norm(s, &local);
   if (st == ACCEL_OK) st = accel_all_gather(c, s, gathered + rank, gathered, 1, ACCEL_F32);

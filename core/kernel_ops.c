@@ -6,7 +6,9 @@
  * chunk table (core/chunk_table.c).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernel_ops_internal.h"
 
@@ -29,8 +31,8 @@ static int launch_range(void *ctx, size_t i, const void **ptr, size_t *size) {
     return 1;
   }
   *ptr = lr->r->scalars[i - nspans];
-  *size = lr->r->desc->scalars[i - nspans].size;
-  return *ptr != NULL;
+  *size = kop_scalar_size(lr->r, (int)(i - nspans));
+  return *ptr != NULL && *size > 0;
 }
 
 static accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
@@ -301,33 +303,46 @@ accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
  * ------------------------------------------------------------------------------------------- */
 
 _Static_assert(ACCEL_ADAM_STEP_ZERO_GRADS == ACC_STEP_ZERO_GRADS &&
-                   ACCEL_ADAM_STEP_ACCUMULATE == ACC_STEP_ACCUMULATE,
+                   ACCEL_ADAM_STEP_ACCUMULATE == ACC_STEP_ACCUMULATE &&
+                   ACCEL_ADAM_STEP_MAXIMIZE == ACC_STEP_MAXIMIZE,
                "accel_adam_step_t flags and the kernels' ACC_STEP_* differ");
-#define STEP_FLAGS (ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_ACCUMULATE | ACCEL_ADAM_STEP_CLIP)
+#define STEP_FLAGS                                                                     \
+  (ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_ACCUMULATE | ACCEL_ADAM_STEP_CLIP |    \
+   ACCEL_ADAM_STEP_MAXIMIZE | ACCEL_ADAM_STEP_AMSGRAD)
+/* A field after flags (ACCEL_ADAM_STEP_SIZE_MIN) that a caller's struct_size does not cover
+ * whole reads as absent (NULL). */
+#define STEP_HAS(st, field) \
+  (offsetof(accel_adam_step_t, field) + sizeof((st)->field) <= (st)->struct_size)
 
-/* The checks of the stream and of the descriptor itself (the lists and scalars are the table's
- * to check). */
-static accel_status_t check_step(accel_stream_t *stream, const accel_adam_step_t *st,
-                                 const char *fn) {
+/* The caller's descriptor in *out, every field past its struct_size absent, after the checks
+ * of the stream and of the descriptor itself (the lists and scalars are the table's to check). */
+static accel_status_t read_step(accel_stream_t *stream, const accel_adam_step_t *st,
+                                const char *fn, accel_adam_step_t *out) {
   accel_device_t *dev;
   accel_status_t s = accel_stream_check(stream, fn, &dev);
   if (s != ACCEL_OK) return s;
   if (!st) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: step is NULL", fn);
-  if (st->struct_size < sizeof *st)
+  if (st->struct_size < ACCEL_ADAM_STEP_SIZE_MIN)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: step->struct_size %zu is smaller than accel_adam_step_t (%zu): "
-                           "set it to sizeof(accel_adam_step_t)", fn, st->struct_size, sizeof *st);
-  if (st->flags & ~STEP_FLAGS)
+                           "%s: step->struct_size %zu ends before accel_adam_step_t.flags (%zu): "
+                           "set it to sizeof(accel_adam_step_t)", fn, st->struct_size,
+                           ACCEL_ADAM_STEP_SIZE_MIN);
+  memset(out, 0, sizeof *out);
+  memcpy(out, st, ACCEL_ADAM_STEP_SIZE_MIN);
+  if (STEP_HAS(st, max_exp_avg_sq)) out->max_exp_avg_sq = st->max_exp_avg_sq;
+  if (STEP_HAS(st, steps_dev)) out->steps_dev = st->steps_dev;
+  if (STEP_HAS(st, has_grad_dev)) out->has_grad_dev = st->has_grad_dev;
+  if (out->flags & ~STEP_FLAGS)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
-                           (unsigned)(st->flags & ~STEP_FLAGS));
-  if (!(st->flags & ACCEL_ADAM_STEP_ACCUMULATE) || st->n == 0) return ACCEL_OK;
-  if (!st->hp_grads || !st->grads) /* a NULL grads is the table's to report */
-    return st->grads ? accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                                       "%s: ACCEL_ADAM_STEP_ACCUMULATE needs hp_grads", fn)
-                     : ACCEL_OK;
+                           (unsigned)(out->flags & ~STEP_FLAGS));
+  if (!(out->flags & ACCEL_ADAM_STEP_ACCUMULATE) || out->n == 0) return ACCEL_OK;
+  if (!out->hp_grads || !out->grads) /* a NULL grads is the table's to report */
+    return out->grads ? accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                                        "%s: ACCEL_ADAM_STEP_ACCUMULATE needs hp_grads", fn)
+                      : ACCEL_OK;
   /* hp may be the gradients themselves (in place), but then there is nothing to add to */
-  for (size_t i = 0; i < st->n; ++i)
-    if (st->hp_grads[i].data == st->grads[i].data && st->grads[i].numel > 0)
+  for (size_t i = 0; i < out->n; ++i)
+    if (out->hp_grads[i].data == out->grads[i].data && out->grads[i].numel > 0)
       return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                              "%s: ACCEL_ADAM_STEP_ACCUMULATE with hp_grads[%zu] = grads[%zu] "
                              "(in place: the gradient would be added to itself)", fn, i, i);
@@ -346,7 +361,7 @@ static accel_status_t grad_norm_body(const kop_req_t *r, kop_entry_t *e, const v
   if (!st->norm_dev && !st->found_inf_dev) return ACCEL_OK; /* nothing asked for */
   if (nc > 0) {
     const acc_grad_norm_params_t pp = {e->chunks_addr, e->partials_addr, ADDR(st->inv_scale_dev),
-                                       ADDR(st->found_inf_dev), nc,
+                                       ADDR(st->found_inf_dev), ADDR(st->has_grad_dev), nc,
                                        (acc_u32)r->lists[0][0].dtype, a->kind, st->norm_type,
                                        r->flags, 0};
     accel_status_t s = kop_launch(r, ACCEL_KERNEL_GRAD_NORM_PARTIAL, nc, &pp, sizeof pp, e);
@@ -360,16 +375,17 @@ static accel_status_t grad_norm_body(const kop_req_t *r, kop_entry_t *e, const v
 }
 
 accel_status_t accel_adam_step_norm(accel_stream_t *stream, const accel_adam_step_t *step) {
-  accel_status_t st = check_step(stream, step, "accel_adam_step_norm");
+  accel_adam_step_t d;
+  accel_status_t st = read_step(stream, step, "accel_adam_step_norm", &d);
   if (st != ACCEL_OK) return st;
-  const int accumulate = (step->flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
+  const int accumulate = (d.flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
   kop_req_t r = {KOP_REQ(GRAD_NORM_PARTIAL), .stream = stream,
-                 .lists = {step->grads, accumulate ? step->hp_grads : NULL}, .n = step->n,
-                 .scalars = {step->norm_dev, step->inv_scale_dev, step->found_inf_dev},
+                 .lists = {d.grads, accumulate ? d.hp_grads : NULL}, .n = d.n,
+                 .scalars = {d.norm_dev, d.inv_scale_dev, d.found_inf_dev, d.has_grad_dev},
                  .flags = accumulate ? ACC_STEP_ACCUMULATE : 0u};
   st = kop_validate(&r);
-  grad_norm_args_t a = {step, 0};
-  if (st == ACCEL_OK && step->norm_dev) st = norm_kind(&r, step->norm_type, &a.kind);
+  grad_norm_args_t a = {&d, 0};
+  if (st == ACCEL_OK && d.norm_dev) st = norm_kind(&r, d.norm_type, &a.kind);
   if (st != ACCEL_OK) return st;
   return kop_run(&r, grad_norm_body, &a);
 }
@@ -381,8 +397,8 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
   if (nc == 0 && !(clip && st->coef_out_dev)) return ACCEL_OK;
   const acc_adam_step_params_t p = {
       e ? e->chunks_addr : 0, ADDR(st->args_dev), ADDR(st->inv_scale_dev),
-      clip ? ADDR(st->norm_dev) : 0, clip ? ADDR(st->coef_out_dev) : 0, nc,
-      nc ? (acc_u32)r->lists[0][0].dtype : 0,
+      clip ? ADDR(st->norm_dev) : 0, clip ? ADDR(st->coef_out_dev) : 0, ADDR(st->steps_dev),
+      ADDR(st->has_grad_dev), nc, nc ? (acc_u32)r->lists[0][0].dtype : 0,
       nc && kop_has_list(r, 5) ? (acc_u32)r->lists[5][0].dtype : 0, r->flags, st->max_norm,
       st->clip_eps};
   /* with no chunks one block still stores the clip coefficient */
@@ -390,20 +406,50 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
 }
 
 accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_step_t *step) {
-  accel_status_t st = check_step(stream, step, "accel_adam_step_update");
+  static const char fn[] = "accel_adam_step_update";
+  accel_adam_step_t d;
+  accel_status_t st = read_step(stream, step, fn, &d);
   if (st != ACCEL_OK) return st;
-  const int clip = (step->flags & ACCEL_ADAM_STEP_CLIP) != 0;
-  if (clip && !step->norm_dev)
+  const int clip = (d.flags & ACCEL_ADAM_STEP_CLIP) != 0;
+  const int ams = (d.flags & ACCEL_ADAM_STEP_AMSGRAD) != 0;
+  if (clip && !d.norm_dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: ACCEL_ADAM_STEP_CLIP needs norm_dev",
+                           fn);
+  if (ams != (d.max_exp_avg_sq != NULL) && d.n > 0)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "accel_adam_step_update: ACCEL_ADAM_STEP_CLIP needs norm_dev");
+                           ams ? "%s: ACCEL_ADAM_STEP_AMSGRAD needs max_exp_avg_sq"
+                               : "%s: max_exp_avg_sq is given without ACCEL_ADAM_STEP_AMSGRAD",
+                           fn);
   kop_req_t r = {KOP_REQ(ADAM_STEP), .stream = stream,
-                 .lists = {step->grads, step->hp_grads, step->params, step->exp_avg,
-                           step->exp_avg_sq, step->model_params},
-                 .n = step->n,
-                 .scalars = {step->args_dev, step->inv_scale_dev, clip ? step->norm_dev : NULL,
-                             clip ? step->coef_out_dev : NULL},
-                 .flags = step->flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)};
+                 .lists = {d.grads, d.hp_grads, d.params, d.exp_avg, d.exp_avg_sq,
+                           d.model_params, ams ? d.max_exp_avg_sq : NULL},
+                 .n = d.n,
+                 .scalars = {d.args_dev, d.inv_scale_dev, clip ? d.norm_dev : NULL,
+                             clip ? d.coef_out_dev : NULL, d.steps_dev, d.has_grad_dev},
+                 .flags = d.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE |
+                                     ACC_STEP_MAXIMIZE)};
   st = kop_validate(&r);
   if (st != ACCEL_OK) return st;
-  return kop_run(&r, adam_step_body, step);
+  return kop_run(&r, adam_step_body, &d);
+}
+
+static accel_status_t step_counts_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  (void)e;
+  (void)user;
+  const acc_step_counts_params_t p = {0, ADDR(r->scalars[0]), ADDR(r->scalars[1]),
+                                      ADDR(r->scalars[2]), 0, (acc_u32)r->n};
+  return kop_launch(r, ACCEL_KERNEL_STEP_COUNTS, 1, &p, sizeof p, NULL);
+}
+
+accel_status_t accel_step_counts(accel_stream_t *stream, float *steps_dev,
+                                 const uint32_t *has_grad_dev, size_t n,
+                                 const float *skip_if_dev) {
+  kop_req_t r = {KOP_REQ(STEP_COUNTS), .stream = stream, .n = n,
+                 .scalars = {steps_dev, has_grad_dev, skip_if_dev}};
+  accel_status_t st = kop_validate(&r);
+  if (st == ACCEL_OK && n > UINT32_MAX)
+    st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "accel_step_counts: n = %zu exceeds one launch", n);
+  if (st != ACCEL_OK || n == 0) return st;
+  return kop_run(&r, step_counts_body, NULL);
 }

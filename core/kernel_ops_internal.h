@@ -15,7 +15,7 @@
 #include "kernel_support.h"
 
 #define KOP_MAX_LISTS ACC_MAX_LISTS /* acc_chunk_t.ptr */
-#define KOP_MAX_SCALARS 4
+#define KOP_MAX_SCALARS 6
 
 /* dtype rule of a list: any float dtype, F32 only, or the dtype of list k (k >= 0). */
 #define KOP_DT_ANY (-1)
@@ -36,9 +36,10 @@ typedef struct kop_list_desc {
 
 typedef struct kop_scalar_desc {
   const char *name;
-  uint32_t size;
+  uint32_t size;      /* bytes; per tensor of the call when per_tensor */
   uint8_t mode;
   uint8_t required;
+  uint8_t per_tensor; /* an array of n elements of `size` bytes (ACC_PER_TENSOR) */
 } kop_scalar_desc_t;
 
 /* What the kernel table says about the operation using a kernel's chunk tables. */
@@ -121,6 +122,12 @@ struct kop_entry {
   uint64_t chunks_addr;
   uint64_t partials_addr;
 };
+
+/* Bytes scalar s of the call spans. */
+static inline size_t kop_scalar_size(const kop_req_t *r, int s) {
+  const kop_scalar_desc_t *d = &r->desc->scalars[s];
+  return d->per_tensor ? r->n * d->size : d->size;
+}
 
 /* 1 when the call gave list l (validation sets r->present). */
 static inline int kop_has_list(const kop_req_t *r, int l) { return (int)((r->present >> l) & 1u); }

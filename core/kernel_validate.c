@@ -66,8 +66,13 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
 #define ACC_ALIAS(k) (k)
 #define ACC_LIST(name, access, dtype, alias) {name, access, dtype, alias, 0}
 #define ACC_OPT_LIST(name, access, dtype, alias) {name, access, dtype, alias, 1}
-/* A scalar: {name, bytes, mode, required}; scratch is internal, not the caller's to validate. */
-#define ACC_SCALAR(name, field, size, mode, need, blocks) {name, (size), ACC_MODE_##mode, need}
+/* A scalar: {name, bytes, mode, required, per tensor}; scratch is internal, not the caller's
+ * to validate. */
+#define ACC_SCALAR(name, field, size, mode, need, blocks) \
+  {name, (size), ACC_MODE_##mode, need, KOP_PER_TENSOR_##blocks}
+#define KOP_PER_TENSOR_ACC_ALL_BLOCKS 0
+#define KOP_PER_TENSOR_ACC_BLOCK0 0
+#define KOP_PER_TENSOR_ACC_PER_TENSOR 1
 #define ACC_SCRATCH(member, size, mode, blocks)
 /* The op: (table user, public function, per-stream table). */
 #define ACC_OP(fn, table) (1, fn, table)
@@ -204,15 +209,17 @@ static accel_status_t check_tensor_rules(const kop_req_t *r, int l, size_t i,
 static accel_status_t check_scalar(const kop_req_t *r, int s) {
   const kop_scalar_desc_t *S = &r->desc->scalars[s];
   const void *p = r->scalars[s];
-  if (!p) return ACCEL_OK;
+  const size_t size = kop_scalar_size(r, s);
+  if (!p || size == 0) return ACCEL_OK; /* an array for no tensors: nothing is accessed */
   if ((uintptr_t)p % 4)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s %p is not 4-byte aligned",
                            r->fn, S->name, p);
-  if (!accel_device_range_is_valid(r->dev, p, S->size))
+  if (!accel_device_range_is_valid(r->dev, p, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: %s %p (%u bytes) is not inside a live allocation of the "
-                           "stream's device", r->fn, S->name, p, (unsigned)S->size);
-  if ((S->mode & ACC_MODE_W) && accel_device_range_is_read_only(r->dev, p, S->size))
+                           "%s: %s %p (%zu bytes%s) is not inside a live allocation of the "
+                           "stream's device", r->fn, S->name, p, size,
+                           S->per_tensor ? ", one element per tensor" : "");
+  if ((S->mode & ACC_MODE_W) && accel_device_range_is_read_only(r->dev, p, size))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s %p is written but lies in a read-only registration", r->fn,
                            S->name, p);
@@ -222,9 +229,9 @@ static accel_status_t check_scalar(const kop_req_t *r, int s) {
 /* Appends the given scalars to iv (they go through the same sweep as the tensors). */
 static size_t scalar_intervals(const kop_req_t *r, kop_interval_t *iv, size_t count) {
   for (int s = 0; s < r->desc->ns; ++s)
-    if (r->scalars[s])
+    if (r->scalars[s] && kop_scalar_size(r, s) > 0)
       iv[count++] = (kop_interval_t){(uintptr_t)r->scalars[s],
-                                     (uintptr_t)r->scalars[s] + r->desc->scalars[s].size,
+                                     (uintptr_t)r->scalars[s] + kop_scalar_size(r, s),
                                      r->desc->scalars[s].name, SIZE_MAX,
                                      (r->desc->scalars[s].mode & ACC_MODE_W) != 0};
   return count;

@@ -13,10 +13,12 @@
 /* Version of this layout, installed as <accel/accel_kernel_abi.h> for out-of-tree plugins.
  * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
  * row (a new id, a new params struct) keeps it. 2: acc_chunk_t holds 8 addresses (the fused
- * optimizer step has 6 lists). A plugin declares the version it was built with in its vtable
- * (kernel_abi_version) and the loader refuses one that differs from libaccel's
- * (docs/PLUGINS.md, "The kernel ABI handshake"). Guarded, so that a build may state another
- * value (-DACCEL_KERNEL_ABI_VERSION=4243u; the loader tests build such a plugin). */
+ * optimizer step has up to 7 lists: its gradients, hp, the three of Adam, AMSGrad's maximum
+ * and the model weights). A plugin
+ * declares the version it was built with in its vtable (kernel_abi_version) and the loader
+ * refuses one that differs from libaccel's (docs/PLUGINS.md, "The kernel ABI handshake").
+ * Guarded, so that a build may state another value (-DACCEL_KERNEL_ABI_VERSION=4243u; the
+ * loader tests build such a plugin). */
 #ifndef ACCEL_KERNEL_ABI_VERSION
 #define ACCEL_KERNEL_ABI_VERSION 2u
 #endif
@@ -210,6 +212,11 @@ typedef struct acc_cast_params {
  * product). */
 #define ACC_STEP_ZERO_GRADS 1u /* update: grads = 0 once read */
 #define ACC_STEP_ACCUMULATE 2u /* hp is read: g = hp + float(grads) */
+#define ACC_STEP_MAXIMIZE 8u   /* update: AdamW steps with -g (hp still receives g) */
+
+/* A tensor without a gradient in this step: has_grad != 0 and has_grad[t] == 0 (u32 per tensor
+ * of the call, t = acc_chunk_t.tensor). Both sweeps skip its chunks: nothing of it is read or
+ * written, and its norm partials are 0. */
 
 /* accel_k_grad_norm_partial: ptr[0] = grads (dtype), ptr[1] = hp (f32) with
  * ACC_STEP_ACCUMULATE. partials[b] = the norm partial of chunk b over the gradients g, in the
@@ -220,6 +227,7 @@ typedef struct acc_grad_norm_params {
   acc_u64 partials;  /* f32[num_chunks] */
   acc_u64 inv_scale; /* 0: no loss scale */
   acc_u64 found_inf; /* 0: not checked */
+  acc_u64 has_grad;  /* 0: every tensor has a gradient */
   acc_u32 num_chunks;
   acc_u32 dtype;
   acc_u32 kind; /* ACC_NORM_* */
@@ -229,18 +237,23 @@ typedef struct acc_grad_norm_params {
 } acc_grad_norm_params_t;
 
 /* accel_k_adam_step: ptr[0] = grads (grad_dtype), ptr[1] = hp (f32, or 0), ptr[2] = params,
- * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (f32), ptr[5] = model params (model_dtype, or 0).
+ * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (f32), ptr[5] = model params (model_dtype, or 0),
+ * ptr[6] = max_exp_avg_sq (f32, or 0: AMSGrad when given).
  * Per element: g as above; grads = 0 with ACC_STEP_ZERO_GRADS; g *= min(coef, 1) when
  * total_norm != 0 (coef = max_norm / (total_norm[0] + eps), accel_k_clip's; block 0 stores coef
  * to coef_out when that is nonzero); hp = g when hp is given; then, unless args->found_inf !=
- * 0, accel_k_adam's update of params / exp_avg / exp_avg_sq with g, and model = round(params)
- * when model params are given. */
+ * 0, accel_k_adam's update of params / exp_avg / exp_avg_sq with g (-g with
+ * ACC_STEP_MAXIMIZE; with max_exp_avg_sq, max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq),
+ * NaN kept, is the denominator's), and model = round(params) when model params are given. The
+ * step of tensor t is steps[t] (f32, a whole number) when steps != 0, else args->step. */
 typedef struct acc_adam_step_params {
   acc_u64 chunks;
   acc_u64 args;       /* acc_adam_args_t */
   acc_u64 inv_scale;  /* 0: no loss scale */
   acc_u64 total_norm; /* 0: no clipping */
   acc_u64 coef_out;   /* 0: not stored */
+  acc_u64 steps;      /* 0: args->step for every tensor */
+  acc_u64 has_grad;   /* 0: every tensor has a gradient */
   acc_u32 num_chunks;
   acc_u32 grad_dtype;
   acc_u32 model_dtype; /* ignored without model params */
@@ -248,5 +261,18 @@ typedef struct acc_adam_step_params {
   acc_f32 max_norm;
   acc_f32 eps;         /* of the clip */
 } acc_adam_step_params_t;
+
+/* accel_k_step_counts: one logical block, no chunks (chunks = num_chunks = 0: the fields every
+ * table user has). Unless skip_if != 0 and skip_if[0] != 0, steps[t] += 1 (f32) for every t <
+ * num_tensors with a gradient (has_grad == 0 or has_grad[t] != 0): accel_k_step_count for a
+ * count per tensor, as torch keeps state["step"] per parameter. */
+typedef struct acc_step_counts_params {
+  acc_u64 chunks;
+  acc_u64 steps;    /* f32[num_tensors] */
+  acc_u64 has_grad; /* 0: every tensor has a gradient */
+  acc_u64 skip_if;  /* 0: never skipped */
+  acc_u32 num_chunks;
+  acc_u32 num_tensors;
+} acc_step_counts_params_t;
 
 #endif

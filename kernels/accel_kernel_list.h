@@ -21,7 +21,7 @@
  *                       params_t.field; ACC_F32_DT: F32 only; ACC_SAME_DT(k): list k's dtype;
  *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
  *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
- *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 4 scalars per
+ *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 6 scalars per
  *             row);
  * scalars   (ACC_SCALAR(...), ACC_SCRATCH(...), ...): device memory outside the chunk table:
  *             ACC_SCALAR("name", field, bytes, R | W, ACC_REQUIRED | ACC_OPTIONAL, blocks)
@@ -30,8 +30,10 @@
  *               accessed; optional ones may be 0), or ACC_NO_FIELD when another launch of the
  *               op uses it;
  *             ACC_SCRATCH(member, bytes, R | W, blocks): internal memory (the op allocates it);
- *             blocks: ACC_ALL_BLOCKS (any block), ACC_BLOCK0 (logical block 0 only) or
- *               ACC_PER_BLOCK(stride) (block b touches [addr + b * stride, + bytes)).
+ *             blocks: ACC_ALL_BLOCKS (any block), ACC_BLOCK0 (logical block 0 only),
+ *               ACC_PER_BLOCK(stride) (block b touches [addr + b * stride, + bytes)) or
+ *               ACC_PER_TENSOR (a scalar only: an array of `bytes` per tensor of the call,
+ *               n of them; block b touches the element of its chunk's tensor).
  *
  * Generated from it: the ids and names (accel_kernel_ids.h), the installed kernel ABI
  * <accel/accel_kernel_abi.h> (gen_kernel_abi.py reads the first line of each row), the number
@@ -109,6 +111,8 @@ ACCEL_KERNEL(GRAD_NORM_PARTIAL, accel_k_grad_norm_partial, acc_grad_norm_params_
                          ACC_ALL_BLOCKS),
               ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_OPTIONAL,
                          ACC_ALL_BLOCKS),
+              ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
+                         ACC_PER_TENSOR),
               ACC_SCRATCH(partials, 4, W, ACC_PER_BLOCK(4))))
 ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
              ACC_OP("accel_adam_step_update", ACC_TABLE_SHARED),
@@ -119,13 +123,24 @@ ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
               ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
               ACC_LIST("exp_avg", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
               ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
-              ACC_OPT_LIST("model_params", ACC_IO(W), ACC_ANY_DT(model_dtype), ACC_NO_ALIAS)),
+              ACC_OPT_LIST("model_params", ACC_IO(W), ACC_ANY_DT(model_dtype), ACC_NO_ALIAS),
+              ACC_OPT_LIST("max_exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),
              (ACC_SCALAR("args_dev", ACC_FIELD(args), sizeof(acc_adam_args_t), R, ACC_REQUIRED,
                          ACC_ALL_BLOCKS),
               ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_OPTIONAL,
                          ACC_ALL_BLOCKS),
               ACC_SCALAR("norm_dev", ACC_FIELD(total_norm), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS),
-              ACC_SCALAR("coef_out_dev", ACC_FIELD(coef_out), 4, W, ACC_OPTIONAL, ACC_BLOCK0)))
+              ACC_SCALAR("coef_out_dev", ACC_FIELD(coef_out), 4, W, ACC_OPTIONAL, ACC_BLOCK0),
+              ACC_SCALAR("steps_dev", ACC_FIELD(steps), 4, R, ACC_OPTIONAL, ACC_PER_TENSOR),
+              ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
+                         ACC_PER_TENSOR)))
+/* Torch's per-parameter step counts (kernels/step.h): one block, no chunk table. */
+ACCEL_KERNEL(STEP_COUNTS, accel_k_step_counts, acc_step_counts_params_t,
+             ACC_OP("accel_step_counts", ACC_TABLE_SHARED), (),
+             (ACC_SCALAR("steps_dev", ACC_FIELD(steps), 4, RW, ACC_REQUIRED, ACC_PER_TENSOR),
+              ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
+                         ACC_PER_TENSOR),
+              ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
 #ifdef ACCEL_TEST_EXTRA_KERNEL
 /* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
 #include "accel_test_extra_kernel.h"

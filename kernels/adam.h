@@ -1,8 +1,10 @@
 /*
  * Fused Adam / AdamW step, torch.optim formulation (see accel_kernels.h):
+ *   g = -g (maximize)
  *   p *= 1 - lr*wd (AdamW) | g += wd*p (Adam, wd != 0)
  *   m = m + (1-beta1)*(g-m);  v = beta2*v + ((1-beta2)*g)*g
- *   p = p - ((lr/bc1)*m) / (sqrt(v)/sqrt(bc2) + eps),  bc = 1 - beta^step
+ *   vmax = max(vmax, v) (AMSGrad, NaN kept: torch.maximum), else vmax = v
+ *   p = p - ((lr/bc1)*m) / (sqrt(vmax)/sqrt(bc2) + eps),  bc = 1 - beta^step
  * beta^step by exponentiation by squaring in fp32 (pow differs across math libraries).
  */
 #ifndef ACCEL_KERNELS_ADAM_H
@@ -23,9 +25,9 @@ typedef struct acc_adam_consts {
   acc_f32 step_size, bc2_sqrt, decay, wd, w1, w2, beta2, eps;
 } acc_adam_consts_t;
 
-ACC_INLINE acc_adam_consts_t acc_adam_consts(const acc_adam_args_t A) {
-  const acc_f32 bc1 = 1.0f - acc_powi(A.beta1, A.step);
-  const acc_f32 bc2 = 1.0f - acc_powi(A.beta2, A.step);
+ACC_INLINE acc_adam_consts_t acc_adam_consts(const acc_adam_args_t A, acc_u32 step) {
+  const acc_f32 bc1 = 1.0f - acc_powi(A.beta1, step);
+  const acc_f32 bc2 = 1.0f - acc_powi(A.beta2, step);
   acc_adam_consts_t C;
   C.step_size = A.lr / bc1;
   C.bc2_sqrt = ACC_SQRTF(bc2);
@@ -39,27 +41,37 @@ ACC_INLINE acc_adam_consts_t acc_adam_consts(const acc_adam_args_t A) {
 }
 
 /* The weight decay: ACC_ADAM_L2 (Adam: g += wd * p), ACC_ADAM_DECOUPLED (AdamW: p *= 1 - lr *
- * wd) or 0 (Adam without weight decay). Tested bit by bit, and never dispatched on as a value
- * (accel_k_adam tests the arguments): LLVM turns an if/else chain over the three values into a
- * switch on a 2-bit integer, which llvm-spirv-14 cannot translate. */
+ * wd) or 0 (Adam without weight decay); ACC_ADAM_NEGATE: maximize (the fused step's flag).
+ * Tested bit by bit, and never dispatched on as a value (accel_k_adam tests the arguments):
+ * LLVM turns an if/else chain over the three values into a switch on a 2-bit integer, which
+ * llvm-spirv-14 cannot translate. */
 #define ACC_ADAM_L2 1u
 #define ACC_ADAM_DECOUPLED 2u
+#define ACC_ADAM_NEGATE 4u
 ACC_INLINE acc_u32 acc_adam_mode(const acc_adam_args_t A) {
   return A.adamw ? ACC_ADAM_DECOUPLED : A.weight_decay != 0.0f ? ACC_ADAM_L2 : 0u;
 }
 
-/* Element i of the parameters with gradient g: updates param, exp_avg, exp_avg_sq and returns
- * the new parameter. mode: acc_adam_mode (a constant per loop where the caller makes it one, so
- * that the loop has no branch and vectorises). */
+/* Element i of the parameters with gradient g: updates param, exp_avg, exp_avg_sq (and, when
+ * ams is nonzero, AMSGrad's maximum vmax) and returns the new parameter. mode: acc_adam_mode
+ * bits; ams: a constant at every call (a loop of its own), so that no loop branches on it and
+ * they vectorise; mode is one too where the caller makes it one. */
 ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
                                   ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                                  acc_u32 mode, const acc_adam_consts_t C) {
+                                  ACC_GPTR(acc_f32) vmax, acc_u32 mode, acc_u32 ams,
+                                  const acc_adam_consts_t C) {
   acc_f32 p = param[i];
+  if ((mode & ACC_ADAM_NEGATE) != 0u) g = -g;
   if ((mode & ACC_ADAM_L2) != 0u) g = g + C.wd * p;
   if ((mode & ACC_ADAM_DECOUPLED) != 0u) p = p * C.decay;
   const acc_f32 m = exp_avg[i] + C.w1 * (g - exp_avg[i]);
   const acc_f32 v = C.beta2 * exp_avg_sq[i] + (C.w2 * g) * g;
-  const acc_f32 denom = ACC_SQRTF(v) / C.bc2_sqrt + C.eps;
+  acc_f32 vd = v;
+  if (ams != 0u) {
+    vd = acc_nanmax(vmax[i], v);
+    vmax[i] = vd;
+  }
+  const acc_f32 denom = ACC_SQRTF(vd) / C.bc2_sqrt + C.eps;
   exp_avg[i] = m;
   exp_avg_sq[i] = v;
   p = p - (C.step_size * m) / denom;
@@ -70,14 +82,16 @@ ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
 ACC_INLINE void acc_adam_elem(acc_idx i, ACC_GPTR(acc_f32) param, acc_u64 grad,
                               ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
                               acc_u32 dt, acc_u32 mode, const acc_adam_consts_t C) {
-  acc_adam_apply(i, acc_load(grad, i, dt), param, exp_avg, exp_avg_sq, mode, C);
+  /* no AMSGrad here: vmax is never touched */
+  acc_adam_apply(i, acc_load(grad, i, dt), param, exp_avg, exp_avg_sq, exp_avg_sq, mode, 0u,
+                 C);
 }
 
 ACC_KERNEL(accel_k_adam, acc_adam_params_t, P) {
   const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   if (A.found_inf == 0.0f) {
-    const acc_adam_consts_t C = acc_adam_consts(A);
+    const acc_adam_consts_t C = acc_adam_consts(A, A.step);
     ACC_FOR_BLOCKS(b, P.num_chunks) {
       ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[0]);
       const acc_u64 grad = chunks[b].ptr[1];

@@ -7,8 +7,11 @@
  *          accel_multi_tensor_norm gives over the unscaled hp), and a non-finite g sets
  *          found_inf (accel_unscale_and_check's check of the stored value);
  *  update: accel_k_adam_step, one pass per chunk: the same g, grads = 0, g *= min(coef, 1)
- *          (the clip), hp = g, AdamW (accel_k_adam's element function) and the model weights'
- *          cast, each skipped as the separate kernels skip.
+ *          (the clip), hp = g, AdamW (accel_k_adam's element function, with maximize and
+ *          AMSGrad) and the model weights' cast, each skipped as the separate kernels skip.
+ * A tensor without a gradient in this step (its has_grad flag 0) is skipped by both: its norm
+ * partials are 0 and nothing of it is read or written. Its step count (steps[t], counted by
+ * accel_k_step_counts before the update) does not advance either.
  * So the results are bitwise those of update_hp (+ its fill fold), unscale, norm, clip, Adam
  * and cast run one after the other (the CTS compares them). Multiplying by an inv_scale or a
  * clip factor of exactly 1 changes no bits of an arithmetic result (it is never a signalling
@@ -20,6 +23,11 @@
 /* A form of the update's gradient stage besides ACC_STEP_ZERO_GRADS / ACC_STEP_ACCUMULATE: the
  * chunk has hp. */
 #define ACC_STEP_HAS_HP 4u
+
+/* 1 when tensor t has a gradient in this step (has_grad: u32 per tensor, or 0 for all). */
+ACC_INLINE acc_u32 acc_step_has_grad(acc_u64 has_grad, acc_u32 t) {
+  return (acc_u32)(has_grad == 0u || ACC_PTR(const acc_u32, has_grad)[t] != 0u);
+}
 
 /* The gradient of element i (see the top of the file); ACC: ACC_STEP_ACCUMULATE or 0. In place
  * (hp is the F32 gradients themselves, torch's unscale_ and clip_grad_norm_ on the grads) there
@@ -61,11 +69,13 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
     const acc_u64 hp = chunks[b].ptr[1];
     const acc_u32 count = chunks[b].count;
     ACC_PRIVATE(acc_f32, a);
+    /* the same for every lane of the block: uniform control flow around the barriers */
+    const acc_u32 n_el = acc_step_has_grad(P.has_grad, chunks[b].tensor) ? count : 0u;
     ACC_LANES(ACC_LV(a) = 0.0f;)
     ACC_DTYPE_SWITCH(P.dtype, DT,
       ACC_NORM_KIND_SWITCH(P.kind, KIND,
         ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
-          ACC_LANE_FOLD_AHEAD(a, count, grads, acc_dt_bytes(DT), acc_grad_norm_elem, grads, hp,
+          ACC_LANE_FOLD_AHEAD(a, n_el, grads, acc_dt_bytes(DT), acc_grad_norm_elem, grads, hp,
                               DT, AC, s, KIND, P.p))))
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
@@ -74,7 +84,7 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
     if (P.found_inf != 0u && !acc_is_finite(red[0])) {
       ACC_PRIVATE(acc_u32, bad);
       ACC_LANES(ACC_LV(bad) = 0u;)
-      ACC_LANE_FOLD(bad, count, acc_grad_bad_elem, grads, hp, P.dtype, accumulate, s);
+      ACC_LANE_FOLD(bad, n_el, acc_grad_bad_elem, grads, hp, P.dtype, accumulate, s);
       ACC_LANES(red_bad[lane] = ACC_LV(bad);)
       ACC_BARRIER();
       ACC_TREE(red_bad, acc_or_u32, 0u)
@@ -97,14 +107,14 @@ ACC_INLINE acc_f32 acc_step_grad_elem(acc_idx i, acc_u64 grads, acc_u64 hp, acc_
   return g;
 }
 
-/* Stage 2: AdamW with gradient g, then the model weights (MDT; with ACC_DT_NONE
- * none) = round(param). */
+/* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS), then the model weights
+ * (MDT; with ACC_DT_NONE none) = round(param). */
 #define ACC_DT_NONE 3u
 ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
                                    ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                                   acc_u64 model, acc_u32 mdt, acc_u32 mode,
-                                   const acc_adam_consts_t C) {
-  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, mode, C);
+                                   ACC_GPTR(acc_f32) vmax, acc_u64 model, acc_u32 mdt,
+                                   acc_u32 mode, acc_u32 ams, const acc_adam_consts_t C) {
+  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, vmax, mode, ams, C);
   if (mdt != ACC_DT_NONE) acc_store(model, i, mdt, p);
 }
 
@@ -116,8 +126,8 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
                            : 1.0f;
   const acc_f32 c = coef > 1.0f ? 1.0f : coef;
   const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
-  const acc_adam_consts_t C = acc_adam_consts(A);
-  const acc_u32 mode = acc_adam_mode(A);
+  const acc_u32 mode =
+      acc_adam_mode(A) | ((P.flags & ACC_STEP_MAXIMIZE) != 0u ? ACC_ADAM_NEGATE : 0u);
   const acc_u32 go = (acc_u32)(A.found_inf == 0.0f);
   /* with no chunks a single block still stores coef_out (as accel_k_clip) */
   ACC_FOR_BLOCKS(b, P.num_chunks > 0u ? P.num_chunks : 1u) {
@@ -125,12 +135,18 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
       ACC_LANE0(ACC_PTR(acc_f32, P.coef_out)[0] = coef;)
     }
     if (b >= P.num_chunks) continue;
+    const acc_u32 t = chunks[b].tensor;
+    if (!acc_step_has_grad(P.has_grad, t)) continue;
+    const acc_u32 step = P.steps != 0u ? (acc_u32)ACC_PTR(const acc_f32, P.steps)[t] : A.step;
+    const acc_adam_consts_t C = acc_adam_consts(A, step);
     const acc_u64 grads = chunks[b].ptr[0];
     const acc_u64 hp = chunks[b].ptr[1];
     ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[2]);
     ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[3]);
     ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[4]);
     const acc_u64 model = chunks[b].ptr[5];
+    ACC_GPTR(acc_f32) vmax = ACC_PTR(acc_f32, chunks[b].ptr[6]);
+    const acc_u32 ams = (acc_u32)(chunks[b].ptr[6] != 0u);
     const acc_u32 count = chunks[b].count;
     const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
                          (hp != 0u ? ACC_STEP_HAS_HP : 0u);
@@ -144,13 +160,29 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
               ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad_elem(row + lane, grads, hp, DT,
                                                                Z | AC | H, in_place, s, c);)))))
       if (go && model == 0u) {
-        ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg, exp_avg_sq,
-                                             model, ACC_DT_NONE, mode, C);)
+        ACC_FLAG_SWITCH(ams, 1u, AMS,
+          ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
+                                               exp_avg_sq, vmax, model, ACC_DT_NONE, mode, AMS,
+                                               C);))
       } else if (go) {
         ACC_DTYPE_SWITCH(P.model_dtype, MDT,
-          ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
-                                               exp_avg_sq, model, MDT, mode, C);))
+          ACC_FLAG_SWITCH(ams, 1u, AMS,
+            ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
+                                                 exp_avg_sq, vmax, model, MDT, mode, AMS, C);)))
       }
+    }
+  }
+}
+
+/* Step count t + 1 when tensor t has a gradient. */
+ACC_INLINE void acc_step_count_elem(acc_idx t, ACC_GPTR(acc_f32) steps, acc_u64 has_grad) {
+  if (acc_step_has_grad(has_grad, (acc_u32)t)) steps[t] = steps[t] + 1.0f;
+}
+
+ACC_KERNEL(accel_k_step_counts, acc_step_counts_params_t, P) {
+  if (acc_not_skipped(P.skip_if)) {
+    ACC_FOR_BLOCKS(b, 1u) {
+      ACC_ELEM_MAP(P.num_tensors, acc_step_count_elem, ACC_PTR(acc_f32, P.steps), P.has_grad);
     }
   }
 }

@@ -3,7 +3,7 @@
 DeepSpeed's CPU Adam when it is importable), on accel-bench's optstep presets.
 
 usage: bench_python.py [--preset gpt2|many-small] [--threads T] [--rounds R] [--steps K]
-                       [--json]
+                       [--amsgrad] [--json]
 
 Everything runs in one process on the same parameter and gradient tensors (fp32), T threads
 for every implementation (ACCEL_CPU_THREADS and torch.set_num_threads). In each of R rounds
@@ -23,6 +23,10 @@ Variants:
   DeepSpeed CPU Adam DeepSpeedCPUAdam(adamw_mode=True).step(), when deepspeed imports
 and, for clipping, accel.torch.clip_grad_norm_ against torch.nn.utils.clip_grad_norm_
 (max_norm large enough that nothing is scaled, so every call does the same work).
+With --amsgrad also (8 bytes per parameter more state each):
+  accel amsgrad      accel.torch.AdamW(amsgrad=True).step()
+  torch foreach amsgrad  torch.optim.AdamW(amsgrad=True, foreach=True).step()
+and their ratios to accel.torch.AdamW (amsgrad's cost) and to accel amsgrad.
 """
 import argparse
 import json
@@ -74,6 +78,8 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=10,
                     help="back-to-back C-driven / Python-driven step pairs per round")
+    ap.add_argument("--amsgrad", action="store_true",
+                    help="also time AMSGrad: accel's against its plain step and torch's")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     os.environ["ACCEL_CPU_THREADS"] = str(a.threads)
@@ -100,6 +106,11 @@ def main():
         "accel clip_grad_norm_": lambda: at.clip_grad_norm_(params, 1e30),
         "torch clip_grad_norm_": lambda: torch.nn.utils.clip_grad_norm_(params, 1e30),
     }
+    if a.amsgrad:
+        variants["accel amsgrad"] = at.AdamW(params, lr=1e-3, weight_decay=0.01,
+                                             amsgrad=True).step
+        variants["torch foreach amsgrad"] = torch.optim.AdamW(
+            params, lr=1e-3, weight_decay=0.01, amsgrad=True, foreach=True).step
     ds, ds_reason = deepspeed_adam(params)
     if ds is not None:
         variants["DeepSpeed CPU Adam"] = ds.step
@@ -146,6 +157,10 @@ def main():
            "deepspeed": ("available" if ds is not None else ds_reason)}
     if ds is not None:
         res["deepspeed_over_accel"] = ratios("DeepSpeed CPU Adam", "accel.torch.AdamW")
+    if a.amsgrad:
+        res["accel_amsgrad_over_accel"] = ratios("accel amsgrad", "accel.torch.AdamW")
+        res["torch_foreach_amsgrad_over_accel_amsgrad"] = ratios("torch foreach amsgrad",
+                                                                 "accel amsgrad")
     if a.json:
         print(json.dumps(res))
         return
@@ -156,10 +171,11 @@ def main():
         s = res["ms"][n]
         print(f"  {n:24s} {s['median']:9.3f} ms/step  [{s['min']:.3f}..{s['max']:.3f}]")
     for key in ("python_over_c", "torch_foreach_over_accel", "torch_default_over_accel",
-                "torch_clip_over_accel_clip", "deepspeed_over_accel"):
+                "torch_clip_over_accel_clip", "deepspeed_over_accel", "accel_amsgrad_over_accel",
+                "torch_foreach_amsgrad_over_accel_amsgrad"):
         if key in res:
             s = res[key]
-            print(f"  {key:28s} {s['median']:.3f}x  [{s['min']:.3f}..{s['max']:.3f}]")
+            print(f"  {key:40s} {s['median']:.3f}x  [{s['min']:.3f}..{s['max']:.3f}]")
     if ds is None:
         print(f"  DeepSpeed CPU Adam: not run: {ds_reason}")
 

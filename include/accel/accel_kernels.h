@@ -85,7 +85,8 @@ typedef struct accel_adam_args {
                          found_inf_dev at this field to skip steps that overflowed */
 } accel_adam_args_t;
 
-/* One Adam/AdamW step as torch.optim.Adam/AdamW (maximize=False, amsgrad=False):
+/* One Adam/AdamW step as torch.optim.Adam/AdamW (maximize=False, amsgrad=False; the fused
+ * step, accel_adam_step_update, has both):
  *   p *= 1 - lr*wd (AdamW) | g += wd*p (Adam)
  *   m = m + (1-beta1)*(g-m);  v = beta2*v + (1-beta2)*g*g
  *   p -= (lr / (1-beta1^step)) * m / (sqrt(v)/sqrt(1-beta2^step) + eps)
@@ -149,6 +150,17 @@ ACCEL_API accel_status_t accel_amp_update_scale(accel_stream_t *stream,
 ACCEL_API accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
                                           const float *skip_if_dev);
 
+/* A step count per tensor, torch's state["step"] of each parameter: steps_dev[i] += 1 for
+ * every i < n whose tensor has a gradient in this step (has_grad_dev NULL: all; else
+ * has_grad_dev[i] != 0), unless skip_if_dev is given and skip_if_dev[0] != 0. The counts are
+ * float (torch's step tensors are float32; whole numbers up to 2^24 are exact, and as in torch
+ * a count stops growing there). Run it before accel_adam_step_update with the same steps_dev
+ * and has_grad_dev: each tensor then takes its own step. One one-block launch (none for n =
+ * 0). */
+ACCEL_API accel_status_t accel_step_counts(accel_stream_t *stream, float *steps_dev,
+                                           const uint32_t *has_grad_dev, size_t n,
+                                           const float *skip_if_dev);
+
 /* dst[i] = src[i] converted through fp32 for every pair (any dtypes: fp32 master -> bf16/fp16
  * model weights rounds to nearest even; bf16/fp16 -> fp32 is exact, for initialisation).
  * Skipped entirely when skip_if_dev is given and skip_if_dev[0] != 0 (the model keeps its
@@ -180,9 +192,15 @@ ACCEL_API accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t
 #define ACCEL_ADAM_STEP_ACCUMULATE 2u /* the gradient is hp_grads + grads: hp_grads holds the
                                          sum of earlier micro-batches (both sweeps read it) */
 #define ACCEL_ADAM_STEP_CLIP 4u       /* the update clips by norm_dev (clip_grad_norm_) */
+#define ACCEL_ADAM_STEP_MAXIMIZE 8u   /* torch's maximize: AdamW steps with -g (hp_grads still
+                                         receive g) */
+#define ACCEL_ADAM_STEP_AMSGRAD 16u   /* torch's amsgrad: max_exp_avg_sq = max(max_exp_avg_sq,
+                                         exp_avg_sq) (NaN kept, as torch.maximum) is the
+                                         denominator's second moment */
 
 /* One step's lists and device scalars; both calls take the same descriptor. Growable: set
- * struct_size = sizeof(accel_adam_step_t); fields past a caller's struct_size read as absent. */
+ * struct_size = sizeof(accel_adam_step_t); fields past a caller's struct_size read as absent
+ * (a descriptor that ends at flags, as the first version did, is accepted). */
 typedef struct accel_adam_step {
   size_t struct_size;
   size_t n;                           /* tensors in every list */
@@ -211,7 +229,20 @@ typedef struct accel_adam_step {
   float clip_eps;                     /*       when < 1 (accel_clip_by_global_norm) */
   float *coef_out_dev;                /* NULL, or CLIP's coefficient (stored raw) */
   uint32_t flags;                     /* ACCEL_ADAM_STEP_* */
+  const accel_tensor_t *max_exp_avg_sq; /* AMSGRAD (only then): F32, AMSGrad's running
+                                           maximum of exp_avg_sq (torch starts it at 0) */
+  const float *steps_dev;             /* NULL: every tensor takes step args_dev->step; else
+                                         float[n]: tensor i takes step steps_dev[i] (count
+                                         them with accel_step_counts before the update) */
+  const uint32_t *has_grad_dev;       /* NULL: every tensor has a gradient; else uint32_t[n]:
+                                         0 = tensor i has none in this step. Both sweeps skip
+                                         it: its grads and hp_grads are not read or written
+                                         (not zeroed), it adds nothing to the norm or the
+                                         overflow check, its params and state stay */
 } accel_adam_step_t;
+
+/* The smallest struct_size the calls take: the first accel_adam_step_t, which ended at flags. */
+#define ACCEL_ADAM_STEP_SIZE_MIN (offsetof(accel_adam_step_t, flags) + sizeof(uint32_t))
 
 /* The norm sweep: the gradients' global norm into norm_dev and the overflow check into
  * found_inf_dev, reading each gradient (and hp_grads with ACCUMULATE) once. With neither
@@ -221,8 +252,9 @@ ACCEL_API accel_status_t accel_adam_step_norm(accel_stream_t *stream,
 
 /* The update pass: one launch, one pass over every list. Validation as the other operations
  * (lists of n tensors with matching numel, dtypes, alignment, live memory, no overlaps), plus:
- * CLIP needs norm_dev, ACCUMULATE needs hp_grads, unknown flags and a struct_size too small
- * for the fields above are INVALID_ARGUMENT. */
+ * CLIP needs norm_dev, ACCUMULATE needs hp_grads, AMSGRAD needs max_exp_avg_sq (and only
+ * AMSGRAD takes it), unknown flags and a struct_size that ends before flags are
+ * INVALID_ARGUMENT. */
 ACCEL_API accel_status_t accel_adam_step_update(accel_stream_t *stream,
                                                 const accel_adam_step_t *step);
 

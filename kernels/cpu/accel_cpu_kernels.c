@@ -26,10 +26,15 @@ static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes
 }
 
 /* A scalar at address 0 is not accessed (an optional one left out, or one another launch of
- * the operation uses: ACC_NO_FIELD). */
+ * the operation uses: ACC_NO_FIELD). A per-tensor array (ACC_PER_TENSOR) is `size` bytes for
+ * each tensor of the chunk table: tensors come in order, the last chunk's is the last. */
 static void add_scalar(accel_cpu_kernel_access_t *a, acc_u64 addr, uint32_t size, unsigned mode,
-                       uint32_t block, uint32_t stride) {
-  if (addr == 0u) return;
+                       uint32_t block, uint32_t stride, int per_tensor) {
+  if (per_tensor) {
+    const acc_chunk_t *chunks = a->chunks;
+    size *= a->num_chunks ? chunks[a->num_chunks - 1u].tensor + 1u : 0u;
+  }
+  if (addr == 0u || size == 0u) return;
   a->scalars[a->num_scalars++] = (accel_cpu_kernel_scalar_t){
       .addr = addr, .size = size, .stride = stride, .block = block,
       .write = (mode & ACCEL_CPU_SLOT_WRITE) != 0u};
@@ -57,9 +62,10 @@ _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT
 #define ACC_OPT_LIST(name, mode, bytes, alias) set_slot(out, slot++, bytes, mode)
 #define ACC_FIELD(member) p.member
 #define ACC_NO_FIELD 0u
-#define ACC_ALL_BLOCKS ACCEL_CPU_ALL_BLOCKS, 0u
-#define ACC_BLOCK0 0u, 0u
-#define ACC_PER_BLOCK(stride) ACCEL_CPU_ALL_BLOCKS, (stride)
+#define ACC_ALL_BLOCKS ACCEL_CPU_ALL_BLOCKS, 0u, 0
+#define ACC_BLOCK0 0u, 0u, 0
+#define ACC_PER_BLOCK(stride) ACCEL_CPU_ALL_BLOCKS, (stride), 0
+#define ACC_PER_TENSOR ACCEL_CPU_ALL_BLOCKS, 0u, 1
 #define ACC_SCALAR(name, addr, size, mode, need, blocks) \
   add_scalar(out, addr, (uint32_t)(size), ACC_MODE_##mode, blocks)
 #define ACC_SCRATCH(member, size, mode, blocks) \

@@ -28,9 +28,9 @@ typedef struct accel_cpu_kernel_scalar {
   uint32_t write;
 } accel_cpu_kernel_scalar_t;
 
-/* Chunk slots (ACC_MAX_LISTS) and scalars (a row's 4 and its scratch) of a launch. */
+/* Chunk slots (ACC_MAX_LISTS) and scalars (a row's 6 and its scratch) of a launch. */
 #define ACCEL_CPU_MAX_SLOTS 8u
-#define ACCEL_CPU_MAX_SCALARS 5u
+#define ACCEL_CPU_MAX_SCALARS 7u
 
 /* Everything one launch reads and writes, so that the CPU backend can prove two launches of a
  * graph independent block by block (graph fusion, backends/cpu/cpu_fuse.c). */

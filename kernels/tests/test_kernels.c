@@ -207,15 +207,24 @@ static void test_norm(uint32_t dt, uint32_t kind, float p) {
   xfree(out);
 }
 
+/* Has-gradient flags: tensors 2 and NT - 1 (which holds the Inf of `bad`) have none. */
+static uint32_t *make_has_grad(void) {
+  uint32_t *f = xalloc(NT * sizeof *f);
+  for (size_t k = 0; k < NT; ++k) f[k] = k != 2 && k != NT - 1;
+  return f;
+}
+
 /* The fused step's norm sweep over grads (dt) accumulated into hp and unscaled by 0.5, with
- * an Inf in the last tensor when `bad`: CPU (two splits) and OpenCL (both forms, grids 1, 3,
- * all) bitwise
- * equal, the norm against a double reference, found_inf set exactly when a gradient is bad. */
-static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
+ * an Inf in the last tensor when `bad`, and with `skip`, has-gradient flags (make_has_grad)
+ * that leave two tensors out: CPU (two splits) and OpenCL (both forms, grids 1, 3, all) bitwise
+ * equal, the norm against a double reference, found_inf set exactly when a counted gradient is
+ * bad. */
+static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad, int skip) {
   void *lp[NT], *hp[NT];
   make_tensors(lp, dt, 3.0f, 2000 + dt * 7 + kind);
   make_tensors(hp, ACC_DT_F32, 1.0f, 3000 + kind);
   if (bad) st(lp[NT - 1], 4321, dt, -INFINITY);
+  uint32_t *has_grad = skip ? make_has_grad() : NULL;
   size_t es[2] = {esize(dt), 4};
   void *const *lists[2] = {lp, hp};
   const uint32_t nc = total_chunks();
@@ -225,7 +234,8 @@ static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
   float *sc = xalloc(4 * sizeof(float)); /* inv_scale, found_inf, norm */
   const acc_u64 a = (acc_u64)(uintptr_t)sc;
   const acc_grad_norm_params_t pp = {(acc_u64)(uintptr_t)chunks, (acc_u64)(uintptr_t)partials,
-                                     a, a + 4, nc, dt, kind, p, ACC_STEP_ACCUMULATE, 0};
+                                     a, a + 4, (acc_u64)(uintptr_t)has_grad, nc, dt, kind, p,
+                                     ACC_STEP_ACCUMULATE, 0};
   const acc_norm_final_params_t fp = {(acc_u64)(uintptr_t)partials, a + 8, nc, kind, p, 0};
   float res[2][2];
   for (int split = 0; split < 2; ++split) {
@@ -238,18 +248,19 @@ static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
   }
   KT_CHECK(memcmp(res[0], res[1], sizeof res[0]) == 0,
            "grad norm dt %u kind %u: split changes bits %a vs %a", dt, kind, res[0][0], res[1][0]);
-  KT_CHECK(res[0][1] == (bad ? 1.0f : 0.0f), "grad norm dt %u kind %u bad %d: found_inf %g", dt,
-           kind, bad, res[0][1]);
+  const int counted_bad = bad && !skip;
+  KT_CHECK(res[0][1] == (counted_bad ? 1.0f : 0.0f),
+           "grad norm dt %u kind %u bad %d skip %d: found_inf %g", dt, kind, bad, skip, res[0][1]);
   double acc = 0;
   for (size_t k = 0; k < NT; ++k)
-    for (size_t i = 0; i < kSizes[k]; ++i) {
+    for (size_t i = 0; i < kSizes[k] && (!has_grad || has_grad[k]); ++i) {
       const double x = fabs(((double)ld(hp[k], i, 0) + ld(lp[k], i, dt)) * 0.5);
       if (kind == ACC_NORM_INF) acc = x > acc ? x : acc;
       else if (kind == ACC_NORM_L2) acc += x * x;
       else acc += pow(x, p);
     }
   const double ref = kind == ACC_NORM_L2 ? sqrt(acc) : kind == ACC_NORM_P ? pow(acc, 1.0 / p) : acc;
-  if (bad)
+  if (counted_bad)
     KT_CHECK(isinf(res[0][0]), "grad norm dt %u kind %u: %g with an Inf gradient", dt, kind,
              res[0][0]);
   else
@@ -280,11 +291,17 @@ static void test_grad_norm(uint32_t dt, uint32_t kind, float p, int bad) {
   xfree(chunks);
   xfree(partials);
   xfree(sc);
+  if (has_grad) xfree(has_grad);
 }
 
 /* Runs an elementwise kernel on copies of the same data on the CPU (both splits) and OpenCL
  * (each form with 2 blocks at once, then all); all results must be bitwise equal, and the CPU
- * result close to the case's reference. */
+ * result close to the case's reference. The scalars (KT_SCALARS floats): [0] a factor or norm,
+ * [1] an output, [2, 10) Adam's arguments, [16, 16 + NT) a step count per tensor, [32, 32 + NT)
+ * has-gradient flags (make_has_grad). */
+#define KT_SCALARS 64
+#define KT_STEPS 16
+#define KT_HAS_GRAD 32
 typedef struct ew_case {
   uint32_t id;
   int nl;                        /* lists */
@@ -353,8 +370,16 @@ static void p_cast_skipped(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
  * exp_avg_sq, model (f16); inv_scale and the total norm are scalars[0] (0.5: max_norm 0.25
  * makes the clip factor 0.5), coef_out scalars[1]. */
 static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
-  acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, nc, ACC_DT_BF16, ACC_DT_F16,
+  acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, 0, 0, nc, ACC_DT_BF16, ACC_DT_F16,
                               ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f};
+  memcpy(pp, &p, sizeof p);
+}
+/* ... with torch.optim.AdamW's options: f16 grads accumulated into hp, f32 params, exp_avg,
+ * exp_avg_sq and model weights, AMSGrad's maximum (list 6), maximize, a step per tensor, two
+ * tensors without a gradient; no loss scale, no clip. */
+static void p_adam_step_torch(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  acc_adam_step_params_t p = {c, sc + 8, 0, 0, 0, sc + 4 * KT_STEPS, sc + 4 * KT_HAS_GRAD, nc,
+                              ACC_DT_F16, 0, ACC_STEP_ACCUMULATE | ACC_STEP_MAXIMIZE, 0.0f, 0.0f};
   memcpy(pp, &p, sizeof p);
 }
 
@@ -367,16 +392,24 @@ static void test_elementwise(const ew_case_t *ec) {
   for (int l = 0; l < ec->nl; ++l) es[l] = esize(ec->dt[l]);
   for (int r = 0; r < NRUN; ++r) {
     for (int l = 0; l < ec->nl; ++l) make_tensors(t[r][l], ec->dt[l], ec->scale[l], 77 + l);
-    scal[r] = xalloc(64);
+    scal[r] = xalloc(KT_SCALARS * sizeof(float));
+    memset(scal[r], 0, KT_SCALARS * sizeof(float));
     const acc_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, 1, 0.0f};
     scal[r][0] = 0.5f; /* clip: total norm; unscale/scale: factor */
     scal[r][1] = 0.0f; /* clip coef_out / found_inf */
     memcpy(&scal[r][2], &args, sizeof args);
+    uint32_t *has_grad = make_has_grad();
+    for (size_t k = 0; k < NT; ++k) {
+      scal[r][KT_STEPS + k] = (float)(1 + 7 * k);
+      memcpy(&scal[r][KT_HAS_GRAD + k], &has_grad[k], 4);
+    }
+    xfree(has_grad);
   }
   /* a non-finite value for the unscale check */
   if (ec->id == ACCEL_KERNEL_UNSCALE)
     for (int r = 0; r < NRUN; ++r) st(t[r][0][NT - 1], 12345, ec->dt[0], INFINITY);
-  unsigned char params[64];
+  unsigned char params[128]; /* the largest parameter struct, the fused update's, and more */
+  _Static_assert(sizeof(acc_adam_step_params_t) <= sizeof params, "params buffer too small");
   for (int r = 0; r < NRUN; ++r) {
     void *const *lists[ACC_MAX_LISTS];
     for (int l = 0; l < ec->nl; ++l) lists[l] = t[r][l];
@@ -400,8 +433,8 @@ static void test_elementwise(const ew_case_t *ec) {
         KT_CHECK(memcmp(t[r][l][k], t[0][l][k], kSizes[k] * es[l]) == 0,
                  "kernel %s run %d list %d tensor %zu differs from CPU", accel_kernel_names[ec->id], r, l, k);
     if (r > 0)
-      KT_CHECK(memcmp(scal[r], scal[0], 40) == 0, "kernel %s run %d scalars differ",
-               accel_kernel_names[ec->id], r);
+      KT_CHECK(memcmp(scal[r], scal[0], KT_SCALARS * sizeof(float)) == 0,
+               "kernel %s run %d scalars differ", accel_kernel_names[ec->id], r);
   }
   /* reference on fresh data */
   void *ref[ACC_MAX_LISTS][NT];
@@ -491,6 +524,31 @@ static void r_adam_step(void *const *const *L, const float *s) {
     st(L[5][k], i, ACC_DT_F16, (float)p);
   }
 }
+static void r_adam_step_torch(void *const *const *L, const float *s) {
+  acc_adam_args_t a;
+  memcpy(&a, &s[2], sizeof a);
+  uint32_t has_grad[NT];
+  memcpy(has_grad, &s[KT_HAS_GRAD], sizeof has_grad);
+  FOR_ALL(k, i) {
+    if (!has_grad[k]) continue;
+    const double step = s[KT_STEPS + k];
+    const double bc1 = 1 - pow(a.beta1, step), bc2 = 1 - pow(a.beta2, step);
+    const double g = (double)ld(L[1][k], i, 0) + ld(L[0][k], i, ACC_DT_F16);
+    double p = ld(L[2][k], i, 0), m = ld(L[3][k], i, 0), v = ld(L[4][k], i, 0);
+    double vmax = ld(L[6][k], i, 0);
+    p *= 1 - (double)a.lr * a.weight_decay;
+    m = a.beta1 * m + (1 - a.beta1) * -g;
+    v = a.beta2 * v + (1 - a.beta2) * g * g;
+    vmax = isnan(vmax) || vmax > v ? vmax : v;
+    p -= a.lr / bc1 * m / (sqrt(vmax) / sqrt(bc2) + a.eps);
+    st(L[1][k], i, 0, (float)g); /* hp keeps g: maximize negates only Adam's copy */
+    st(L[2][k], i, 0, (float)p);
+    st(L[3][k], i, 0, (float)m);
+    st(L[4][k], i, 0, (float)v);
+    st(L[5][k], i, 0, (float)p); /* f32 model weights */
+    st(L[6][k], i, 0, (float)vmax);
+  }
+}
 static void r_fill(void *const *const *L, const float *s) {
   (void)s;
   FOR_ALL(k, i) st(L[0][k], i, ACC_DT_BF16, 0.3f);
@@ -514,6 +572,21 @@ static void r_cast_widen(void *const *const *L, const float *s) {
 static void r_nothing(void *const *const *L, const float *s) {
   (void)L;
   (void)s;
+}
+
+/* Run forms of a one-block launch: 0 the CPU form; 1 + 2 f + g OpenCL form f (f < NFORMS) with
+ * g + 1 groups (g < 2). Whether run form `form` exists here: */
+#define RUN_FORMS (1 + 2 * NFORMS)
+static int form_runs(int form) { return form == 0 || g_cl_ok; }
+
+/* Runs a one-block launch in run form `form` (form_runs). */
+static void run_form(uint32_t id, const void *params, size_t psize, int form) {
+  if (form == 0) run_cpu(id, params, 1, 0);
+#ifdef KT_OPENCL
+  else run_cl((form - 1) / 2, id, params, psize, (uint32_t)(form - 1) % 2 + 1);
+#else
+  (void)psize;
+#endif
 }
 
 /* torch._amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu), products in double as
@@ -546,8 +619,7 @@ static void test_amp(void) {
   for (size_t f = 0; f < sizeof founds / sizeof founds[0]; ++f)
     for (size_t c = 0; c < sizeof scales / sizeof scales[0]; ++c)
       for (size_t g = 0; g < sizeof trackers / sizeof trackers[0]; ++g)
-        for (int form = 0; form < 1 + 2 * NFORMS; ++form) {
-          if (form > 0 && !g_cl_ok) break;
+        for (int form = 0; form < RUN_FORMS && form_runs(form); ++form) {
           amp_state_t *d = xalloc(sizeof *d);
           const acc_amp_scaler_t init = {scales[c], -1.0f, trackers[g], 2000, 2.0f, 0.5f};
           d->sc = init;
@@ -569,15 +641,8 @@ static void test_amp(void) {
               {ACCEL_KERNEL_STEP_COUNT, &cp, sizeof cp},
               {ACCEL_KERNEL_STEP_COUNT, &cp_always, sizeof cp_always},
               {ACCEL_KERNEL_AMP_BEGIN, &bp, sizeof bp}};
-          for (int k = 0; k < 4; ++k) {
-            if (form == 0) run_cpu(launches[k].id, launches[k].p, 1, 0);
-#ifdef KT_OPENCL
-            else run_cl((form - 1) / 2, launches[k].id, launches[k].p, launches[k].size,
-                        (uint32_t)(form - 1) % 2 + 1);
-#else
-            (void)launches[k].size;
-#endif
-          }
+          for (int k = 0; k < 4; ++k)
+            run_form(launches[k].id, launches[k].p, launches[k].size, form);
           const int inv_exact = frexpf(want.sc.scale, &(int){0}) == 0.5f;
           KT_CHECK(memcmp(&d->sc.scale, &want.sc.scale, 4) == 0 &&
                        d->sc.growth_tracker == want.sc.growth_tracker &&
@@ -595,6 +660,33 @@ static void test_amp(void) {
         }
 }
 
+/* The per-tensor step counts (CPU form, OpenCL with grids of 1 and 2): +1 where a tensor has a
+ * gradient (all of them without flags), nothing when skipped (a set or NaN flag). */
+static void test_step_counts(void) {
+  static const float skips[] = {0.0f, 1.0f, NAN, -0.0f};
+  for (int flags = 0; flags < 2; ++flags)
+    for (size_t k = 0; k < 5; ++k) /* the skip flag of skips[k], or none (k = 4) */
+      for (int form = 0; form < RUN_FORMS && form_runs(form); ++form) {
+        float *steps = xalloc((NT + 1) * sizeof(float)); /* [NT]: the skip flag */
+        uint32_t *has_grad = make_has_grad();
+        for (size_t t = 0; t < NT; ++t) steps[t] = (float)(3 * t);
+        steps[NT] = k < 4 ? skips[k] : 0.0f;
+        const acc_step_counts_params_t p = {0, (acc_u64)(uintptr_t)steps,
+                                            flags ? (acc_u64)(uintptr_t)has_grad : 0u,
+                                            k < 4 ? (acc_u64)(uintptr_t)&steps[NT] : 0u, 0, NT};
+        run_form(ACCEL_KERNEL_STEP_COUNTS, &p, sizeof p, form);
+        const int skipped = k < 4 && skips[k] != 0.0f;
+        for (size_t t = 0; t < NT; ++t) {
+          const float want = (float)(3 * t) + (!skipped && (!flags || has_grad[t]));
+          KT_CHECK(steps[t] == want,
+                   "step counts form %d flags %d skip %zu: tensor %zu %g, want %g", form, flags,
+                   k, t, steps[t], want);
+        }
+        xfree(steps);
+        xfree(has_grad);
+      }
+}
+
 int main(void) {
 #ifdef KT_OPENCL
   g_cl_ok = cl_setup();
@@ -608,10 +700,12 @@ int main(void) {
     test_norm(dt, ACC_NORM_L2, 2.0f);
     test_norm(dt, ACC_NORM_INF, 0.0f);
     test_norm(dt, ACC_NORM_P, 3.5f);
-    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 0);
-    test_grad_norm(dt, ACC_NORM_INF, 0.0f, 0);
-    test_grad_norm(dt, ACC_NORM_P, 1.5f, 0);
-    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 1);
+    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 0, 0);
+    test_grad_norm(dt, ACC_NORM_INF, 0.0f, 0, 0);
+    test_grad_norm(dt, ACC_NORM_P, 1.5f, 0, 0);
+    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 1, 0);
+    test_grad_norm(dt, ACC_NORM_L2, 2.0f, 1, 1);
+    test_grad_norm(dt, ACC_NORM_INF, 0.0f, 0, 1);
   }
   const ew_case_t cases[] = {
       {ACCEL_KERNEL_CLIP, 1, {0}, {1}, sizeof(acc_clip_params_t), p_clip, r_clip, 1e-14},
@@ -627,9 +721,12 @@ int main(void) {
       {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {1, 1}, sizeof(acc_cast_params_t), p_cast_skipped, r_nothing, 0},
       {ACCEL_KERNEL_ADAM_STEP, 6, {ACC_DT_BF16, 0, 0, 0, 0, ACC_DT_F16}, {1, 1, 1, 0.1f, 0.01f, 1},
        sizeof(acc_adam_step_params_t), p_adam_step, r_adam_step, 1e-7},
+      {ACCEL_KERNEL_ADAM_STEP, 7, {ACC_DT_F16, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 0.1f, 0.01f, 1, 0.02f},
+       sizeof(acc_adam_step_params_t), p_adam_step_torch, r_adam_step_torch, 1e-7},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) test_elementwise(&cases[c]);
   test_amp();
+  test_step_counts();
   if (kt_failures) {
     fprintf(stderr, "test_kernels: %d failures\n", kt_failures);
     return 1;

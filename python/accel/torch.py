@@ -5,9 +5,9 @@
     clip_grad_norm_(model.parameters(), 1.0)                       # torch's signature
 
 The tensors of a step are converted to accel tensor lists once and cached; while the same
-gradient tensors come back (zero_grad(set_to_none=False), or the same grads re-created in the
-same place) a step is one graph replay. When a gradient or parameter tensor is replaced the
-lists and the graph are rebuilt on the next step, automatically.
+gradient tensors come back (zero_grad(set_to_none=False)), or some go to None (the step skips
+those parameters), a step is one graph replay. When a gradient or parameter tensor is replaced
+the lists and the graph are rebuilt on the next step, automatically.
 """
 import inspect
 import math
@@ -88,15 +88,21 @@ _clip_cache = []  # the most recent _ClipPlan
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """torch.nn.utils.clip_grad_norm_ on accel: the total norm of the gradients (as one vector)
     is computed and, when above max_norm, every gradient is scaled by max_norm / (norm + 1e-6),
-    in place. Returns the total norm as a tensor. foreach is accepted and ignored (the kernels
-    always take the whole list)."""
+    in place. Returns the total norm as a 0-d tensor of the gradients' dtype, as torch does.
+    float32, float16 and bfloat16 gradients (one dtype per call) run on accel's kernels, which
+    accumulate in fp32 (docs/KERNELS.md); float64 ones, which accel's kernels do not take, go to
+    torch's own clip_grad_norm_, which accumulates in float64. foreach is accepted and ignored
+    (the kernels always take the whole list)."""
     del foreach
     if isinstance(parameters, torch.Tensor):
         parameters = [parameters]
-    grads = [p.grad for p in parameters if p.grad is not None]
+    params = [p for p in parameters if p.grad is not None]
+    grads = [p.grad for p in params]
     max_norm, norm_type = float(max_norm), float(norm_type)
     if not grads:
         return torch.tensor(0.0)
+    if any(g.dtype == torch.float64 for g in grads):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
     plan = _clip_cache[0] if _clip_cache else None
     if plan is None or plan.key != (max_norm, norm_type) or not _same_objects(plan.grads, grads):
         if plan is not None:
@@ -113,23 +119,38 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                 "non-finite, so it cannot be clipped. To disable this error and scale the "
                 "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
     plan.graph.replay(plan.stream)
-    return torch.tensor(plan.total_norm(), dtype=torch.float32, device=grads[0].device)
+    return torch.tensor(plan.total_norm(), dtype=grads[0].dtype, device=grads[0].device)
+
+
+def _real(t):
+    """A complex tensor as the float tensor of its (real, imaginary) pairs, as torch's AdamW
+    updates it; any other tensor as it is."""
+    return torch.view_as_real(t) if t.is_complex() else t
+
+
+def _group_flags(param_groups):
+    """What a captured step bakes in from the groups besides their parameters."""
+    return [(bool(g["amsgrad"]), bool(g["maximize"])) for g in param_groups]
 
 
 class _StepPlan:
-    """The captured AdamW step over the current parameters and gradients, in one graph: one
-    upload of the per-group arguments, the fused step's norm sweep ([unscale + overflow check],
-    [global norm]) over every gradient, and one update pass per group ([unscale, clip] the
-    gradients in place, as torch's unscale_ and clip_grad_norm_ leave them, and AdamW)."""
+    """The AdamW step over the current parameters and gradients: one upload of the per-group
+    arguments and the has-gradient flags, the fused step's norm sweep ([unscale + overflow
+    check], [global norm]) over every gradient, the per-parameter step counts, and one update
+    pass per group ([unscale, clip] the gradients in place, as torch's unscale_ and
+    clip_grad_norm_ leave them, and AdamW with the group's amsgrad and maximize). Captured into
+    one graph and replayed (capture=True), or launched anew on every step."""
 
     def __init__(self, opt, groups, grad_scaling):
         self.groups = groups  # [(group, [params with grads])]
-        # What still_valid compares on every step: every group's parameter list, every grad
-        # (None included) and the parameters' storage addresses.
+        # What covers() compares on every step: every group's parameter list and options, every
+        # grad (None included) and the parameters' storage addresses.
         self.group_params = [list(g["params"]) for g in opt.param_groups]
+        self.group_flags = _group_flags(opt.param_groups)
         self.all_params = [p for ps in self.group_params for p in ps]
         self.all_grads = list(map(_grad_of, self.all_params))
-        self.steps = [opt.state[ps[0]]["step"] for _, ps in groups]
+        # the position in all_params of each parameter the plan updates
+        self.where = [i for i, g in enumerate(self.all_grads) if g is not None]
         self.params = [p for _, ps in groups for p in ps]
         self.grads = [p.grad for p in self.params]
         self.ptrs = list(map(torch.Tensor.data_ptr, self.params))
@@ -137,43 +158,64 @@ class _StepPlan:
         self.max_grad_norm = opt.max_grad_norm
         dev = self.device = _same_device(self.params + self.grads, "AdamW")
         self.stream = dev.stream(lazy=False)
-        self.lists = []
+        self.lists, self.staged, self.graph = [], [], None
         try:
             state = [opt.state[p] for p in self.params]
+            self.steps = _step_counts(state, self.params[0].device)
             self.P = self._list(self.params)
             self.G = self._list(self.grads)
             self.M = self._list([s["exp_avg"] for s in state])
             self.V = self._list([s["exp_avg_sq"] for s in state])
-            n = len(groups)
-            # One upload: accel_adam_args_t per group, then inv_scale, norm, coef.
-            self.args = _objects.DeviceStruct(dev, "accel_adam_args_t", n + 1)
+            self.VM = self._list([opt.state[p]["max_exp_avg_sq"] for g, ps in groups
+                                  if g["amsgrad"] for p in ps])
+            self.S = self._list([self.steps])
+            n, count = len(groups), len(self.params)
+            # One upload: accel_adam_args_t per group, then inv_scale, norm, coef, then the
+            # has-gradient flags (uint32_t per parameter, 8 to an accel_adam_args_t).
+            self.args = _objects.DeviceStruct(dev, "accel_adam_args_t", n + 1 + (count + 7) // 8)
             self.tail = ffi.cast("float *", self.args.dev + n)
             self.host_tail = ffi.cast("float *", self.args.host + n)
-            self.graph = dev.graph()
-            with self.graph.capture(self.stream):
-                self._enqueue()
+            self.has_grad = ffi.cast("uint32_t *", self.args.dev + n + 1)
+            self.host_has_grad = ffi.cast("uint32_t *", self.args.host + n + 1)
+            for i in range(count):
+                self.host_has_grad[i] = 1
+            self.present = None  # the flags in the host copy: None, all set; else their list
+            if opt.capture:
+                self.graph = dev.graph()
+                with self.graph.capture(self.stream):
+                    self._enqueue()
         except BaseException:
             self.close()
             raise
 
     def _list(self, tensors):
-        t = _tensors.TensorList(self.device, tensors)
-        self.lists.append(t)
-        return t
+        """A TensorList of the tensors as accel sees them (_real); a tensor that is not
+        contiguous is replaced by a contiguous copy that run() copies in and back out."""
+        views = []
+        for t in map(_real, tensors):
+            if not t.is_contiguous():
+                stage = t.contiguous()
+                self.staged.append((t, stage))
+                t = stage
+            views.append(t)
+        lst = _tensors.TensorList(self.device, views)
+        self.lists.append(lst)
+        return lst
 
     def _enqueue(self):
         s, args = self.stream._handle(), self.args.dev
         self.args.upload(self.stream)
         found_inf = ffi.addressof(args[0], "found_inf")
         clip = self.max_grad_norm is not None
+        steps = ffi.cast("float *", self.S.array[0].data)
         step = ffi.new("accel_adam_step_t *")
         step.struct_size = ffi.sizeof("accel_adam_step_t")
         step.n = self.P.n
         step.grads = self.G.array
         # float32 gradients are unscaled / clipped in place (hp = grads), as torch leaves them;
         # 16-bit ones, and any without unscale or clip, are only read.
-        in_place = (self.grad_scaling or clip) and all(g.dtype == torch.float32
-                                                       for g in self.grads)
+        in_place = (self.grad_scaling or clip) and all(self.G[i][2] == lib.ACCEL_F32
+                                                       for i in range(self.G.n))
         step.hp_grads = self.G.array if in_place else ffi.NULL
         step.params, step.exp_avg, step.exp_avg_sq = self.P.array, self.M.array, self.V.array
         step.args_dev = args
@@ -184,57 +226,118 @@ class _StepPlan:
         step.max_norm = float(self.max_grad_norm) if clip else 0.0
         step.clip_eps = 1e-6
         step.coef_out_dev = self.tail + 2 if clip else ffi.NULL
-        step.flags = lib.ACCEL_ADAM_STEP_CLIP if clip else 0
+        step.has_grad_dev = self.has_grad
         check(lib.accel_adam_step_norm(s, step))
+        check(lib.accel_step_counts(s, steps, self.has_grad, self.P.n,
+                                    found_inf if self.grad_scaling else ffi.NULL))
         for g in range(1, len(self.groups)):  # every group skips on the one overflow flag
             check(lib.accel_memcpy_async(s, ffi.addressof(args[g], "found_inf"), found_inf, 4))
-        start = 0
-        for g, (_, ps) in enumerate(self.groups):
+        start = vstart = 0
+        for g, (group, ps) in enumerate(self.groups):
             step.n = len(ps)
             for field, lst in (("grads", self.G), ("params", self.P), ("exp_avg", self.M),
                                ("exp_avg_sq", self.V)):
                 setattr(step, field, lst.array + start)
             if step.hp_grads != ffi.NULL:
                 step.hp_grads = step.grads
+            step.max_exp_avg_sq = self.VM.array + vstart if group["amsgrad"] else ffi.NULL
+            step.steps_dev, step.has_grad_dev = steps + start, self.has_grad + start
             step.args_dev = args + g
             step.coef_out_dev = self.tail + 2 if clip and g == 0 else ffi.NULL
+            step.flags = ((lib.ACCEL_ADAM_STEP_CLIP if clip else 0)
+                          | (lib.ACCEL_ADAM_STEP_AMSGRAD if group["amsgrad"] else 0)
+                          | (lib.ACCEL_ADAM_STEP_MAXIMIZE if group["maximize"] else 0))
             check(lib.accel_adam_step_update(s, step))
             start += len(ps)
+            vstart += len(ps) if group["amsgrad"] else 0
 
-    def still_valid(self, param_groups, grad_scaling):
-        """Whether the captured step still covers exactly the optimizer's tensors: a few
-        C-level passes over the lists (no per-tensor Python bytecode)."""
-        return (grad_scaling == self.grad_scaling
+    def _set_present(self, present):
+        """The has-gradient flags of the plan's parameters (host copy, uploaded by the step):
+        a list of bools, or None when every parameter has a gradient (the usual step: no
+        per-parameter work)."""
+        if present != self.present:
+            for i in range(len(self.params)):
+                self.host_has_grad[i] = 1 if present is None else present[i]
+            self.present = present
+
+    def covers(self, param_groups, grad_scaling):
+        """Whether the plan still covers exactly the optimizer's tensors: a few C-level passes
+        over the lists. A parameter of the plan whose grad went to None since is flagged as
+        having no gradient (the step skips it; its step count stays); any other change needs
+        a new plan."""
+        if not (grad_scaling == self.grad_scaling
                 and len(param_groups) == len(self.group_params)
                 and all(map(_same_objects, (g["params"] for g in param_groups),
                             self.group_params))
-                and _same_objects(list(map(_grad_of, self.all_params)), self.all_grads)
-                and list(map(torch.Tensor.data_ptr, self.params)) == self.ptrs)
+                and _group_flags(param_groups) == self.group_flags
+                and list(map(torch.Tensor.data_ptr, self.params)) == self.ptrs):
+            return False
+        grads = list(map(_grad_of, self.all_params))
+        if _same_objects(grads, self.all_grads):
+            self._set_present(None)
+            return True
+        if not all(g is c or g is None for g, c in zip(grads, self.all_grads)):
+            return False
+        self._set_present([grads[i] is not None for i in self.where])
+        return True
+
+    def run(self, grad_scale):
+        """One step with the groups' current hyper-parameters; True when it was skipped (an
+        Inf/NaN gradient with grad_scale)."""
+        host = self.args.host
+        for g, (group, _) in enumerate(self.groups):
+            h = host[g]
+            h.lr, h.beta1, h.beta2 = group["lr"], group["betas"][0], group["betas"][1]
+            h.eps, h.weight_decay, h.adamw, h.found_inf = group["eps"], group["weight_decay"], 1, 0.0
+        if grad_scale is not None:
+            self.host_tail[0] = 1.0 / float(grad_scale)
+        for t, stage in self.staged:
+            stage.copy_(t)
+        if self.graph is not None:
+            self.graph.replay(self.stream)
+        else:
+            self._enqueue()
+        self.stream.synchronize()
+        for t, stage in self.staged:
+            t.copy_(stage)
+        return grad_scale is not None and self.args.download()[0].found_inf != 0.0
 
     def close(self):
-        for obj in [getattr(self, "graph", None)] + self.lists + [getattr(self, "args", None)]:
+        for obj in [self.graph] + self.lists + [getattr(self, "args", None)]:
             if obj is not None:
                 obj.close()
         self.lists = []
         self.stream.close()
 
 
-class AdamW(torch.optim.Optimizer):
-    """torch.optim.AdamW (amsgrad=False, maximize=False) running accel's fused step in place.
+def _step_counts(states, device):
+    """One float32 tensor of the states' step counts (torch's per-parameter state["step"]),
+    which the step advances on the device; each state's "step" becomes a view of its element."""
+    steps = torch.tensor([float(s["step"]) for s in states], dtype=torch.float32, device=device)
+    for i, s in enumerate(states):
+        s["step"] = steps[i]
+    return steps
 
-    Same constructor, param groups, state (step, exp_avg, exp_avg_sq per parameter) and
-    state_dict as torch's AdamW, so checkpoints move between the two and lr schedulers work.
-    Extras: max_grad_norm clips the gradients by their global L2 norm inside the captured step
-    (clip_grad_norm_ semantics); step(grad_scale=S) first divides the gradients by S and skips
-    the whole update (parameters, state and step count untouched) when any gradient is Inf or
-    NaN, as torch's GradScaler does; last_step_skipped says whether that happened."""
+
+class AdamW(torch.optim.Optimizer):
+    """torch.optim.AdamW running accel's fused step in place.
+
+    Same constructor, param groups, options (amsgrad, maximize), state (step, exp_avg,
+    exp_avg_sq, max_exp_avg_sq per parameter) and state_dict as torch's AdamW, so checkpoints
+    move between the two and lr schedulers work. A parameter's step advances only in the steps
+    where it has a gradient, as in torch. Extras: max_grad_norm clips the gradients by their
+    global L2 norm inside the step (clip_grad_norm_ semantics); step(grad_scale=S) first
+    divides the gradients by S and skips the whole update (parameters, state and step counts
+    untouched) when any gradient is Inf or NaN, as torch's GradScaler does; last_step_skipped
+    says whether that happened; capture=False launches the step's kernels on every step
+    instead of replaying one captured graph."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
-                 differentiable=False, fused=None, max_grad_norm=None):
-        if amsgrad or maximize or differentiable:
-            raise ValueError("accel.torch.AdamW: amsgrad, maximize and differentiable are not "
-                             "supported (use torch.optim.AdamW)")
+                 differentiable=False, fused=None, max_grad_norm=None, capture=True):
+        if differentiable:
+            raise ValueError("accel.torch.AdamW: differentiable is not supported: the step runs "
+                             "outside autograd (use torch.optim.AdamW)")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -243,14 +346,37 @@ class AdamW(torch.optim.Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        del foreach, capturable, fused  # accepted for torch's signature; accel always fuses
-        # The group keys of this torch version's AdamW, so state_dicts match key for key.
+        # The group keys of this torch version's AdamW, so state_dicts match key for key;
+        # foreach, capturable and fused are kept as given and ignored (accel always fuses).
+        given = dict(foreach=foreach, capturable=capturable, fused=fused)
         defaults = dict(_TORCH_ADAMW_DEFAULTS, lr=lr, betas=betas, eps=eps,
-                        weight_decay=weight_decay)
+                        weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        **{k: v for k, v in given.items() if k in _TORCH_ADAMW_DEFAULTS})
         super().__init__(params, defaults)
         self.max_grad_norm = max_grad_norm
+        self.capture = capture
         self.last_step_skipped = False
         self._plan = None
+
+    def __getstate__(self):
+        return dict(super().__getstate__(), max_grad_norm=self.max_grad_norm,
+                    capture=self.capture)
+
+    def __setstate__(self, state):
+        """Also what torch's load_state_dict ends with: the captured step goes (the state's
+        tensors are new); state_dicts of older torch versions lack some group keys, and old
+        checkpoints hold steps as numbers (torch's AdamW fills in the same)."""
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in _TORCH_ADAMW_DEFAULTS.items():
+                group.setdefault(key, value)
+        for s in self.state.values():
+            if "step" in s and not torch.is_tensor(s["step"]):
+                s["step"] = torch.tensor(float(s["step"]))
+        self.__dict__.setdefault("max_grad_norm", None)
+        self.__dict__.setdefault("capture", True)
+        self.last_step_skipped = False
+        self._drop_plan()
 
     def _groups_with_grads(self):
         out = []
@@ -265,19 +391,12 @@ class AdamW(torch.optim.Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        if not state:
-            state["step"] = self._group_step(group)
+        if not state:  # as torch's AdamW (capturable=False): created at the first gradient
+            state["step"] = torch.tensor(0.0)
             state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-
-    def _group_step(self, group):
-        """The step tensor shared by every parameter of the group (one in-place update per
-        step instead of one per parameter; torch.save keeps the sharing)."""
-        for q in group["params"]:
-            st = self.state.get(q)
-            if st and "step" in st:
-                return st["step"]
-        return torch.tensor(0.0)
+        if group["amsgrad"] and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
     @torch.no_grad()
     def step(self, closure=None, *, grad_scale=None):
@@ -287,52 +406,22 @@ class AdamW(torch.optim.Optimizer):
                 loss = closure()
         scaling = grad_scale is not None
         plan = self._plan
-        if plan is None or not plan.still_valid(self.param_groups, scaling):
+        if plan is None or not plan.covers(self.param_groups, scaling):
             self._drop_plan()
             groups = self._groups_with_grads()
             if not groups:
                 return loss
             plan = self._plan = _StepPlan(self, groups, scaling)
-        host = plan.args.host
-        for g, (group, _) in enumerate(plan.groups):
-            step_t = plan.steps[g]
-            h = host[g]
-            h.lr, h.beta1, h.beta2 = group["lr"], group["betas"][0], group["betas"][1]
-            h.eps, h.weight_decay, h.adamw, h.found_inf = group["eps"], group["weight_decay"], 1, 0.0
-            h.step = int(step_t.item()) + 1
-        if scaling:
-            plan.host_tail[0] = 1.0 / float(grad_scale)
-        plan.graph.replay(plan.stream)
-        plan.stream.synchronize()
-        self.last_step_skipped = scaling and plan.args.download()[0].found_inf != 0.0
-        if not self.last_step_skipped:
-            for t in {id(t): t for t in plan.steps}.values():
-                t.add_(1)
+        self.last_step_skipped = plan.run(grad_scale)
         return loss
 
     def state_dict(self):
-        """torch's AdamW state_dict: a step tensor of its own per parameter (torch.optim.AdamW
-        increments each one, so loading shared ones there would count a step many times)."""
+        """torch's AdamW state_dict: a step tensor of its own per parameter (the optimizer's are
+        views of the one array the device advances)."""
         sd = super().state_dict()
-        sd["state"] = {k: (dict(v, step=v["step"].clone()) if "step" in v else v)
-                       for k, v in sd["state"].items()}
+        sd["state"] = {k: (dict(v, step=v["step"].clone()) if torch.is_tensor(v.get("step"))
+                           else v) for k, v in sd["state"].items()}
         return sd
-
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
-        # torch's AdamW keeps one step tensor per parameter: share one per group again (they
-        # must agree: accel steps a whole group at once).
-        for group in self.param_groups:
-            steps = {float(self.state[p]["step"]) for p in group["params"] if p in self.state}
-            if len(steps) > 1:
-                raise ValueError("accel.torch.AdamW.load_state_dict: parameters of one group are "
-                                 f"at different steps {sorted(steps)}")
-            if steps:
-                shared = torch.tensor(steps.pop())
-                for p in group["params"]:
-                    if p in self.state:
-                        self.state[p]["step"] = shared
-        self._drop_plan()
 
     def add_param_group(self, param_group):
         super().add_param_group(param_group)

@@ -373,6 +373,38 @@ static void case_global_norm(ctx_t *c, float p) {
   accel_free(c->dev, out);
 }
 
+/* The fused step's distributed norm sweep (accel_comm_adam_step_norm) gives the bits of
+ * accel_comm_global_norm over the same gradients, with a full descriptor and with one of the
+ * first accel_adam_step_t's size (whose fields past flags read as absent). */
+static void case_step_norm(ctx_t *c) {
+  accel_tensor_t ts[NT];
+  for (int t = 0; t < NT; ++t) {
+    const size_t n = norm_len(c->rank, t);
+    float *h = malloc(n * 4 + 1);
+    for (size_t i = 0; i < n; ++i) h[i] = rough_value(c->rank * 10 + t + 5, i);
+    ts[t] = (accel_tensor_t){dev_alloc(c, n * 4), n, ACCEL_F32};
+    OK(accel_memcpy(c->dev, ts[t].data, h, n * 4));
+    free(h);
+  }
+  float *out = dev_alloc(c, 3 * 4), got[3];
+  accel_adam_step_t d = {.struct_size = sizeof d, .n = NT, .grads = ts, .norm_type = 2.0f,
+                         .norm_dev = out};
+  accel_graph_t *g = case_begin(c);
+  OK(accel_comm_global_norm(c->comm, c->s, ts, NT, 2.0f, out));
+  d.norm_dev = out + 1;
+  OK(accel_comm_adam_step_norm(c->comm, c->s, &d));
+  d.struct_size = ACCEL_ADAM_STEP_SIZE_MIN;
+  d.norm_dev = out + 2;
+  OK(accel_comm_adam_step_norm(c->comm, c->s, &d));
+  case_end(c, g);
+  OK(accel_memcpy(c->dev, got, out, sizeof got));
+  CHECK(memcmp(&got[1], &got[0], 4) == 0 && memcmp(&got[2], &got[0], 4) == 0,
+        "step norm %.9g, with the first descriptor's size %.9g, global norm %.9g", got[1],
+        got[2], got[0]);
+  for (int t = 0; t < NT; ++t) accel_free(c->dev, ts[t].data);
+  accel_free(c->dev, out);
+}
+
 /* Clip by the global norm: the same coefficient on every rank, applied to every tensor. */
 static void case_clip(ctx_t *c) {
   const size_t n = 300;
@@ -594,6 +626,7 @@ int main(int argc, char **argv) {
   case_global_norm(&c, INFINITY);
   case_global_norm(&c, 1.0f);
   case_global_norm(&c, 2.0f);
+  case_step_norm(&c);
   case_clip(&c);
   case_overflow(&c);
   case_downcast(&c, ACCEL_BF16);

@@ -254,32 +254,6 @@ CTS_CASE(kernels_many_tensors, CTS_TAG_KERNELS) {
  * Elementwise operations
  * ------------------------------------------------------------------------------------------- */
 
-/* Checks every tensor of L against want(host value) bit for bit. */
-typedef uint32_t (*kc_expect_fn)(const kc_list_t *L, size_t t, size_t i, const void *user);
-
-static cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, const void *user,
-                              const char *what) {
-  for (size_t t = 0; t < L->n; ++t) {
-    void *got = malloc(L->t[t].numel * kc_esz(L->dtype) + 4);
-    CTS_CHECK(got, "out of host memory");
-    if (!kc_pull(ctx, L, t, got)) {
-      free(got);
-      return cts_fail(ctx, __FILE__, __LINE__, "%s: guard bytes of tensor %zu overwritten", what, t);
-    }
-    for (size_t i = 0; i < L->t[t].numel; ++i) {
-      const uint32_t g = kc_raw_get(got, i, L->dtype), w = want(L, t, i, user);
-      const float gf = kc_ref_widen(g, L->dtype), wf = kc_ref_widen(w, L->dtype);
-      if (g != w && !(isnan(gf) && isnan(wf))) {
-        free(got);
-        return cts_fail(ctx, __FILE__, __LINE__, "%s %s: tensor %zu[%zu] = %08x (%g), want %08x (%g)",
-                        what, accel_dtype_name(L->dtype), t, i, g, (double)gf, w, (double)wf);
-      }
-    }
-    free(got);
-  }
-  return CTS_PASS;
-}
-
 static uint32_t want_mul(const kc_list_t *L, size_t t, size_t i, const void *u) {
   return kc_ref_narrow(kc_val(L->host[t], i, L->dtype) * *(const float *)u, L->dtype);
 }
@@ -494,13 +468,6 @@ CTS_CASE(kernels_unscale, CTS_TAG_KERNELS) {
   return CTS_PASS;
 }
 
-static float powi(float b, uint32_t n) {
-  float r = 1.0f;
-  for (; n; n >>= 1, b = b * b)
-    if (n & 1u) r = r * b;
-  return r;
-}
-
 typedef struct adam_ref {
   accel_adam_args_t a;
   const kc_list_t *p, *g, *m, *v; /* inputs (host copies hold the values before the step) */
@@ -515,7 +482,7 @@ static uint32_t want_adam(const kc_list_t *out, size_t t, size_t i, const void *
   float p = kc_val(r->p->host[t], i, ACCEL_F32), g = kc_val(r->g->host[t], i, r->g->dtype);
   float m = kc_val(r->m->host[t], i, ACCEL_F32), v = kc_val(r->v->host[t], i, ACCEL_F32);
   if (a->found_inf == 0.0f) {
-    const float bc1 = 1.0f - powi(a->beta1, a->step), bc2 = 1.0f - powi(a->beta2, a->step);
+    const float bc1 = 1.0f - kc_powi(a->beta1, a->step), bc2 = 1.0f - kc_powi(a->beta2, a->step);
     if (a->adamw) p = p * (1.0f - a->lr * a->weight_decay);
     else if (a->weight_decay != 0.0f) g = g + a->weight_decay * p;
     m = m + (1.0f - a->beta1) * (g - m);

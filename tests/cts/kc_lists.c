@@ -135,3 +135,34 @@ accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, siz
   return cts_upload(ctx, S->dev, zero, 64);
 }
 
+cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, const void *user,
+                       const char *what) {
+  for (size_t t = 0; t < L->n; ++t) {
+    void *got = malloc(L->t[t].numel * kc_esz(L->dtype) + 4);
+    CTS_CHECK(got, "out of host memory");
+    if (!kc_pull(ctx, L, t, got)) {
+      free(got);
+      return cts_fail(ctx, __FILE__, __LINE__, "%s: guard bytes of tensor %zu overwritten", what,
+                      t);
+    }
+    for (size_t i = 0; i < L->t[t].numel; ++i) {
+      const uint32_t g = kc_raw_get(got, i, L->dtype), w = want(L, t, i, user);
+      const float gf = kc_ref_widen(g, L->dtype), wf = kc_ref_widen(w, L->dtype);
+      if (g != w && !(isnan(gf) && isnan(wf))) {
+        free(got);
+        return cts_fail(ctx, __FILE__, __LINE__,
+                        "%s %s: tensor %zu[%zu] = %08x (%g), want %08x (%g)", what,
+                        accel_dtype_name(L->dtype), t, i, g, (double)gf, w, (double)wf);
+      }
+    }
+    free(got);
+  }
+  return CTS_PASS;
+}
+
+float kc_powi(float b, uint32_t n) {
+  float r = 1.0f;
+  for (; n; n >>= 1, b = b * b)
+    if (n & 1u) r = r * b;
+  return r;
+}

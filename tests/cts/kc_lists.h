@@ -1,7 +1,7 @@
 /*
  * Tensor lists with guard bytes on the device and host copies of their bits, device scalar
  * blocks, and reference F16/BF16 conversions independent of the kernels: what the kernel cases
- * (cases_kernels.c, cases_step.c) share.
+ * (cases_kernels.c, cases_step.c, cases_step_torch.c) share.
  */
 #ifndef ACCEL_CTS_KC_LISTS_H
 #define ACCEL_CTS_KC_LISTS_H
@@ -22,6 +22,8 @@ uint32_t kc_raw_get(const void *p, size_t i, accel_dtype_t dt);
 void kc_raw_set(void *p, size_t i, accel_dtype_t dt, uint32_t v);
 /* Element i of p as a float. */
 float kc_val(const void *p, size_t i, accel_dtype_t dt);
+/* b^n by squaring in fp32: the kernels' beta^step (docs/KERNELS.md). */
+float kc_powi(float b, uint32_t n);
 
 typedef struct kc_list {
   size_t n;
@@ -47,5 +49,12 @@ typedef struct kc_scalars {
 } kc_scalars_t;
 
 accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, size_t bytes);
+
+/* Checks every tensor of L on the device against want(L, t, i) (the bits element i of tensor t
+ * must have; L's host copies still hold the values before the operation) bit for bit, NaN
+ * matching any NaN. */
+typedef uint32_t (*kc_expect_fn)(const kc_list_t *L, size_t t, size_t i, const void *user);
+cts_result_t kc_expect(cts_ctx_t *ctx, kc_list_t *L, kc_expect_fn want, const void *user,
+                       const char *what);
 
 #endif

@@ -25,6 +25,7 @@
  * release.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,26 +490,31 @@ static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
 }
 
 /* The fused step (accel_adam_step_norm / _update) over up to two tensors per list: list l in
- * scratch slot l (tensor i at float i * 128, at most 64 elements), its scalars in slot 6 (Adam
- * args at 0, found_inf = args.found_inf, inv_scale at 8, the norm at 9, coef at 10), any
- * dtypes and flags, optional lists present or not, and one injected fault: none, a NULL or too
- * small descriptor, an unknown flag, CLIP without a norm, F16 master weights, model weights on
- * the master weights, a misaligned gradient. */
+ * scratch slot l (tensor i at float i * 128, at most 64 elements; AMSGrad's max_exp_avg_sq in
+ * slot 7), its scalars in slot 6 (Adam args at 0, found_inf = args.found_inf, inv_scale at 8,
+ * the norm at 9, coef at 10, a step count per tensor at 12, a has-gradient flag per tensor at
+ * 14), any dtypes and flags, optional lists and per-tensor arrays present or not, and one
+ * injected fault: none, a NULL descriptor or one that ends before flags, an unknown flag, CLIP
+ * without a norm, F16 master weights, model weights on the master weights, a misaligned
+ * gradient, has-gradient flags in host memory; or the per-tensor step counts
+ * (accel_step_counts) over the same arrays. */
 static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   enum { NT_ = 2 };
   const size_t n = u8() % (NT_ + 1);
-  const unsigned b = u8(), flags = u8() % 8u, fault = u8() % 12u, update = u8() & 1u;
+  const unsigned b = u8(), flags = u8() % 32u, fault = u8() % 13u, call = u8() % 3u;
   const accel_dtype_t gdt = (accel_dtype_t)(b % 3), mdt = (accel_dtype_t)((b >> 2) % 3);
-  const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1;
-  accel_tensor_t L[6][NT_];
+  const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1, has_vmax = (b >> 6) & 1;
+  const int per_tensor = (b >> 7) & 1;
+  accel_tensor_t L[7][NT_];
   uint64_t chunks = 0;
   int invalid = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t numel = u8() % 65;
     chunks += numel > 0;
-    for (int l = 0; l < 6; ++l) {
+    for (int l = 0; l < 7; ++l) {
       const accel_dtype_t dt = l == 0 ? gdt : l == 5 ? mdt : ACCEL_F32;
-      L[l][i] = (accel_tensor_t){scratch + (size_t)l * SLOT_FLOATS + i * 128, numel, dt};
+      const size_t slot = l == 6 ? 7 : (size_t)l;
+      L[l][i] = (accel_tensor_t){scratch + slot * SLOT_FLOATS + i * 128, numel, dt};
     }
     if (fault == 11 && numel > 0) { /* a misaligned gradient */
       L[0][i].data = (char *)L[0][i].data + 1;
@@ -518,6 +524,17 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     if (fault == 10) L[5][i].data = L[2][i].data; /* model weights on the master weights */
   }
   float *sc = scratch + 6 * SLOT_FLOATS;
+  const uint32_t *has_grad = fault == 12 ? (const uint32_t *)(const void *)host_buf
+                             : per_tensor ? (const uint32_t *)(const void *)(sc + 14)
+                                          : NULL;
+  if (call == 2) { /* the step counts */
+    const accel_status_t want = hs != ACCEL_OK                 ? hs
+                                : fault == 12 && n > 0         ? ACCEL_ERROR_INVALID_ARGUMENT
+                                : n > 0                        ? submit_status(s)
+                                                               : ACCEL_OK;
+    expect("accel_step_counts", accel_step_counts(h, sc + 12, has_grad, n, sc + 7), want);
+    return;
+  }
   accel_adam_step_t d = {.struct_size = sizeof d, .n = n, .grads = n ? L[0] : NULL,
                          .hp_grads = has_hp && n ? L[1] : NULL, .params = n ? L[2] : NULL,
                          .exp_avg = n ? L[3] : NULL, .exp_avg_sq = n ? L[4] : NULL,
@@ -525,24 +542,29 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
                          .args_dev = (const accel_adam_args_t *)(void *)sc,
                          .inv_scale_dev = sc + 8, .found_inf_dev = sc + 7, .norm_type = 2.0f,
                          .norm_dev = fault == 7 ? NULL : sc + 9, .max_norm = 1.0f,
-                         .clip_eps = 1e-6f, .coef_out_dev = sc + 10, .flags = flags};
-  if (fault == 5) d.struct_size -= 8;
+                         .clip_eps = 1e-6f, .coef_out_dev = sc + 10, .flags = flags,
+                         .max_exp_avg_sq = has_vmax && n ? L[6] : NULL,
+                         .steps_dev = per_tensor ? sc + 12 : NULL, .has_grad_dev = has_grad};
+  if (fault == 5) d.struct_size = offsetof(accel_adam_step_t, flags);
   if (fault == 6) d.flags |= 0x80u;
   const int accumulate = (d.flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
+  const int amsgrad = (d.flags & ACCEL_ADAM_STEP_AMSGRAD) != 0;
   /* what both calls check, then what only the update checks */
-  invalid |= fault == 4 || fault == 5 || fault == 6 || (accumulate && !d.hp_grads && n > 0);
-  if (update) {
+  invalid |= fault == 4 || fault == 5 || fault == 6 || (accumulate && !d.hp_grads && n > 0) ||
+             (fault == 12 && n > 0);
+  if (call == 1) {
     invalid |= ((d.flags & ACCEL_ADAM_STEP_CLIP) && !d.norm_dev) ||
-               (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0);
+               (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0) ||
+               (amsgrad != has_vmax && n > 0);
   }
   int launches;
-  if (update) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);
+  if (call == 1) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);
   else launches = d.norm_dev != NULL || chunks > 0;
   accel_status_t want = hs;
   if (want == ACCEL_OK) want = invalid ? ACCEL_ERROR_INVALID_ARGUMENT
                              : launches ? submit_status(s) : ACCEL_OK;
   const accel_adam_step_t *dp = fault == 4 ? NULL : &d;
-  if (update) expect("accel_adam_step_update", accel_adam_step_update(h, dp), want);
+  if (call == 1) expect("accel_adam_step_update", accel_adam_step_update(h, dp), want);
   else expect("accel_adam_step_norm", accel_adam_step_norm(h, dp), want);
 }
 
