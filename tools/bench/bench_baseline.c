@@ -34,11 +34,18 @@ int bench_bound_thread_counts(double bytes, int counts[2]) {
   return 2;
 }
 
-/* Thread t's share [*lo, *hi) of n elements, boundaries on multiples of 64 elements. */
-static void slice(size_t n, int t, int threads, size_t *lo, size_t *hi) {
-  size_t per = (n / (size_t)threads + 63) / 64 * 64;
-  *lo = per * (size_t)t < n ? per * (size_t)t : n;
-  *hi = *lo + per < n ? *lo + per : n;
+/* The loops hand out slabs of SLAB elements to the threads as they finish (schedule(dynamic)),
+ * as the CPU backend's pool hands out chunks: with a static half each, a thread that lost its
+ * core for a while made the whole run wait, and the kernels beat their bound (medians of
+ * 100-102% in the first quiet campaign of issue 30). A multiple of 64 and of STEP_TILE. */
+#define SLAB (1u << 18)
+
+static size_t slabs(size_t n) { return (n + SLAB - 1) / SLAB; }
+
+/* Slab s's elements [*lo, *hi) of n. */
+static void slab(size_t n, size_t s, size_t *lo, size_t *hi) {
+  *lo = s * SLAB;
+  *hi = *lo + SLAB < n ? *lo + SLAB : n;
 }
 
 
@@ -95,10 +102,11 @@ BOUND_CLONES static float sumsq_bf16_range(const uint16_t *x, size_t lo, size_t 
 
 double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int threads) {
   double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
+  const size_t ns = slabs(n);
+#pragma omp parallel for reduction(+ : total) schedule(dynamic, 1) num_threads(threads)
+  for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
-    slice(n, t, threads, &lo, &hi);
+    slab(n, k, &lo, &hi);
     total += sumsq_bf16_range(x, lo, hi, prefetch);
   }
   return total;
@@ -106,10 +114,11 @@ double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int thre
 
 double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
   double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
+  const size_t ns = slabs(n);
+#pragma omp parallel for reduction(+ : total) schedule(dynamic, 1) num_threads(threads)
+  for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
-    slice(n, t, threads, &lo, &hi);
+    slab(n, k, &lo, &hi);
     total += sumsq_range(x, lo, hi, prefetch);
   }
   return total;
@@ -156,10 +165,11 @@ BOUND_CLONES static void hp_range(uint16_t *lp, float *hp, size_t lo, size_t hi,
 }
 
 void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
+  const size_t ns = slabs(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
-    slice(n, t, threads, &lo, &hi);
+    slab(n, k, &lo, &hi);
     hp_range(lp, hp, lo, hi, zero_lp, prefetch);
   }
 }
@@ -182,10 +192,11 @@ BOUND_CLONES static void adam_range(float *p, const float *g, float *m, float *v
 
 void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
                       int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
+  const size_t ns = slabs(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
-    slice(n, t, threads, &lo, &hi);
+    slab(n, k, &lo, &hi);
     adam_range(p, g, m, v, lo, hi, prefetch);
   }
 }
@@ -213,10 +224,11 @@ BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, float *m,
 
 void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
                       float inv_scale, int prefetch, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
+  const size_t ns = slabs(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
-    slice(n, t, threads, &lo, &hi);
+    slab(n, k, &lo, &hi);
     step_range(lp, hp, p, m, v, lo, hi, inv_scale, prefetch);
   }
 }

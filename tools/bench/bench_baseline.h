@@ -52,7 +52,10 @@ uint64_t bench_now_ns(void);
 /* Runs of each form of a bound loop (plain, prefetching) per round; the round's bound is the
  * fastest. A bound is the best the loop achieves: a run slowed by a neighbour on this shared
  * machine says nothing about it, while a kernel's one run per round is what it is (this errs
- * on the side of a higher bound, never a lower one). */
+ * on the side of a higher bound, never a lower one). More tries do not make it a sharper
+ * ruler on these machines: with 3 the quiet campaign of issue 30 put every kernel 2-5 points
+ * lower and still saw single runs' medians at 100.1% (with 2: one at 101.1%), since the
+ * bandwidth itself flips between phases (docs/PERFORMANCE.md, section 16). */
 #define BENCH_BOUND_TRIES 2
 
 /* Sleeps ms milliseconds around a bound sample. Before it (5 ms), so that threads of the
