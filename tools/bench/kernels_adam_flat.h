@@ -16,6 +16,7 @@
 typedef struct adam_flat {
   size_t tensors, numel;
   bench_stats_t list_ms, flat_ms, ratio; /* ratio: list / flat per round */
+  int judged; /* print the target (set by the caller: issue 30 sets it for the CPU backend) */
 } adam_flat_t;
 
 /* p, g, m, v: device buffers of at least cap elements each (fp32, contents any finite values).
