@@ -1,37 +1,31 @@
 /*
- * Backend registry and plugin loader.
+ * Backend registry and plugin search.
  *
- * Search order: ACCEL_PLUGIN_PATH (':'-separated) -> the installed plugin dir
- * (<libdir>/accel) -> the directory of libaccel itself (so a build tree works uninstalled).
- * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
- * accel_plugin_query, checked (ABI version, struct size, required slots, name, kernel ABI) and
+ * Every libaccel-*.so of the plugin directories (plugin_loader.h: ACCEL_PLUGIN_PATH, the
+ * installed plugin dir, the directory of libaccel) is opened by the one plugin loader
+ * (core/plugin_loader.c: file, ELF and vtable header checks, shared with the collective
+ * engines), checked here for what a backend needs (required slots, kernel ABI) and
  * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
- * log); a present but broken one logs why at warn level and is skipped. Only regular files (or
- * links to them) are candidates: a FIFO or device named libaccel-*.so would block open(). Any
+ * log); a present but broken one logs why at warn level and is skipped. Any
  * number of files is considered (no fixed table); every file considered is kept as a report
  * for accel-info, up to MAX_FAILED_REPORTS reports of files that failed before naming a
  * backend (junk), after which one summary report counts the rest. Loaded plugins are never
  * dlclose'd.
  */
 #include <dirent.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <stdarg.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel_config.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
 #include "backends/cpu/cpu_backend.h"
 #include "internal.h"
+#include "plugin_loader.h"
 
 #define MAX_BACKENDS 16
 /* Reports of files that failed before a backend name was known (junk named libaccel-*.so) are
@@ -153,30 +147,11 @@ static void register_backend(const accel_backend_vtable_t *vt, const char *path,
   nbackends++;
 }
 
-/* Checks a plugin's vtable; returns NULL when acceptable, else why not. */
-static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, size_t len) {
-  if (vt->abi_version != ACCEL_PLUGIN_ABI_VERSION) {
-    snprintf(buf, len, "plugin ABI version %u, host ABI version %u", vt->abi_version,
-             ACCEL_PLUGIN_ABI_VERSION);
-    return buf;
-  }
-  size_t required = offsetof(accel_backend_vtable_t, submit_batch);
-  if (vt->struct_size < required) {
-    snprintf(buf, len, "vtable struct_size %u is smaller than the %zu bytes of required slots",
-             vt->struct_size, required);
-    return buf;
-  }
-  /* Every field after struct_size is a pointer: a size that is not a whole number of them
-   * would have the copy below take half of a function pointer. */
-  if (vt->struct_size % sizeof(void *) != 0) {
-    snprintf(buf, len, "vtable struct_size %u is not a multiple of the pointer size %zu",
-             vt->struct_size, sizeof(void *));
-    return buf;
-  }
-  if (!vt->name || !vt->name[0] || strlen(vt->name) >= sizeof backends[0].name) {
-    snprintf(buf, len, "vtable has no valid backend name");
-    return buf;
-  }
+/* The backend's own checks of a vtable whose header passed (plugin_loader.c): the required
+ * slots and the kernel ABI. NULL when acceptable, else why not. */
+static const char *check_vtable(const void *header, void *ctx, char *buf, size_t len) {
+  (void)ctx;
+  const accel_backend_vtable_t *vt = header;
 #define REQUIRE(slot)                                                     \
   if (!vt->slot) {                                                        \
     snprintf(buf, len, "required vtable slot '" #slot "' is NULL");       \
@@ -205,62 +180,6 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
   return NULL;
 }
 
-/*
- * Refuses, before dlopen, 64-bit ELF files that dlopen would crash on or misreport: glibc maps
- * PT_LOAD segments that lie past the end of a truncated file and dies of SIGBUS relocating
- * them, and it says "No such file or directory" about an existing ELF built for another
- * machine. Anything else (not ELF, too short for a header, unreadable) is left to dlopen.
- */
-#if defined(__x86_64__)
-#define HOST_ELF_MACHINE EM_X86_64
-#elif defined(__aarch64__)
-#define HOST_ELF_MACHINE EM_AARCH64
-#elif defined(__powerpc64__)
-#define HOST_ELF_MACHINE EM_PPC64
-#endif
-
-static bool elf_precheck(const char *path, char *why, size_t size) {
-#ifdef HOST_ELF_MACHINE
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never block (see load_plugin) */
-  if (fd < 0) return true;
-  struct stat sb;
-  Elf64_Ehdr eh;
-  bool ok = true;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { /* replaced since load_plugin's stat */
-    snprintf(why, size, "not a regular file");
-    ok = false;
-  } else if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0) {
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
-      snprintf(why, size, "ELF class %u, this host loads ELFCLASS64 (%u) objects",
-               (unsigned)eh.e_ident[EI_CLASS], (unsigned)ELFCLASS64);
-      ok = false;
-    } else if (eh.e_machine != HOST_ELF_MACHINE) {
-      snprintf(why, size, "ELF machine %u, this host is machine %u (built for another "
-               "architecture)", (unsigned)eh.e_machine, (unsigned)HOST_ELF_MACHINE);
-      ok = false;
-    }
-    for (unsigned i = 0; ok && i < eh.e_phnum; ++i) {
-      Elf64_Phdr ph;
-      off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
-      if (pread(fd, &ph, sizeof ph, at) != (ssize_t)sizeof ph) {
-        snprintf(why, size, "truncated: program header %u lies past the end of the file", i);
-        ok = false;
-      } else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (uint64_t)sb.st_size) {
-        snprintf(why, size, "truncated: segment %u needs %llu bytes, the file has %lld", i,
-                 (unsigned long long)(ph.p_offset + ph.p_filesz), (long long)sb.st_size);
-        ok = false;
-      }
-    }
-  }
-  close(fd);
-  return ok;
-#else
-  (void)path, (void)why, (void)size;
-  return true;
-#endif
-}
-
 /* "native, host C" for a kernel_forms value (zero in an older plugin's copy: "none"). */
 static void kernel_forms_text(uintptr_t forms, char *buf, size_t len) {
   static const struct { uintptr_t bit; const char *name; } names[] = {
@@ -274,88 +193,24 @@ static void kernel_forms_text(uintptr_t forms, char *buf, size_t len) {
   if (!used) snprintf(buf, len, "none");
 }
 
-static const char *file_kind(mode_t mode) {
-  return S_ISFIFO(mode)   ? "a FIFO"
-         : S_ISDIR(mode)  ? "a directory"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "not a plain file";
+static accel_status_t backend_query(void *entry, const void **out) {
+  const accel_backend_vtable_t *vt = NULL;
+  accel_status_t st =
+      ((accel_plugin_query_fn)entry)(ACCEL_PLUGIN_ABI_VERSION, &accel_host_api, &vt);
+  *out = vt;
+  return st;
 }
 
-static void load_plugin(const char *path) {
-  char why[512];
-  /* Only regular files (stat follows links): opening a FIFO blocks until a writer appears, and
-   * dlopen and the ELF check both open the file. */
-  struct stat sb;
-  why[0] = '\0';
-  if (stat(path, &sb) != 0)
-    snprintf(why, sizeof why, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(sb.st_mode))
-    snprintf(why, sizeof why, "not a regular file (%s)", file_kind(sb.st_mode));
-  if (why[0]) {
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "skipped: %s", why);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping %s: %s", path, why);
-    return;
-  }
-  if (!elf_precheck(path, why, sizeof why)) {
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "not loadable here: %s", why);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, why);
-    return;
-  }
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    const char *e = dlerror();
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "dlopen failed: %s", e ? e : "unknown error");
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: dlopen failed: %s", path,
-              e ? e : "unknown error");
-    return;
-  }
-  dlerror();
-  accel_plugin_query_fn query = (accel_plugin_query_fn)dlsym(dl, ACCEL_PLUGIN_QUERY_SYMBOL);
-  if (!query) {
-    const char *e = dlerror();
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "missing entry symbol %s: %s",
-               ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: missing %s: %s", path,
-              ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
-    dlclose(dl);
-    return;
-  }
-  const accel_backend_vtable_t *vt = NULL;
-  accel_clear_error();
-  accel_status_t st = query(ACCEL_PLUGIN_ABI_VERSION, &accel_host_api, &vt);
-  const char *problem = NULL;
-  if (st != ACCEL_OK) {
-    snprintf(why, sizeof why, "%s returned %s: %s", ACCEL_PLUGIN_QUERY_SYMBOL,
-             accel_status_name(st), accel_last_error());
-    problem = why;
-  } else if (!vt) {
-    problem = "accel_plugin_query returned no vtable";
-  } else {
-    problem = check_vtable(vt, why, sizeof why);
-  }
-  if (problem) {
-    add_report(path, vt && vt->name ? vt->name : NULL, ACCEL_PLUGIN_FAILED, "%s", problem);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, problem);
-    dlclose(dl);
-    return;
-  }
-  if (find_backend(vt->name)) {
-    add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE,
-               "backend '%s' is already provided by %s", vt->name,
-               find_backend(vt->name)->path[0] ? find_backend(vt->name)->path : "libaccel");
-    accel_log(ACCEL_LOG_INFO, "loader", "ignoring %s: backend '%s' already registered", path,
-              vt->name);
-    dlclose(dl);
-    return;
-  }
-  if (nbackends == MAX_BACKENDS) {
-    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)", MAX_BACKENDS);
-    dlclose(dl);
-    return;
-  }
-  register_backend(vt, path, dl);
+static const accel_plugin_kind_t backend_kind = {
+    .query_symbol = ACCEL_PLUGIN_QUERY_SYMBOL,
+    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
+    .query = backend_query,
+    .min_size = offsetof(accel_backend_vtable_t, submit_batch),
+    .name_size = sizeof backends[0].name,
+    .check = check_vtable,
+};
+
+static void report_loaded(const char *path, const accel_backend_vtable_t *vt) {
   const accel_backend_vtable_t *copy = backends[nbackends - 1].vt;
   char forms[96];
   kernel_forms_text(copy->kernel_forms, forms, sizeof forms);
@@ -368,6 +223,32 @@ static void load_plugin(const char *path) {
                "loaded (ABI %u, kernels: %s, kernel ABI not declared: taken as 1)",
                vt->abi_version, forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
+}
+
+static void load_plugin(const char *path) {
+  accel_plugin_file_t f;
+  if (accel_plugin_open(&backend_kind, path, NULL, &f) != ACCEL_OK) {
+    add_report(path, f.name, ACCEL_PLUGIN_FAILED, "%s", f.why);
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, f.why);
+    return;
+  }
+  const accel_backend_vtable_t *vt = f.vtable;
+  const accel_backend_t *have = find_backend(vt->name);
+  if (have) {
+    add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE, "backend '%s' is already provided by %s",
+               vt->name, have->path[0] ? have->path : "libaccel");
+    accel_log(ACCEL_LOG_INFO, "loader", "ignoring %s: backend '%s' already registered", path,
+              vt->name);
+    dlclose(f.dl);
+    return;
+  }
+  if (nbackends == MAX_BACKENDS) {
+    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)", MAX_BACKENDS);
+    dlclose(f.dl);
+    return;
+  }
+  register_backend(vt, path, f.dl);
+  report_loaded(path, vt);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -406,11 +287,12 @@ static bool str_list_has(const str_list_t *l, const char *s) {
   return false;
 }
 
-static void scan_dir(const char *dir, str_list_t *seen) {
-  size_t used = strlen(searched);
-  snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "", dir);
+/* Loads every libaccel-*.so of dir in name order (accel_plugin_search's visit; ctx: the real
+ * paths considered so far). */
+static int scan_dir(const char *dir, void *ctx) {
+  str_list_t *seen = ctx;
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return 0;
   str_list_t names = {0};
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
@@ -437,6 +319,7 @@ static void scan_dir(const char *dir, str_list_t *seen) {
     load_plugin(path);
   }
   str_list_free(&names);
+  return 0;
 }
 
 /*
@@ -468,26 +351,7 @@ static void apply_visible_devices(void) {
 static void load_all(void) {
   register_backend(accel_cpu_backend_vtable(), NULL, NULL);
   str_list_t seen = {0};
-  const char *env = accel_env("ACCEL_PLUGIN_PATH");
-  if (env) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", env);
-    for (char *save = NULL, *dir = strtok_r(buf, ":", &save); dir;
-         dir = strtok_r(NULL, ":", &save))
-      scan_dir(dir, &seen);
-  }
-  scan_dir(ACCEL_PLUGIN_DIR, &seen);
-  Dl_info info;
-  if (dladdr((void *)load_all, &info) && info.dli_fname) {
-    char self[PATH_MAX];
-    if (realpath(info.dli_fname, self)) {
-      char *slash = strrchr(self, '/');
-      if (slash) {
-        *slash = '\0';
-        scan_dir(self, &seen);
-      }
-    }
-  }
+  accel_plugin_search(scan_dir, &seen, searched, sizeof searched);
   str_list_free(&seen);
   apply_visible_devices();
   if (nunreported) {
@@ -499,15 +363,15 @@ static void load_all(void) {
                dropped, MAX_FAILED_REPORTS);
   }
   for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (find_backend(known_plugins[i]) || unregistered_report(known_plugins[i])) continue;
+    const char *name = known_plugins[i];
+    if (find_backend(name) || unregistered_report(name)) continue;
     char file[64];
-    snprintf(file, sizeof file, "libaccel-%s.so", known_plugins[i]);
+    snprintf(file, sizeof file, "libaccel-%s.so", name);
     for (char *c = file; *c; ++c)
       if (*c == '_') *c = '-';
-    add_report("", known_plugins[i], ACCEL_PLUGIN_NOT_FOUND, "%s not found in: %s", file,
-               searched);
-    accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", known_plugins[i],
-              file, searched);
+    add_report("", name, ACCEL_PLUGIN_NOT_FOUND, "%s not found in: %s", file, searched);
+    accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", name, file,
+              searched);
   }
 }
 
