@@ -119,14 +119,10 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   return ACCEL_OK;
 }
 
+/* ACCEL_COMM_ENGINE, else the one the device's backend names (core names none itself). */
 static const char *default_engine(accel_device_t *dev) {
   const char *e = accel_env("ACCEL_COMM_ENGINE");
-  if (e) return e;
-  const char *b = dev->backend->name;
-  if (strcmp(b, "cuda") == 0) return "nccl";
-  if (strcmp(b, "hip") == 0) return "rccl";
-  if (strcmp(b, "level_zero") == 0) return "oneccl";
-  return "mpi";
+  return e ? e : accel_backend_comm_engine(dev->backend);
 }
 
 typedef struct boot_ctx {
@@ -156,7 +152,7 @@ static accel_status_t create_stream_engine(accel_device_t *dev, const void *mpi_
   accel_status_t st = bv->device_native(dev->impl, &native);
   if (st != ACCEL_OK) return st;
   const accel_comm_engine_vtable_t *hv = NULL;
-  st = accel_comm_engine_get("mpi", "accel_comm_create_mpi", &hv);
+  st = accel_comm_engine_get(accel_host_comm_engine(), "accel_comm_create_mpi", &hv);
   if (st != ACCEL_OK) return st;
   boot_ctx_t b = {.hv = hv, .timeout_s = comm_timeout()};
   st = hv->comm_create_mpi(mpi_comm, &b.host, rank, size);

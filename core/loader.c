@@ -23,9 +23,9 @@
 
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
-#include "backends/cpu/cpu_backend.h"
 #include "internal.h"
 #include "plugin_loader.h"
+#include "plugin_table.h"
 
 #define MAX_BACKENDS 16
 /* Reports of files that failed before a backend name was known (junk named libaccel-*.so) are
@@ -43,9 +43,6 @@ static int nbackends;
 static accel_plugin_report_t *reports;
 static int nreports, capreports, nanonymous, nunreported;
 static char searched[2048]; /* the directories searched, for messages */
-
-/* Plugins the project ships, so a missing one can be reported as NOT_FOUND. */
-static const char *const known_plugins[] = {"opencl", "cuda", "hip", "level_zero"};
 
 static void add_report(const char *path, const char *backend, accel_plugin_outcome_t outcome,
                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -140,7 +137,8 @@ static void register_backend(const accel_backend_vtable_t *vt, const char *path,
   copy_vtable(&vtable_copies[nbackends], vt);
   memset(b, 0, sizeof *b);
   snprintf(b->name, sizeof b->name, "%s", vt->name);
-  snprintf(b->path, sizeof b->path, "%s", path ? path : "");
+  /* cut to the field, as %s would be; the precision says so to -Wformat-truncation */
+  snprintf(b->path, sizeof b->path, "%.*s", (int)sizeof b->path - 1, path ? path : "");
   b->vt = &vtable_copies[nbackends];
   b->dl = dl;
   pthread_mutex_init(&b->lock, NULL);
@@ -349,7 +347,8 @@ static void apply_visible_devices(void) {
 }
 
 static void load_all(void) {
-  register_backend(accel_cpu_backend_vtable(), NULL, NULL);
+  for (size_t i = 0; i < accel_plugin_table.builtin_count; ++i)
+    register_backend(accel_plugin_table.builtin[i](), NULL, NULL);
   str_list_t seen = {0};
   accel_plugin_search(scan_dir, &seen, searched, sizeof searched);
   str_list_free(&seen);
@@ -362,8 +361,8 @@ static void load_all(void) {
                "first %d such files; ACCEL_LOG=warn logs every one)",
                dropped, MAX_FAILED_REPORTS);
   }
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    const char *name = known_plugins[i];
+  for (size_t i = 0; i < accel_plugin_table.known_count; ++i) {
+    const char *name = accel_plugin_table.known[i].name;
     if (find_backend(name) || unregistered_report(name)) continue;
     char file[64];
     snprintf(file, sizeof file, "libaccel-%s.so", name);
@@ -480,10 +479,10 @@ static void known_names(char *buf, size_t len) {
   buf[0] = '\0';
   for (int i = 0; i < nbackends && used < len; ++i)
     used += (size_t)snprintf(buf + used, len - used, "%s%.31s", i ? ", " : "", backends[i].name);
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins && used < len; ++i)
-    if (!find_backend(known_plugins[i]))
+  for (size_t i = 0; i < accel_plugin_table.known_count && used < len; ++i)
+    if (!find_backend(accel_plugin_table.known[i].name))
       used += (size_t)snprintf(buf + used, len - used, ", %s (plugin not loaded)",
-                               known_plugins[i]);
+                               accel_plugin_table.known[i].name);
 }
 
 accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
@@ -506,6 +505,17 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
   return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,
                          names);
 }
+
+const char *accel_backend_comm_engine(const accel_backend_t *b) {
+  if (b->vt->comm_engine && b->vt->comm_engine[0]) return b->vt->comm_engine;
+  for (size_t i = 0; i < accel_plugin_table.known_count; ++i)
+    if (strcmp(accel_plugin_table.known[i].name, b->name) == 0 &&
+        accel_plugin_table.known[i].comm_engine)
+      return accel_plugin_table.known[i].comm_engine;
+  return accel_plugin_table.host_engine;
+}
+
+const char *accel_host_comm_engine(void) { return accel_plugin_table.host_engine; }
 
 /* Only the exact address of a registry entry is a backend: a pointer into the middle of one
  * (or anywhere else) is compared, never dereferenced. */
