@@ -4,8 +4,8 @@
  * the directory of libaccel), opened and checked by the one plugin loader (core/plugin_loader.c:
  * the same file, ELF and vtable header checks as a backend plugin), checked here for the
  * engine's slots and initialised once. Engines are loaded on first use (not at accel start:
- * most processes never communicate) and never dlclose'd. The names differ from libaccel-*.so so that the backend
- * loader does not take engines for broken backends.
+ * most processes never communicate) and never dlclose'd. The names differ from libaccel-*.so
+ * so that the backend scan does not take engines for broken backends.
  */
 #include <limits.h>
 #include <stdio.h>

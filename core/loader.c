@@ -1,7 +1,8 @@
 /*
- * Backend registry and plugin search.
+ * The backend plugin search, which fills the registry (core/registry.c) once.
  *
- * Every libaccel-*.so of the plugin directories (plugin_loader.h: ACCEL_PLUGIN_PATH, the
+ * Built-in backends come first, from the plugin table the build generates (plugin_table.h).
+ * Then every libaccel-*.so of the plugin directories (plugin_loader.h: ACCEL_PLUGIN_PATH, the
  * installed plugin dir, the directory of libaccel) is opened by the one plugin loader
  * (core/plugin_loader.c: file, ELF and vtable header checks, shared with the collective
  * engines), checked here for what a backend needs (required slots, kernel ABI) and
@@ -26,20 +27,14 @@
 #include "internal.h"
 #include "plugin_loader.h"
 #include "plugin_table.h"
+#include "registry.h"
 
-#define MAX_BACKENDS 16
 /* Reports of files that failed before a backend name was known (junk named libaccel-*.so) are
  * kept up to this many (each is about 1.5 KiB); the rest are counted in one summary report and
  * still logged. Reports naming a backend are always kept. */
 #define MAX_FAILED_REPORTS 4096
-/* A backend claiming more devices than this is broken (no runtime exposes that many). */
-#define MAX_DEVICE_COUNT (1 << 16)
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static accel_backend_t backends[MAX_BACKENDS];
-static accel_backend_vtable_t vtable_copies[MAX_BACKENDS];
-static int nbackends;
-/* Written only by load_all (under load_once), read-only afterwards. */
+/* Written only by accel_loader_load_all (once), read-only afterwards. */
 static accel_plugin_report_t *reports;
 static int nreports, capreports, nanonymous, nunreported;
 static char searched[2048]; /* the directories searched, for messages */
@@ -76,12 +71,6 @@ static void add_report(const char *path, const char *backend, accel_plugin_outco
   va_end(ap);
 }
 
-static accel_backend_t *find_backend(const char *name) {
-  for (int i = 0; i < nbackends; ++i)
-    if (strcmp(backends[i].name, name) == 0) return &backends[i];
-  return NULL;
-}
-
 /* Whether file (a path) is libaccel-NAME.so for backend name; '_' and '-' are the same there
  * (level_zero is libaccel-level-zero.so). */
 static bool is_plugin_file_of(const char *file, const char *name) {
@@ -101,7 +90,7 @@ static bool is_plugin_file_of(const char *file, const char *name) {
 /* The first report that says why backend name is not registered: a file refused at load that
  * named it (or, refused before naming a backend, is its libaccel-NAME.so), or a known plugin
  * not found. NULL when none. */
-static const accel_plugin_report_t *unregistered_report(const char *name) {
+const accel_plugin_report_t *accel_loader_report_for(const char *name) {
   for (int r = 0; r < nreports; ++r) {
     const accel_plugin_report_t *rep = &reports[r];
     if (rep->outcome == ACCEL_PLUGIN_NOT_FOUND && strcmp(rep->backend, name) == 0) return rep;
@@ -110,39 +99,6 @@ static const accel_plugin_report_t *unregistered_report(const char *name) {
       return rep;
   }
   return NULL;
-}
-
-/* Whether a plugin states the kernel ABI it was built with (one built before the handshake has
- * a struct_size short of the fields). */
-static bool declares_kernel_abi(const accel_backend_vtable_t *vt) {
-  size_t end = offsetof(accel_backend_vtable_t, kernel_count) + sizeof vt->kernel_count;
-  return vt->struct_size >= end && vt->kernel_abi_version != 0;
-}
-
-/* SQLite-VFS style: copy what the plugin has; later slots stay NULL. A kernel ABI not declared
- * is version 1 (the only one before the handshake) with every kernel of this libaccel: such a
- * plugin checks ids itself. */
-static void copy_vtable(accel_backend_vtable_t *copy, const accel_backend_vtable_t *vt) {
-  memset(copy, 0, sizeof *copy);
-  memcpy(copy, vt, vt->struct_size < sizeof *copy ? vt->struct_size : sizeof *copy);
-  copy->struct_size = sizeof *copy;
-  if (!declares_kernel_abi(vt)) {
-    copy->kernel_abi_version = 1;
-    copy->kernel_count = ACCEL_KERNEL_COUNT;
-  }
-}
-
-static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
-  accel_backend_t *b = &backends[nbackends];
-  copy_vtable(&vtable_copies[nbackends], vt);
-  memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%s", vt->name);
-  /* cut to the field, as %s would be; the precision says so to -Wformat-truncation */
-  snprintf(b->path, sizeof b->path, "%.*s", (int)sizeof b->path - 1, path ? path : "");
-  b->vt = &vtable_copies[nbackends];
-  b->dl = dl;
-  pthread_mutex_init(&b->lock, NULL);
-  nbackends++;
 }
 
 /* The backend's own checks of a vtable whose header passed (plugin_loader.c): the required
@@ -167,11 +123,11 @@ static const char *check_vtable(const void *header, void *ctx, char *buf, size_t
    * layouts are the same within one version, so only the version has to match; a plugin that
    * knows fewer kernels is launched only those (accel_plugin.h, kernel_abi_version). */
   accel_backend_vtable_t copy;
-  copy_vtable(&copy, vt);
+  accel_vtable_copy(&copy, vt);
   if (copy.kernel_forms && copy.kernel_abi_version != ACCEL_KERNEL_ABI_VERSION) {
     snprintf(buf, len, "plugin kernel ABI version %u%s, library kernel ABI version %u",
              copy.kernel_abi_version,
-             declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
+             accel_vtable_declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
              ACCEL_KERNEL_ABI_VERSION);
     return buf;
   }
@@ -204,15 +160,16 @@ static const accel_plugin_kind_t backend_kind = {
     .abi_version = ACCEL_PLUGIN_ABI_VERSION,
     .query = backend_query,
     .min_size = offsetof(accel_backend_vtable_t, submit_batch),
-    .name_size = sizeof backends[0].name,
+    .name_size = sizeof ((accel_backend_t *)0)->name,
     .check = check_vtable,
 };
 
-static void report_loaded(const char *path, const accel_backend_vtable_t *vt) {
-  const accel_backend_vtable_t *copy = backends[nbackends - 1].vt;
+static void report_loaded(const char *path, const accel_backend_vtable_t *vt,
+                          const accel_backend_t *b) {
+  const accel_backend_vtable_t *copy = b->vt;
   char forms[96];
   kernel_forms_text(copy->kernel_forms, forms, sizeof forms);
-  if (declares_kernel_abi(vt))
+  if (accel_vtable_declares_kernel_abi(vt))
     add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
                "loaded (ABI %u, kernels: %s, kernel ABI %u with %u kernels)", vt->abi_version,
                forms, copy->kernel_abi_version, copy->kernel_count);
@@ -231,7 +188,7 @@ static void load_plugin(const char *path) {
     return;
   }
   const accel_backend_vtable_t *vt = f.vtable;
-  const accel_backend_t *have = find_backend(vt->name);
+  const accel_backend_t *have = accel_registry_find(vt->name);
   if (have) {
     add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE, "backend '%s' is already provided by %s",
                vt->name, have->path[0] ? have->path : "libaccel");
@@ -240,13 +197,14 @@ static void load_plugin(const char *path) {
     dlclose(f.dl);
     return;
   }
-  if (nbackends == MAX_BACKENDS) {
-    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)", MAX_BACKENDS);
+  const accel_backend_t *b = accel_registry_add(vt, path, f.dl);
+  if (!b) {
+    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)",
+               ACCEL_MAX_BACKENDS);
     dlclose(f.dl);
     return;
   }
-  register_backend(vt, path, f.dl);
-  report_loaded(path, vt);
+  report_loaded(path, vt, b);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -320,39 +278,13 @@ static int scan_dir(const char *dir, void *ctx) {
   return 0;
 }
 
-/*
- * ACCEL_VISIBLE_DEVICES selects devices for every backend. A vendor runtime reads its own
- * variable (the plugin names it: vtable visible_devices_env) once, when it initialises, so it
- * has to be in the environment before the plugin's backend_init. It is applied here, once per
- * process under load_once, after the plugins are registered and before any of them is
- * initialised (backend_init runs only after accel_registry_ensure_loaded returns): plugins never
- * touch the environment, which setenv would make unsafe while other threads read it. A value
- * the user set for the vendor variable wins; "" means unset, as for every accel variable
- * (accel_env), so ACCEL_VISIBLE_DEVICES= hides nothing.
- */
-static void apply_visible_devices(void) {
-  const char *want = accel_env("ACCEL_VISIBLE_DEVICES");
-  if (!want) return;
-  for (int i = 0; i < nbackends; ++i) {
-    const char *var = backends[i].vt->visible_devices_env; /* zero in an older plugin's copy */
-    if (!var || !var[0]) continue;
-    const char *have = getenv(var);
-    if (have)
-      accel_log(ACCEL_LOG_INFO, "loader",
-                "ACCEL_VISIBLE_DEVICES=%s not applied to %s: %s=%s was set explicitly", want,
-                backends[i].name, var, have);
-    else if (setenv(var, want, 0) == 0)
-      accel_log(ACCEL_LOG_INFO, "loader", "set %s=%s from ACCEL_VISIBLE_DEVICES", var, want);
-  }
-}
-
-static void load_all(void) {
+void accel_loader_load_all(void) {
   for (size_t i = 0; i < accel_plugin_table.builtin_count; ++i)
-    register_backend(accel_plugin_table.builtin[i](), NULL, NULL);
+    accel_registry_add(accel_plugin_table.builtin[i](), NULL, NULL);
   str_list_t seen = {0};
   accel_plugin_search(scan_dir, &seen, searched, sizeof searched);
   str_list_free(&seen);
-  apply_visible_devices();
+  accel_registry_apply_visible_devices();
   if (nunreported) {
     int dropped = nunreported;
     nanonymous = 0; /* room for the summary itself */
@@ -363,7 +295,7 @@ static void load_all(void) {
   }
   for (size_t i = 0; i < accel_plugin_table.known_count; ++i) {
     const char *name = accel_plugin_table.known[i].name;
-    if (find_backend(name) || unregistered_report(name)) continue;
+    if (accel_registry_find(name) || accel_loader_report_for(name)) continue;
     char file[64];
     snprintf(file, sizeof file, "libaccel-%s.so", name);
     for (char *c = file; *c; ++c)
@@ -372,182 +304,6 @@ static void load_all(void) {
     accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", name, file,
               searched);
   }
-}
-
-void accel_registry_ensure_loaded(void) { pthread_once(&load_once, load_all); }
-
-/* ---------------------------------------------------------------------------------------- */
-/* backend init and the public registry API */
-
-/*
- * backend_shutdown at process teardown. After each successful backend_init an atexit handler
- * is registered; atexit runs handlers last-in first-out, so each run shuts down the most
- * recently initialised backend still up, before the exit handlers its vendor runtime registered
- * during that backend_init (which would otherwise run first and pull the runtime out from under
- * it). A backend with a device still open (never closed by its user) is not shut down: its
- * state is in use. Each backend is shut down at most once; afterwards it reports UNAVAILABLE.
- */
-static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
-static accel_backend_t *initialised[MAX_BACKENDS];
-static int ninitialised;
-
-static void shutdown_latest(void) {
-  pthread_mutex_lock(&shutdown_lock);
-  accel_backend_t *b = ninitialised ? initialised[--ninitialised] : NULL;
-  pthread_mutex_unlock(&shutdown_lock);
-  if (!b) return;
-  pthread_mutex_lock(&b->lock);
-  int open_devices = 0;
-  for (int i = 0; i < b->device_count; ++i) open_devices += b->devices[i] != NULL;
-  if (open_devices) {
-    pthread_mutex_unlock(&b->lock);
-    accel_log(ACCEL_LOG_DEBUG, "loader", "backend '%s' not shut down at exit: %d device(s) "
-              "still open", b->name, open_devices);
-    return;
-  }
-  b->vt->backend_shutdown(b->state);
-  b->state = NULL;
-  free(b->devices);
-  b->devices = NULL;
-  b->device_count = 0;
-  b->init_status = ACCEL_ERROR_UNAVAILABLE;
-  snprintf(b->init_message, sizeof b->init_message, "shut down at process exit");
-  pthread_mutex_unlock(&b->lock);
-}
-
-static void shutdown_at_exit(accel_backend_t *b) {
-  pthread_mutex_lock(&shutdown_lock);
-  initialised[ninitialised++] = b; /* at most once per backend: under its init_done */
-  pthread_mutex_unlock(&shutdown_lock);
-  if (atexit(shutdown_latest) != 0)
-    accel_log(ACCEL_LOG_WARN, "loader", "atexit failed: backend '%s' will not be shut down at "
-              "exit", b->name);
-}
-
-accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
-  pthread_mutex_lock(&b->lock);
-  if (!b->init_done) {
-    accel_clear_error();
-    b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
-    if (b->init_status == ACCEL_OK) shutdown_at_exit(b);
-    if (b->init_status == ACCEL_OK) {
-      b->init_status = b->vt->device_count(b->state, &b->device_count);
-      if (b->init_status == ACCEL_OK &&
-          (b->device_count < 0 || b->device_count > MAX_DEVICE_COUNT))
-        b->init_status = accel_set_error(ACCEL_ERROR_PLUGIN,
-                                         "plugin reported an invalid device count %d (valid: 0 "
-                                         "to %d)",
-                                         b->device_count, MAX_DEVICE_COUNT);
-      if (b->init_status == ACCEL_OK && b->device_count > 0) {
-        b->devices = calloc((size_t)b->device_count, sizeof *b->devices);
-        if (!b->devices)
-          b->init_status = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-      }
-    }
-    if (b->init_status == ACCEL_OK && b->device_count == 0)
-      b->init_status = accel_set_error(ACCEL_ERROR_UNAVAILABLE, "no devices");
-    snprintf(b->init_message, sizeof b->init_message, "%s",
-             b->init_status == ACCEL_OK ? "ok" : accel_last_error());
-    if (b->init_status != ACCEL_OK) b->device_count = 0;
-    b->init_done = true;
-  }
-  accel_status_t st = b->init_status;
-  pthread_mutex_unlock(&b->lock);
-  if (st != ACCEL_OK)
-    return accel_set_error(st, "backend '%s' unavailable: %s", b->name, b->init_message);
-  return ACCEL_OK;
-}
-
-int accel_backend_count(void) {
-  accel_registry_ensure_loaded();
-  return nbackends;
-}
-
-accel_status_t accel_backend_get(int index, accel_backend_t **out) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  if (index < 0 || index >= nbackends)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: index %d out of range [0, %d)", __func__, index, nbackends);
-  *out = &backends[index];
-  return ACCEL_OK;
-}
-
-/* Comma-separated names of the registered backends plus the known plugin names. */
-static void known_names(char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < nbackends && used < len; ++i)
-    used += (size_t)snprintf(buf + used, len - used, "%s%.31s", i ? ", " : "", backends[i].name);
-  for (size_t i = 0; i < accel_plugin_table.known_count && used < len; ++i)
-    if (!find_backend(accel_plugin_table.known[i].name))
-      used += (size_t)snprintf(buf + used, len - used, ", %s (plugin not loaded)",
-                               accel_plugin_table.known[i].name);
-}
-
-accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(name, __func__, "name is NULL");
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  accel_backend_t *b = find_backend(name);
-  if (b) {
-    *out = b;
-    return ACCEL_OK;
-  }
-  const accel_plugin_report_t *r = unregistered_report(name);
-  if (r)
-    return accel_set_error(r->outcome == ACCEL_PLUGIN_NOT_FOUND ? ACCEL_ERROR_UNAVAILABLE
-                                                                : ACCEL_ERROR_PLUGIN,
-                           "backend '%s': %.400s%s%.500s", name, r->path, r->path[0] ? ": " : "",
-                           r->message);
-  char names[512];
-  known_names(names, sizeof names);
-  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,
-                         names);
-}
-
-const char *accel_backend_comm_engine(const accel_backend_t *b) {
-  if (b->vt->comm_engine && b->vt->comm_engine[0]) return b->vt->comm_engine;
-  for (size_t i = 0; i < accel_plugin_table.known_count; ++i)
-    if (strcmp(accel_plugin_table.known[i].name, b->name) == 0 &&
-        accel_plugin_table.known[i].comm_engine)
-      return accel_plugin_table.known[i].comm_engine;
-  return accel_plugin_table.host_engine;
-}
-
-const char *accel_host_comm_engine(void) { return accel_plugin_table.host_engine; }
-
-/* Only the exact address of a registry entry is a backend: a pointer into the middle of one
- * (or anywhere else) is compared, never dereferenced. */
-static bool backend_is_valid(const accel_backend_t *b) {
-  for (int i = 0; i < nbackends; ++i)
-    if (b == &backends[i]) return true;
-  return false;
-}
-
-const char *accel_backend_name(const accel_backend_t *b) {
-  return b && backend_is_valid(b) ? b->name : "(invalid backend)";
-}
-
-accel_status_t accel_backend_status(const accel_backend_t *cb, const char **reason) {
-  accel_registry_ensure_loaded();
-  if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
-  accel_backend_t *b = (accel_backend_t *)cb;
-  accel_status_t st = accel_backend_ensure_init(b);
-  if (reason) *reason = b->init_message;
-  return st;
-}
-
-accel_status_t accel_device_count(const accel_backend_t *cb, int *count) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
-  if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
-  accel_backend_t *b = (accel_backend_t *)cb;
-  accel_status_t st = accel_backend_ensure_init(b);
-  *count = st == ACCEL_OK ? b->device_count : 0;
-  return st;
 }
 
 int accel_plugin_report_count(void) {
