@@ -6,7 +6,8 @@
  *  - live blocks are found by address through the core hash table (hashtab.h).
  * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
  * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
- * Registrations of external memory are segments too; their half is registration.c.
+ * Registrations of external memory are segments too; their half is registration.c. Pins are
+ * allocator_pins.c's, the range queries allocator_query.c's.
  */
 #include "allocator_internal.h"
 
@@ -83,11 +84,6 @@ static block_t *bin_find(bins_t *b, size_t size) {
   }
   return NULL;
 }
-
-/* ---------------------------------------------------------------------------------------- */
-/* live blocks by address */
-
-static block_t *live_block(const accel_allocator_t *m, size_t j) { return m->live.slots[j].value; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* blocks and segments */
@@ -469,6 +465,10 @@ static inline __attribute__((always_inline)) void free_block(accel_allocator_t *
   if (zombie) *zombie = z;
 }
 
+void accel_alloc_free_block(accel_allocator_t *m, block_t *blk, const void *stream_key) {
+  free_block(m, blk, stream_key, NULL);
+}
+
 void accel_allocator_set_guard(accel_allocator_t *m, accel_allocator_guard_fn guard) {
   pthread_mutex_lock(&m->lock);
   m->guard = guard;
@@ -510,169 +510,6 @@ accel_status_t accel_allocator_free(accel_allocator_t *m, void *ptr, const void 
   }
   pthread_mutex_unlock(&m->lock);
   return ACCEL_OK;
-}
-
-accel_status_t accel_alloc_pins_reserve(accel_allocator_pins_t *pins, size_t extra) {
-  if (pins->n + extra <= pins->cap) return ACCEL_OK;
-  size_t cap = pins->cap ? pins->cap * 2 : 16;
-  if (cap < pins->n + extra) cap = pins->n + extra;
-  void **nb = realloc(pins->blocks, cap * sizeof *nb);
-  if (!nb) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  pins->blocks = nb;
-  pins->cap = cap;
-  return ACCEL_OK;
-}
-
-accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,
-                                      accel_allocator_pins_t *pins) {
-  if (size == 0) return ACCEL_OK;
-  const uintptr_t lo = (uintptr_t)ptr;
-  const uintptr_t hi = size > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + size;
-  accel_status_t st = ACCEL_OK;
-  size_t i = accel_alloc_seg_index(m, lo);
-  if (i == SIZE_MAX) i = 0;
-  for (; i < m->nsegs && m->segs[i]->base < hi && st == ACCEL_OK; ++i) {
-    /* graph-pool blocks live with their pool, which the graph holds already */
-    if (m->segs[i]->arena == &m->external_arena) {
-      st = accel_reg_pin(m->segs[i], lo, hi, pins);
-      continue;
-    }
-    if (m->segs[i]->arena != &m->default_arena) continue;
-    for (block_t *b = m->segs[i]->first; b && b->addr < hi; b = b->next) {
-      if (!b->allocated || b->deferred || b->addr + b->size <= lo) continue;
-      if (pins->n && pins->blocks[pins->n - 1] == b) continue; /* consecutive ranges */
-      if ((st = accel_alloc_pins_reserve(pins, 1)) != ACCEL_OK) break;
-      b->pins++;
-      pins->blocks[pins->n++] = b;
-    }
-  }
-  return st;
-}
-
-accel_status_t accel_allocator_pin(accel_allocator_t *m, const void *ptr, size_t size,
-                                   accel_allocator_pins_t *pins) {
-  pthread_mutex_lock(&m->lock);
-  accel_status_t st = accel_alloc_pin_locked(m, ptr, size, pins);
-  pthread_mutex_unlock(&m->lock);
-  return st;
-}
-
-accel_status_t accel_allocator_pin_again(accel_allocator_t *m, const accel_allocator_pins_t *from,
-                                         accel_allocator_pins_t *to) {
-  accel_status_t st = accel_alloc_pins_reserve(to, from->n);
-  if (st != ACCEL_OK) return st;
-  pthread_mutex_lock(&m->lock);
-  for (size_t i = 0; i < from->n; ++i) {
-    block_t *b = from->blocks[i];
-    b->pins++;
-    to->blocks[to->n++] = b;
-    if (b->seg->ext) {
-      b->seg->ext->holder_kind = to->owner_kind;
-      b->seg->ext->holder = to->owner;
-    }
-  }
-  pthread_mutex_unlock(&m->lock);
-  return ACCEL_OK;
-}
-
-void accel_allocator_unpin(accel_allocator_t *m, accel_allocator_pins_t *pins) {
-  segment_t *ended = NULL; /* shared registrations whose last pin this was */
-  pthread_mutex_lock(&m->lock);
-  for (size_t i = 0; i < pins->n; ++i) {
-    block_t *b = pins->blocks[i];
-    external_t *x = b->seg->ext;
-    if (x && x->holder == pins->owner) x->holder = NULL, x->holder_kind = NULL;
-    if (x && pins->retiring) x->retiring--;
-    if (--b->pins || !b->deferred) continue;
-    if (x) accel_reg_end(m, b, &ended); /* only a shared one is pinned and deferred */
-    else free_block(m, b, b->deferred_key, NULL); /* completing a deferred free: no zombie */
-  }
-  pthread_mutex_unlock(&m->lock);
-  accel_reg_finish_ended(m, ended);
-  const char *kind = pins->owner_kind;
-  const void *owner = pins->owner;
-  free(pins->blocks);
-  pins->retiring = false;
-  memset(pins, 0, sizeof *pins);
-  pins->owner_kind = kind;
-  pins->owner = owner;
-}
-
-/* 1 when [p, p + size) lies inside the bytes asked for when allocated block b was made: the
- * rounding slack and an unsplit remainder belong to no tensor the user can have. */
-static bool block_has(const block_t *b, uintptr_t p, size_t size) {
-  return p >= b->addr && p - b->addr <= b->requested && size <= b->requested - (p - b->addr);
-}
-
-const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p, size_t size) {
-  size_t j = accel_hashtab_find(&m->live, p);
-  if (j != SIZE_MAX) return block_has(live_block(m, j), p, size) ? live_block(m, j) : NULL;
-  segment_t *s = accel_alloc_seg_containing(m, p);
-  if (!s && p > 0) s = accel_alloc_seg_containing(m, p - 1); /* one past the end, size 0 */
-  for (block_t *b = s ? s->first : NULL; b; b = b->next) {
-    if (p >= b->addr && p <= b->addr + b->size) {
-      if (b->allocated && !b->deferred && block_has(b, p, size)) return b;
-      if (p < b->addr + b->size) break;
-    }
-  }
-  return NULL;
-}
-
-uint64_t accel_allocator_free_generation(accel_allocator_t *m) {
-  return __atomic_load_n(&m->free_generation, __ATOMIC_ACQUIRE);
-}
-
-bool accel_allocator_range_valid(accel_allocator_t *m, const void *ptr, size_t size) {
-  pthread_mutex_lock(&m->lock);
-  bool ok = accel_alloc_block_holding(m, (uintptr_t)ptr, size) != NULL;
-  pthread_mutex_unlock(&m->lock);
-  return ok;
-}
-
-size_t accel_allocator_ranges_valid(accel_allocator_t *m, size_t n, accel_allocator_range_fn range,
-                                    void *ctx) {
-  size_t bad = SIZE_MAX;
-  const block_t *last = NULL; /* lists are usually carved from one allocation */
-  pthread_mutex_lock(&m->lock);
-  for (size_t i = 0; i < n && bad == SIZE_MAX; ++i) {
-    const void *ptr;
-    size_t size;
-    const int access = range(ctx, i, &ptr, &size);
-    if (!access) continue;
-    const uintptr_t p = (uintptr_t)ptr;
-    if (!last || !block_has(last, p, size)) last = accel_alloc_block_holding(m, p, size);
-    if (!last || (access == 2 && last->seg->ext && last->seg->ext->read_only)) bad = i;
-  }
-  pthread_mutex_unlock(&m->lock);
-  return bad;
-}
-
-bool accel_allocator_contains(accel_allocator_t *m, const void *ptr) {
-  pthread_mutex_lock(&m->lock);
-  bool in = accel_alloc_seg_containing(m, (uintptr_t)ptr) != NULL;
-  pthread_mutex_unlock(&m->lock);
-  return in;
-}
-
-bool accel_allocator_intersects(accel_allocator_t *m, const void *ptr, size_t size) {
-  if (size == 0) return false;
-  uintptr_t lo = (uintptr_t)ptr;
-  uintptr_t last = lo + (size - 1 < UINTPTR_MAX - lo ? size - 1 : UINTPTR_MAX - lo);
-  pthread_mutex_lock(&m->lock);
-  /* Segments are sorted and disjoint: only the last one starting at or before the range's
-   * last byte can reach into it. */
-  size_t i = accel_alloc_seg_index(m, last);
-  bool hit = i != SIZE_MAX && m->segs[i]->base + m->segs[i]->size > lo;
-  pthread_mutex_unlock(&m->lock);
-  return hit;
-}
-
-accel_allocator_arena_t *accel_allocator_block_arena(accel_allocator_t *m, const void *ptr) {
-  pthread_mutex_lock(&m->lock);
-  size_t j = accel_hashtab_find(&m->live, (uintptr_t)ptr);
-  accel_allocator_arena_t *a = j == SIZE_MAX ? NULL : live_block(m, j)->seg->arena;
-  pthread_mutex_unlock(&m->lock);
-  return a;
 }
 
 static void retag_arena(accel_allocator_t *m, accel_allocator_arena_t *a, const void *from,

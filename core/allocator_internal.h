@@ -1,7 +1,8 @@
 /*
- * The caching allocator's structures, shared by its two halves: allocations and graph-pool
- * arenas (allocator.c) and registrations of external memory (registration.c). Nothing else in
- * core includes this header; the rest of core sees allocator.h.
+ * The caching allocator's structures, shared by its rooms: segments, bins, graph-pool arenas
+ * and allocations (allocator.c), pins (allocator_pins.c), range queries (allocator_query.c) and
+ * registrations of external memory (registration.c). Nothing else in core includes this header;
+ * the rest of core sees allocator.h.
  */
 #ifndef ACCEL_CORE_ALLOCATOR_INTERNAL_H
 #define ACCEL_CORE_ALLOCATOR_INTERNAL_H
@@ -92,13 +93,22 @@ struct accel_allocator {
   accel_allocator_guard_fn guard; /* asked before a free returns an unpinned block */
 };
 
-/* allocator.c, for registration.c (the allocator's lock held) */
+/* The live block in slot j of the live-block table. */
+static inline block_t *live_block(const accel_allocator_t *m, size_t j) {
+  return m->live.slots[j].value;
+}
+
+/* allocator.c, for registration.c, allocator_pins.c and allocator_query.c (lock held) */
 size_t accel_alloc_seg_index(const accel_allocator_t *m, uintptr_t addr);
 segment_t *accel_alloc_seg_containing(const accel_allocator_t *m, uintptr_t addr);
 block_t *accel_alloc_block_new(accel_allocator_t *m);
 /* The allocated block that holds [p, p + size), or NULL. */
 const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p, size_t size);
 void accel_alloc_block_recycle(accel_allocator_t *m, block_t *b);
+/* Returns allocated block blk to its bins under stream_key (NULL: its own), as a free does. */
+void accel_alloc_free_block(accel_allocator_t *m, block_t *blk, const void *stream_key);
+
+/* allocator_pins.c */
 /* accel_allocator_pin with the lock held. */
 accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,
                                       accel_allocator_pins_t *pins);

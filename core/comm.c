@@ -1,11 +1,7 @@
 /*
- * Communicators and stream-ordered collectives (include/accel/accel_comm.h).
- *
- * A collective on a host engine (MPI) is a host operation of the stream (accel_host_op_t): it
- * runs in stream order on the stream's thread, is recorded by captures and lazy queues like any
- * command, and holds a reference to its communicator for as long as a recording of it exists.
- * A stream engine (NCCL, RCCL, oneCCL) enqueues on the backend's native stream instead; that
- * path is eager only (see docs/DISTRIBUTED.md).
+ * Communicators (include/accel/accel_comm.h): creation over MPI (a host engine directly, a
+ * stream engine bootstrapped through the host engine), split, destroy, queries and the failure
+ * record. Issuing collectives is core/comm_enqueue.c's.
  *
  * Failure model: the first collective that fails when it runs (engine error or
  * ACCEL_COMM_TIMEOUT) records its status and message in the communicator; later collectives on
@@ -16,43 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel/accel_kernels.h"
 #include "comm_internal.h"
 
 #define DEFAULT_TIMEOUT_S 300.0
 
-struct accel_comm {
-  accel_handle_t hdr;
-  accel_device_t *dev; /* reference held */
-  const accel_comm_engine_vtable_t *ev;
-  accel_ce_comm_t *impl;
-  int rank, size;
-  double timeout_s;
-  accel_comm_checker_t check; /* the ranks agree on collectives (ACCEL_COMM_CHECK) */
-  uint64_t serial;           /* never reused: keys the issuing threads' validation caches */
-  pthread_mutex_t lock;      /* guards the failure record */
-  atomic_int failed;
-  atomic_int cancelled; /* the engine's comm_cancel was called (stream engines' watchdog) */
-  accel_status_t error;
-  char message[768];
-  accel_comm_live_t live; /* on the list drained at process exit (comm_exit.c) */
-};
-
-/* One issued collective: what a recording keeps alive. */
-typedef struct comm_cmd {
-  accel_host_op_t op; /* first: the keepalive is the command */
-  accel_comm_t *comm; /* reference held */
-  accel_comm_op_t cop;
-  accel_dtype_t downcast; /* all_gather_downcast: recv dtype; F32 otherwise */
-  const float *downcast_src;
-  /* issued during a capture to an engine with `prepare`: replays run its prepared form */
-  bool replayed;
-  atomic_int running;  /* a replay is in cmd_run: guards the two fields below */
-  bool prepare_tried;  /* prepare was called (at the first replay) */
-  void *prepared;      /* the engine's handle; NULL: this op stays on `run` */
-} comm_cmd_t;
-
-static double comm_timeout(void) {
+double accel_comm_timeout(void) {
   const char *e = accel_env("ACCEL_COMM_TIMEOUT");
   if (!e) return DEFAULT_TIMEOUT_S;
   char *end = NULL;
@@ -65,9 +29,7 @@ static double comm_timeout(void) {
   return v;
 }
 
-static void comm_retain(accel_comm_t *c) { atomic_fetch_add(&c->hdr.refcount, 1); }
-
-static void comm_release(accel_comm_t *c) {
+void accel_comm_release(accel_comm_t *c) {
   if (atomic_fetch_sub(&c->hdr.refcount, 1) != 1) return;
   accel_comm_live_remove(&c->live);
   c->ev->comm_destroy(c->impl);
@@ -76,12 +38,11 @@ static void comm_release(accel_comm_t *c) {
   free(c);
 }
 
-static accel_status_t comm_check(accel_comm_t *c, const char *fn) {
+accel_status_t accel_comm_handle_check(accel_comm_t *c, const char *fn) {
   return accel_handle_check(c, ACCEL_HANDLE_COMM, fn);
 }
 
-/* Records the first failure (the thread's last error) and returns status. */
-static void comm_fail(accel_comm_t *c, accel_status_t status, const char *what) {
+void accel_comm_fail(accel_comm_t *c, accel_status_t status, const char *what) {
   pthread_mutex_lock(&c->lock);
   if (!atomic_load(&c->failed)) {
     c->error = status;
@@ -107,7 +68,7 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   c->size = size;
   static atomic_uint_least64_t next_serial = 1;
   c->serial = atomic_fetch_add(&next_serial, 1);
-  c->timeout_s = comm_timeout();
+  c->timeout_s = accel_comm_timeout();
   accel_comm_checker_init(&c->check, accel_comm_check_mode(), ev, impl, rank, size,
                           c->timeout_s);
   pthread_mutex_init(&c->lock, NULL);
@@ -119,14 +80,10 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   return ACCEL_OK;
 }
 
+/* ACCEL_COMM_ENGINE, else the one the device's backend names (core names none itself). */
 static const char *default_engine(accel_device_t *dev) {
   const char *e = accel_env("ACCEL_COMM_ENGINE");
-  if (e) return e;
-  const char *b = dev->backend->name;
-  if (strcmp(b, "cuda") == 0) return "nccl";
-  if (strcmp(b, "hip") == 0) return "rccl";
-  if (strcmp(b, "level_zero") == 0) return "oneccl";
-  return "mpi";
+  return e ? e : accel_backend_comm_engine(dev->backend);
 }
 
 typedef struct boot_ctx {
@@ -156,9 +113,9 @@ static accel_status_t create_stream_engine(accel_device_t *dev, const void *mpi_
   accel_status_t st = bv->device_native(dev->impl, &native);
   if (st != ACCEL_OK) return st;
   const accel_comm_engine_vtable_t *hv = NULL;
-  st = accel_comm_engine_get("mpi", "accel_comm_create_mpi", &hv);
+  st = accel_comm_engine_get(accel_host_comm_engine(), "accel_comm_create_mpi", &hv);
   if (st != ACCEL_OK) return st;
-  boot_ctx_t b = {.hv = hv, .timeout_s = comm_timeout()};
+  boot_ctx_t b = {.hv = hv, .timeout_s = accel_comm_timeout()};
   st = hv->comm_create_mpi(mpi_comm, &b.host, rank, size);
   if (st != ACCEL_OK) return st;
   accel_comm_bootstrap_t boot = {
@@ -193,7 +150,7 @@ accel_status_t accel_comm_create_mpi(accel_device_t *dev, const void *mpi_comm,
 }
 
 accel_status_t accel_comm_split(accel_comm_t *c, int color, int key, accel_comm_t **out) {
-  accel_status_t st = comm_check(c, __func__);
+  accel_status_t st = accel_comm_handle_check(c, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   st = accel_capture_check_none(__func__);
@@ -213,12 +170,12 @@ accel_status_t accel_comm_split(accel_comm_t *c, int color, int key, accel_comm_
 accel_status_t accel_comm_destroy(accel_comm_t *c) {
   accel_status_t st = accel_handle_drop_user(c, ACCEL_HANDLE_COMM, __func__);
   if (st != ACCEL_OK) return st;
-  comm_release(c);
+  accel_comm_release(c);
   return ACCEL_OK;
 }
 
 accel_status_t accel_comm_rank(accel_comm_t *c, int *rank) {
-  accel_status_t st = comm_check(c, __func__);
+  accel_status_t st = accel_comm_handle_check(c, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(rank, __func__, "rank is NULL");
   *rank = c->rank;
@@ -226,7 +183,7 @@ accel_status_t accel_comm_rank(accel_comm_t *c, int *rank) {
 }
 
 accel_status_t accel_comm_size(accel_comm_t *c, int *size) {
-  accel_status_t st = comm_check(c, __func__);
+  accel_status_t st = accel_comm_handle_check(c, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(size, __func__, "size is NULL");
   *size = c->size;
@@ -234,11 +191,11 @@ accel_status_t accel_comm_size(accel_comm_t *c, int *size) {
 }
 
 const char *accel_comm_engine_name(accel_comm_t *c) {
-  return comm_check(c, __func__) == ACCEL_OK ? c->ev->name : NULL;
+  return accel_comm_handle_check(c, __func__) == ACCEL_OK ? c->ev->name : NULL;
 }
 
 accel_status_t accel_comm_get_error(accel_comm_t *c) {
-  accel_status_t st = comm_check(c, __func__);
+  accel_status_t st = accel_comm_handle_check(c, __func__);
   if (st != ACCEL_OK) return st;
   if (!atomic_load(&c->failed)) return ACCEL_OK;
   pthread_mutex_lock(&c->lock);
@@ -248,537 +205,10 @@ accel_status_t accel_comm_get_error(accel_comm_t *c) {
 }
 
 accel_status_t accel_comm_abort(accel_comm_t *c, int errorcode) {
-  accel_status_t st = comm_check(c, __func__);
+  accel_status_t st = accel_comm_handle_check(c, __func__);
   if (st != ACCEL_OK) return st;
   c->ev->abort(c->impl, errorcode);
   return accel_set_error(ACCEL_ERROR_BACKEND, "%s: engine '%s' did not end the job", __func__,
                          c->ev->name);
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* issuing collectives */
-
-static void cmd_release(accel_keepalive_t *k) {
-  comm_cmd_t *cmd = (comm_cmd_t *)k;
-  if (cmd->prepared) cmd->comm->ev->release_prepared(cmd->prepared);
-  comm_release(cmd->comm);
-  free(cmd);
-}
-
-/* (the loader pads an older engine's vtable with NULL slots: no struct_size check here) */
-static bool engine_prepares(const accel_comm_engine_vtable_t *ev) {
-  return ev->prepare && ev->run_prepared && ev->release_prepared;
-}
-
-/* A collective that a graph replays: the engine's persistent form of it, made at the first
- * replay and run by every later one (freed with the recording, cmd_release). Making it may be
- * collective (MPI-4 persistent collectives): it happens here, on the stream's thread in stream
- * order, so every rank makes it at the same point of the same sequence of collectives. */
-static accel_status_t run_replayed(comm_cmd_t *cmd) {
-  accel_comm_t *c = cmd->comm;
-  if (atomic_exchange(&cmd->running, 1))
-    return accel_set_error(ACCEL_ERROR_STATE,
-                           "a recorded collective runs on two streams at once: replays of "
-                           "graphs with collectives on one communicator must be ordered "
-                           "(docs/DISTRIBUTED.md)");
-  accel_status_t st = ACCEL_OK;
-  if (!cmd->prepare_tried) {
-    cmd->prepare_tried = true;
-    st = c->ev->prepare(c->impl, &cmd->cop, &cmd->prepared);
-  }
-  if (st == ACCEL_OK)
-    st = cmd->prepared ? c->ev->run_prepared(cmd->prepared, c->timeout_s)
-                       : c->ev->run(c->impl, &cmd->cop, c->timeout_s);
-  atomic_store(&cmd->running, 0);
-  return st;
-}
-
-/* A host engine's collective, in stream order: on the stream's thread, or on the issuing
- * thread (run_on_caller). replayed: the recorded command whose prepared form a replay runs. */
-static void run_collective(accel_comm_t *c, const accel_comm_op_t *cop, accel_dtype_t downcast,
-                           const float *downcast_src, comm_cmd_t *replayed) {
-  if (atomic_load(&c->failed)) return; /* skipped: the peers may be gone */
-  accel_clear_error();
-  accel_status_t st = accel_comm_checker_run(&c->check, cop);
-  if (st == ACCEL_OK && downcast != ACCEL_F32)
-    accel_comm_downcast((char *)cop->recv + (size_t)c->rank * cop->count * 2, downcast_src,
-                        cop->count, downcast);
-  if (st == ACCEL_OK)
-    st = replayed ? run_replayed(replayed) : c->ev->run(c->impl, cop, c->timeout_s);
-  if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
-}
-
-static void cmd_run(accel_host_op_t *op) {
-  comm_cmd_t *cmd = (comm_cmd_t *)op;
-  run_collective(cmd->comm, &cmd->cop, cmd->downcast, cmd->downcast_src,
-                 cmd->replayed ? cmd : NULL);
-}
-
-/* Stream engines: issues the collective on the native stream, at once (eager, lazy flush) or
- * while a backend captures its graph (gpu_graph_instantiate), so a replay does not come here. */
-static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
-  comm_cmd_t *cmd = ctx;
-  accel_comm_t *c = cmd->comm;
-  if (atomic_load(&c->failed))
-    return accel_set_error(ACCEL_ERROR_BACKEND, "engine '%s': the communicator failed earlier "
-                           "(accel_comm_get_error)", c->ev->name);
-  accel_status_t st = c->ev->enqueue(c->impl, &cmd->cop, stream);
-  if (st != ACCEL_OK) comm_fail(c, st, accel_last_error());
-  return st;
-}
-
-/* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). */
-static accel_status_t watch_async_error(void *owner) {
-  accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
-  return c->ev->comm_async_error ? c->ev->comm_async_error(c->impl) : ACCEL_OK;
-}
-
-static void watch_expired(void *owner, const char *why) {
-  accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
-  char msg[512];
-  snprintf(msg, sizeof msg, "rank %d of %d: %s", c->rank, c->size, why);
-  comm_fail(c, ACCEL_ERROR_BACKEND, msg);
-  if (c->ev->comm_cancel && !atomic_exchange(&c->cancelled, 1)) c->ev->comm_cancel(c->impl);
-}
-
-static void watch_release(void *owner) { accel_keepalive_release(&((comm_cmd_t *)owner)->op.keep); }
-
-static const accel_watch_ops_t watch_ops = {watch_async_error, watch_expired, watch_release};
-
-/* ACCEL_COMM_TIMEOUT on an eager collective of a stream engine; captured and lazily queued
- * ones are not watched (they run later, at a time the core does not see). */
-static void watch_collective(comm_cmd_t *cmd, accel_stream_t *s, const char *fn) {
-  int capturing = 0, lazy = 0;
-  accel_stream_is_capturing(s, &capturing);
-  accel_stream_is_lazy(s, &lazy);
-  if (capturing || lazy) return;
-  accel_keepalive_retain(&cmd->op.keep); /* the watch's */
-  if (accel_watch_stream(s, cmd->comm->timeout_s, fn, &watch_ops, cmd) != ACCEL_OK) {
-    /* the collective is issued: report that it goes unwatched rather than failing it */
-    accel_log(ACCEL_LOG_WARN, "comm", "%s: not watched (ACCEL_COMM_TIMEOUT): %s", fn,
-              accel_last_error());
-    accel_keepalive_release(&cmd->op.keep);
-  }
-}
-
-/* The memory a collective touches: range i is [p[i], +size[i]), access[i] 1 read, 2 write
- * (the allocator's convention: a write may not land in a read-only registration). */
-typedef struct cmd_ranges {
-  const void *p[2];
-  size_t size[2];
-  int access[2];
-  const char *name[2];
-} cmd_ranges_t;
-
-static int cmd_range(void *ctx, size_t i, const void **ptr, size_t *size) {
-  cmd_ranges_t *r = ctx;
-  *ptr = r->p[i];
-  *size = r->size[i];
-  return r->p[i] != NULL && r->size[i] != 0 ? r->access[i] : 0;
-}
-
-/* What this thread last validated, for a training loop that issues the same collective on
- * the same buffers step after step, where validating again cost a visible share of a 2 us
- * collective (issue 21's 4 KB target):
- * - the communicator and stream found live while the handle registry's version was `version`
- *   (and belonging to the same device);
- * - the ranges found valid for a communicator (by serial) while the device's free generation
- *   was gen (the allocator lookup takes a lock);
- * - the last call that passed every check (`call`, valid when call_ok): with the same
- *   communicator, stream, version and generation, the same call passes them again. */
-static _Thread_local struct {
-  unsigned version;
-  const accel_comm_t *comm;
-  const accel_stream_t *stream;
-  uint64_t serial, gen;
-  cmd_ranges_t r;
-  bool call_ok;
-  accel_comm_op_t call;
-} valid_cache = {.version = 1u}; /* odd: matches no version a lookup is remembered at */
-
-static bool same_ranges(const cmd_ranges_t *a, const cmd_ranges_t *b) {
-  for (int i = 0; i < 2; ++i)
-    if (a->p[i] != b->p[i] || a->size[i] != b->size[i] || a->access[i] != b->access[i])
-      return false;
-  return true;
-}
-
-/* Every range inside one live allocation of the communicator's device, none written in a
- * read-only registration. */
-static accel_status_t check_ranges(accel_comm_t *c, const char *fn, const cmd_ranges_t *r) {
-  /* read before the lookup: a free after it changes the generation stored below */
-  const uint64_t gen = accel_device_free_generation(c->dev);
-  if (valid_cache.serial == c->serial && valid_cache.gen == gen && same_ranges(&valid_cache.r, r))
-    return ACCEL_OK;
-  const size_t bad = accel_device_ranges_valid(c->dev, 2, cmd_range, (void *)r);
-  if (bad == SIZE_MAX) {
-    valid_cache.serial = c->serial;
-    valid_cache.gen = gen;
-    valid_cache.r = *r;
-    valid_cache.call_ok = false; /* it was validated with other ranges */
-    return ACCEL_OK;
-  }
-  if (accel_device_range_is_valid(c->dev, r->p[bad], r->size[bad]))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: %s [%p, +%zu) is written but lies in a read-only registration",
-                           fn, r->name[bad], r->p[bad], r->size[bad]);
-  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                         "%s: %s [%p, +%zu) is not inside one live allocation of the "
-                         "communicator's device", fn, r->name[bad], r->p[bad], r->size[bad]);
-}
-
-static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
-  return a && b && na && nb && (const char *)a < (const char *)b + nb &&
-         (const char *)b < (const char *)a + na;
-}
-
-/* c and s were found live (and of one device) at this registry version. */
-static bool handles_remembered(const accel_comm_t *c, const accel_stream_t *s,
-                               unsigned version) {
-  return valid_cache.version == version && valid_cache.comm == c && valid_cache.stream == s;
-}
-
-static accel_status_t check_handles(accel_comm_t *c, accel_stream_t *s, const char *fn) {
-  /* read before the lookups: a change after them moves the version stored below */
-  const unsigned version = accel_handle_registry_version();
-  if (handles_remembered(c, s, version)) return ACCEL_OK;
-  accel_status_t st = comm_check(c, fn);
-  if (st != ACCEL_OK) return st;
-  accel_device_t *dev = NULL;
-  st = accel_stream_check(s, fn, &dev);
-  if (st != ACCEL_OK) return st;
-  if (dev != c->dev)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: the stream belongs to another device than the communicator", fn);
-  if (version & 1u) return ACCEL_OK; /* a change was under way: not remembered */
-  valid_cache.version = version;
-  valid_cache.comm = c;
-  valid_cache.stream = s;
-  valid_cache.call_ok = false; /* it was validated with other handles */
-  return ACCEL_OK;
-}
-
-/* Validates the common arguments; *esize gets the element size. */
-static accel_status_t check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
-                                 const char *fn, size_t *esize) {
-  accel_status_t st = check_handles(c, s, fn);
-  if (st != ACCEL_OK) return st;
-  *esize = accel_dtype_size(dtype);
-  if (!*esize)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)dtype);
-  return ACCEL_OK;
-}
-
-/* A device range of n elements: NULL only when empty, aligned (check_ranges looks it up). */
-static accel_status_t check_buffer(const char *fn, const char *what, const void *p, size_t n,
-                                   size_t esize, size_t *bytes) {
-  /* (no division: two on every collective showed in its profile; esize is a power of 2) */
-  if (__builtin_mul_overflow(n, esize, bytes))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s: %zu elements overflow", fn,
-                           what, n);
-  if (*bytes == 0) return ACCEL_OK;
-  if (!p) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
-  if ((uintptr_t)p & (esize - 1))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s %p is not aligned to %zu bytes",
-                           fn, what, p, esize);
-  return ACCEL_OK;
-}
-
-typedef struct direct_run {
-  accel_comm_t *comm;
-  const accel_comm_op_t *cop;
-  accel_dtype_t downcast;
-  const float *downcast_src;
-} direct_run_t;
-
-static void run_direct(void *ctx) {
-  const direct_run_t *d = ctx;
-  run_collective(d->comm, d->cop, d->downcast, d->downcast_src, NULL);
-}
-
-/* A host engine's collective on a stream the backend lets us hold while it is idle
- * (accel_stream_run_on_caller): run here, with no command to allocate and no reference to c
- * beyond the caller's for the length of the call. Not send/recv: a pipeline's ranks may both
- * send before they receive, which needs the sends to wait on streams, not in their calls.
- * false: not run, nothing done. */
-static bool run_on_caller(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                          const accel_comm_op_t *cop, accel_dtype_t downcast,
-                          const float *downcast_src) {
-  if (!c->ev->host_engine || cop->kind == ACCEL_COMM_SEND || cop->kind == ACCEL_COMM_RECV)
-    return false;
-  direct_run_t d = {c, cop, downcast, downcast_src};
-  return accel_stream_run_on_caller(s, fn, run_direct, &d);
-}
-
-static bool same_op(const accel_comm_op_t *a, const accel_comm_op_t *b) {
-  return a->kind == b->kind && a->dtype == b->dtype && a->reduce == b->reduce &&
-         a->peer == b->peer && a->send == b->send && a->recv == b->recv && a->count == b->count;
-}
-
-/* The call this thread validated last, again (valid_cache): run on the caller without
- * checking it again when nothing the checks depend on has changed. false: the caller
- * validates and issues it. */
-static bool rerun_validated(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                            const accel_comm_op_t *cop) {
-  /* c is dereferenced only once the version shows it still live */
-  if (!valid_cache.call_ok || !handles_remembered(c, s, accel_handle_registry_version()) ||
-      !same_op(&valid_cache.call, cop) ||
-      valid_cache.gen != accel_device_free_generation(c->dev))
-    return false;
-  return run_on_caller(c, s, fn, cop, ACCEL_F32, NULL);
-}
-
-static accel_status_t issue(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                            const accel_comm_op_t *cop, const cmd_ranges_t *ranges,
-                            accel_dtype_t downcast, const float *downcast_src) {
-  accel_status_t vst = check_ranges(c, fn, ranges);
-  if (vst != ACCEL_OK) return vst;
-  if (downcast == ACCEL_F32) { /* every check passed: remembered for rerun_validated */
-    valid_cache.call = *cop;
-    valid_cache.call_ok = valid_cache.comm == c && valid_cache.stream == s;
-  }
-  if (run_on_caller(c, s, fn, cop, downcast, downcast_src)) return ACCEL_OK;
-  comm_cmd_t *cmd = calloc(1, sizeof *cmd);
-  if (!cmd) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  cmd->op.keep.refcount = 1;
-  cmd->op.keep.release = cmd_release;
-  cmd->op.run = cmd_run;
-  cmd->comm = c;
-  comm_retain(c);
-  cmd->cop = *cop;
-  cmd->downcast = downcast;
-  cmd->downcast_src = downcast_src;
-  int capturing = 0;
-  accel_stream_is_capturing(s, &capturing);
-  cmd->replayed = capturing && engine_prepares(c->ev);
-  cmd_ranges_t r = *ranges;
-  accel_status_t st =
-      c->ev->host_engine
-          ? accel_enqueue_host_op(s, fn, &cmd->op, cmd_range, &r, 2)
-          : accel_enqueue_native(s, fn, cmd_enqueue, cmd, &cmd->op.keep, cmd_range, &r, 2);
-  if (st == ACCEL_OK && !c->ev->host_engine) watch_collective(cmd, s, fn);
-  accel_keepalive_release(&cmd->op.keep); /* the issuer's reference */
-  return st;
-}
-
-accel_status_t accel_all_reduce(accel_comm_t *c, accel_stream_t *s, const void *send,
-                                void *recv, size_t count, accel_dtype_t dtype,
-                                accel_reduce_op_t op) {
-  const accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_REDUCE, .dtype = dtype, .reduce = op,
-                               .send = send, .recv = recv, .count = count};
-  if (rerun_validated(c, s, __func__, &cop)) return ACCEL_OK;
-  size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
-  if (st != ACCEL_OK) return st;
-  if ((unsigned)op > ACCEL_REDUCE_MIN)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
-                           (int)op);
-  if ((st = check_buffer(__func__, "send", send, count, es, &bytes)) != ACCEL_OK ||
-      (st = check_buffer(__func__, "recv", recv, count, es, &bytes)) != ACCEL_OK)
-    return st;
-  if (send != recv && overlap(send, bytes, recv, bytes))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: send and recv overlap (in place needs send == recv)", __func__);
-  cmd_ranges_t r = {{send, recv}, {bytes, bytes}, {1, 2}, {"send", "recv"}};
-  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-accel_status_t accel_reduce_scatter(accel_comm_t *c, accel_stream_t *s, const void *send,
-                                    void *recv, size_t recv_count, accel_dtype_t dtype,
-                                    accel_reduce_op_t op) {
-  size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
-  if (st != ACCEL_OK) return st;
-  if ((unsigned)op > ACCEL_REDUCE_MIN)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
-                           (int)op);
-  if (recv_count > SIZE_MAX / (size_t)c->size)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size * recv_count overflows",
-                           __func__);
-  if ((st = check_buffer(__func__, "send", send, recv_count * (size_t)c->size, es,
-                         &sbytes)) != ACCEL_OK ||
-      (st = check_buffer(__func__, "recv", recv, recv_count, es, &rbytes)) != ACCEL_OK)
-    return st;
-  if (overlap(send, sbytes, recv, rbytes))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: send and recv overlap", __func__);
-  accel_comm_op_t cop = {.kind = ACCEL_COMM_REDUCE_SCATTER, .dtype = dtype, .reduce = op,
-                         .send = send, .recv = recv, .count = recv_count};
-  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}, {1, 2}, {"send", "recv"}};
-  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-/* recv of size * send_count elements; send NULL means in place. */
-static accel_status_t gather_args(accel_comm_t *c, const char *fn, const void *send,
-                                  size_t send_bytes, void *recv, size_t send_count, size_t es,
-                                  size_t *rbytes, const void **send_out) {
-  if (send_count > SIZE_MAX / (size_t)c->size)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size * send_count overflows", fn);
-  accel_status_t st = check_buffer(fn, "recv", recv, send_count * (size_t)c->size, es,
-                                   rbytes);
-  if (st != ACCEL_OK) return st;
-  const char *own = recv ? (const char *)recv + (size_t)c->rank * send_count * es : NULL;
-  *send_out = send;
-  if (send == own && es * send_count == send_bytes) *send_out = NULL; /* in place */
-  else if (overlap(send, send_bytes, recv, *rbytes))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: send overlaps recv (in place needs send == recv + rank * "
-                           "send_count)", fn);
-  return ACCEL_OK;
-}
-
-accel_status_t accel_all_gather(accel_comm_t *c, accel_stream_t *s, const void *send,
-                                void *recv, size_t send_count, accel_dtype_t dtype) {
-  size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
-  if (st != ACCEL_OK) return st;
-  if ((st = check_buffer(__func__, "send", send, send_count, es, &sbytes)) != ACCEL_OK)
-    return st;
-  const void *snd = NULL;
-  st = gather_args(c, __func__, send, sbytes, recv, send_count, es, &rbytes, &snd);
-  if (st != ACCEL_OK) return st;
-  accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_GATHER, .dtype = dtype, .send = snd,
-                         .recv = recv, .count = send_count};
-  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}, {1, 2}, {"send", "recv"}};
-  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-accel_status_t accel_broadcast(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
-                               accel_dtype_t dtype, int root) {
-  size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
-  if (st != ACCEL_OK) return st;
-  if (root < 0 || root >= c->size)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: root %d outside [0, %d)", __func__,
-                           root, c->size);
-  if ((st = check_buffer(__func__, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
-  accel_comm_op_t cop = {.kind = ACCEL_COMM_BROADCAST, .dtype = dtype, .peer = root,
-                         .recv = buf, .count = count};
-  /* the root's buffer is only read (it may be a read-only registration) */
-  cmd_ranges_t r = {{buf, NULL}, {bytes, 0}, {c->rank == root ? 1 : 2, 0}, {"buf", NULL}};
-  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-static accel_status_t point_to_point(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                                     accel_comm_op_kind_t kind, const void *buf, size_t count,
-                                     accel_dtype_t dtype, int peer) {
-  size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, fn, &es);
-  if (st != ACCEL_OK) return st;
-  if (peer < 0 || peer >= c->size || peer == c->rank)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: peer %d is not another rank of [0, %d) (this rank is %d)", fn,
-                           peer, c->size, c->rank);
-  if ((st = check_buffer(fn, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
-  accel_comm_op_t cop = {.kind = kind, .dtype = dtype, .peer = peer, .count = count};
-  if (kind == ACCEL_COMM_SEND) cop.send = buf;
-  else cop.recv = (void *)(uintptr_t)buf;
-  cmd_ranges_t r = {{buf, NULL}, {bytes, 0}, {kind == ACCEL_COMM_SEND ? 1 : 2, 0}, {"buf", NULL}};
-  return issue(c, s, fn, &cop, &r, ACCEL_F32, NULL);
-}
-
-accel_status_t accel_send(accel_comm_t *c, accel_stream_t *s, const void *buf, size_t count,
-                          accel_dtype_t dtype, int peer) {
-  return point_to_point(c, s, __func__, ACCEL_COMM_SEND, buf, count, dtype, peer);
-}
-
-accel_status_t accel_recv(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
-                          accel_dtype_t dtype, int peer) {
-  return point_to_point(c, s, __func__, ACCEL_COMM_RECV, buf, count, dtype, peer);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* distributed kernels */
-
-accel_status_t accel_all_gather_downcast(accel_comm_t *c, accel_stream_t *s, const float *send,
-                                         void *recv, size_t send_count,
-                                         accel_dtype_t recv_dtype) {
-  size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, recv_dtype, __func__, &es);
-  if (st != ACCEL_OK) return st;
-  if (recv_dtype != ACCEL_BF16 && recv_dtype != ACCEL_F16)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: recv_dtype must be BF16 or F16",
-                           __func__);
-  if ((st = check_buffer(__func__, "send", send, send_count, sizeof(float), &sbytes)) !=
-      ACCEL_OK)
-    return st;
-  const void *snd = NULL;
-  st = gather_args(c, __func__, NULL, 0, recv, send_count, es, &rbytes, &snd);
-  if (st != ACCEL_OK) return st;
-  if (overlap(send, sbytes, recv, rbytes))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: send overlaps recv", __func__);
-  accel_comm_op_t cop = {.kind = ACCEL_COMM_ALL_GATHER, .dtype = recv_dtype, .send = NULL,
-                         .recv = recv, .count = send_count};
-  cmd_ranges_t r = {{send, recv}, {sbytes, rbytes}, {1, 2}, {"send", "recv"}};
-  if (c->ev->host_engine) return issue(c, s, __func__, &cop, &r, recv_dtype, send);
-  /* stream engines: the cast kernel writes this rank's block, then an in-place all-gather */
-  accel_tensor_t src = {(void *)send, send_count, ACCEL_F32};
-  accel_tensor_t dst = {(char *)recv + (size_t)c->rank * send_count * es, send_count,
-                        recv_dtype};
-  if (send_count && (st = accel_cast(s, &src, &dst, 1, NULL)) != ACCEL_OK) return st;
-  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-accel_status_t accel_comm_overflow_reduce(accel_comm_t *c, accel_stream_t *s,
-                                          float *found_inf_dev) {
-  return accel_all_reduce(c, s, found_inf_dev, found_inf_dev, 1, ACCEL_F32, ACCEL_REDUCE_MAX);
-}
-
-/* The local norm into out_dev (one rank), or the all-gathered norm: every check first, so that
- * a refusal issues nothing (the other ranks, refusing the same call, stay in step). */
-static accel_status_t global_norm(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                                  const accel_tensor_t *tensors, size_t n, float norm_type,
-                                  float *out_dev) {
-  /* one rank: the local norm is the norm (bitwise the single-process one for every p) */
-  if (c->size == 1) return accel_multi_tensor_norm(s, tensors, n, norm_type, out_dev);
-  /* local norm at gathered[rank], gathered in place, then the norm of the size values */
-  float *gathered = NULL;
-  accel_status_t st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
-  if (st != ACCEL_OK) return st;
-  st = accel_multi_tensor_norm(s, tensors, n, norm_type, gathered + c->rank);
-  if (st == ACCEL_OK)
-    st = accel_all_gather(c, s, gathered + c->rank, gathered, 1, ACCEL_F32);
-  accel_tensor_t all = {gathered, (size_t)c->size, ACCEL_F32};
-  if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &all, 1, norm_type, out_dev);
-  accel_status_t fst = accel_free_async(s, gathered);
-  if (st != ACCEL_OK) accel_set_error(st, "%s: %s", fn, accel_last_error());
-  return st != ACCEL_OK ? st : fst;
-}
-
-/* What every distributed norm checks before anything is issued: the communicator, the stream
- * (on its device), and the norm as the single-device kernel checks it. */
-static accel_status_t global_norm_check(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                                        const accel_tensor_t *tensors, size_t n,
-                                        float norm_type, float *out_dev) {
-  size_t es = 0;
-  accel_status_t st = check_args(c, s, ACCEL_F32, fn, &es);
-  if (st == ACCEL_OK) st = accel_multi_tensor_norm_check(s, tensors, n, norm_type, out_dev);
-  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", fn, accel_last_error());
-  return ACCEL_OK;
-}
-
-accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
-                                      const accel_tensor_t *tensors, size_t n, float norm_type,
-                                      float *out_dev) {
-  ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
-  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type, out_dev);
-  if (st != ACCEL_OK) return st;
-  return global_norm(c, s, __func__, tensors, n, norm_type, out_dev);
-}
-
-accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *c, accel_stream_t *s,
-                                              const accel_tensor_t *tensors, size_t n,
-                                              float max_norm, float norm_type, float eps,
-                                              float *total_norm_out_dev, float *coef_out_dev) {
-  ACCEL_REQUIRE_ARG(total_norm_out_dev, __func__, "total_norm_out_dev is NULL");
-  /* the clip's checks too (its norm output inside the clipped tensors...) before the norm's
-   * all-gather is issued */
-  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type,
-                                        total_norm_out_dev);
-  if (st != ACCEL_OK) return st;
-  st = accel_clip_by_global_norm_check(s, tensors, n, total_norm_out_dev, coef_out_dev);
-  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
-  st = global_norm(c, s, __func__, tensors, n, norm_type, total_norm_out_dev);
-  if (st != ACCEL_OK) return st;
-  return accel_clip_by_global_norm(s, tensors, n, max_norm, total_norm_out_dev, eps,
-                                   coef_out_dev);
-}

@@ -1,5 +1,5 @@
 /*
- * Communicators (core/comm.c) and their engines (core/comm_loader.c).
+ * Communicators (core/comm.c, core/comm_enqueue.c) and their engines (core/comm_loader.c).
  */
 #ifndef ACCEL_CORE_COMM_INTERNAL_H
 #define ACCEL_CORE_COMM_INTERNAL_H
@@ -57,6 +57,34 @@ typedef struct accel_comm_live {
 } accel_comm_live_t;
 void accel_comm_live_add(accel_comm_live_t *l);
 void accel_comm_live_remove(accel_comm_live_t *l);
+
+/* A communicator (core/comm.c: lifecycle; core/comm_enqueue.c: its collectives). */
+struct accel_comm {
+  accel_handle_t hdr;
+  accel_device_t *dev; /* reference held */
+  const accel_comm_engine_vtable_t *ev;
+  accel_ce_comm_t *impl;
+  int rank, size;
+  double timeout_s;
+  accel_comm_checker_t check; /* the ranks agree on collectives (ACCEL_COMM_CHECK) */
+  uint64_t serial;           /* never reused: keys the issuing threads' validation caches */
+  pthread_mutex_t lock;      /* guards the failure record */
+  atomic_int failed;
+  atomic_int cancelled; /* the engine's comm_cancel was called (stream engines' watchdog) */
+  accel_status_t error;
+  char message[768];
+  accel_comm_live_t live; /* on the list drained at process exit (comm_exit.c) */
+};
+
+/* ACCEL_COMM_TIMEOUT in seconds (300 when unset; a bad value is logged and ignored). */
+double accel_comm_timeout(void);
+/* ACCEL_OK for a live communicator; else INVALID_HANDLE with a message naming fn. */
+accel_status_t accel_comm_handle_check(accel_comm_t *c, const char *fn);
+static inline void accel_comm_retain(accel_comm_t *c) { atomic_fetch_add(&c->hdr.refcount, 1); }
+/* Drops a reference; the last one destroys the engine's communicator and lets the device go. */
+void accel_comm_release(accel_comm_t *c);
+/* Records the first failure (status, what) on c; later collectives on it are skipped. */
+void accel_comm_fail(accel_comm_t *c, accel_status_t status, const char *what);
 
 /* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
 void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);

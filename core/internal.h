@@ -88,6 +88,11 @@ struct accel_backend {
 void accel_registry_ensure_loaded(void);
 /* Runs backend_init once; returns its status (message copied into backend->init_message). */
 accel_status_t accel_backend_ensure_init(accel_backend_t *backend);
+/* The collective engine for the backend's devices: its vtable's comm_engine, else the build's
+ * plugin table (core/plugin_table.h), else the host engine. */
+const char *accel_backend_comm_engine(const accel_backend_t *backend);
+/* The collective engine that runs on the host and bootstraps the others (the build's table). */
+const char *accel_host_comm_engine(void);
 extern const accel_host_api_t accel_host_api;
 /* accel_device_open(NULL) without ACCEL_BACKEND: the best-ranked device that opens
  * (core/device_rank.c). */

@@ -1,57 +1,43 @@
 /*
- * Backend registry and plugin loader.
+ * The backend plugin search, which fills the registry (core/registry.c) once.
  *
- * Search order: ACCEL_PLUGIN_PATH (':'-separated) -> the installed plugin dir
- * (<libdir>/accel) -> the directory of libaccel itself (so a build tree works uninstalled).
- * Files named libaccel-*.so are opened with RTLD_NOW | RTLD_LOCAL, queried through
- * accel_plugin_query, checked (ABI version, struct size, required slots, name, kernel ABI) and
+ * Built-in backends come first, from the plugin table the build generates (plugin_table.h).
+ * Then every libaccel-*.so of the plugin directories (plugin_loader.h: ACCEL_PLUGIN_PATH, the
+ * installed plugin dir, the directory of libaccel) is opened by the one plugin loader
+ * (core/plugin_loader.c: file, ELF and vtable header checks, shared with the collective
+ * engines), checked here for what a backend needs (required slots, kernel ABI) and
  * de-duplicated by backend name; the first one found wins. A missing plugin is quiet (info
- * log); a present but broken one logs why at warn level and is skipped. Only regular files (or
- * links to them) are candidates: a FIFO or device named libaccel-*.so would block open(). Any
+ * log); a present but broken one logs why at warn level and is skipped. Any
  * number of files is considered (no fixed table); every file considered is kept as a report
  * for accel-info, up to MAX_FAILED_REPORTS reports of files that failed before naming a
  * backend (junk), after which one summary report counts the rest. Loaded plugins are never
  * dlclose'd.
  */
 #include <dirent.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <stdarg.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel_config.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
-#include "backends/cpu/cpu_backend.h"
 #include "internal.h"
+#include "plugin_loader.h"
+#include "plugin_table.h"
+#include "registry.h"
 
-#define MAX_BACKENDS 16
 /* Reports of files that failed before a backend name was known (junk named libaccel-*.so) are
  * kept up to this many (each is about 1.5 KiB); the rest are counted in one summary report and
  * still logged. Reports naming a backend are always kept. */
 #define MAX_FAILED_REPORTS 4096
-/* A backend claiming more devices than this is broken (no runtime exposes that many). */
-#define MAX_DEVICE_COUNT (1 << 16)
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static accel_backend_t backends[MAX_BACKENDS];
-static accel_backend_vtable_t vtable_copies[MAX_BACKENDS];
-static int nbackends;
-/* Written only by load_all (under load_once), read-only afterwards. */
+/* Written only by accel_loader_load_all (once), read-only afterwards. */
 static accel_plugin_report_t *reports;
 static int nreports, capreports, nanonymous, nunreported;
 static char searched[2048]; /* the directories searched, for messages */
-
-/* Plugins the project ships, so a missing one can be reported as NOT_FOUND. */
-static const char *const known_plugins[] = {"opencl", "cuda", "hip", "level_zero"};
 
 static void add_report(const char *path, const char *backend, accel_plugin_outcome_t outcome,
                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -85,12 +71,6 @@ static void add_report(const char *path, const char *backend, accel_plugin_outco
   va_end(ap);
 }
 
-static accel_backend_t *find_backend(const char *name) {
-  for (int i = 0; i < nbackends; ++i)
-    if (strcmp(backends[i].name, name) == 0) return &backends[i];
-  return NULL;
-}
-
 /* Whether file (a path) is libaccel-NAME.so for backend name; '_' and '-' are the same there
  * (level_zero is libaccel-level-zero.so). */
 static bool is_plugin_file_of(const char *file, const char *name) {
@@ -110,7 +90,7 @@ static bool is_plugin_file_of(const char *file, const char *name) {
 /* The first report that says why backend name is not registered: a file refused at load that
  * named it (or, refused before naming a backend, is its libaccel-NAME.so), or a known plugin
  * not found. NULL when none. */
-static const accel_plugin_report_t *unregistered_report(const char *name) {
+const accel_plugin_report_t *accel_loader_report_for(const char *name) {
   for (int r = 0; r < nreports; ++r) {
     const accel_plugin_report_t *rep = &reports[r];
     if (rep->outcome == ACCEL_PLUGIN_NOT_FOUND && strcmp(rep->backend, name) == 0) return rep;
@@ -121,62 +101,11 @@ static const accel_plugin_report_t *unregistered_report(const char *name) {
   return NULL;
 }
 
-/* Whether a plugin states the kernel ABI it was built with (one built before the handshake has
- * a struct_size short of the fields). */
-static bool declares_kernel_abi(const accel_backend_vtable_t *vt) {
-  size_t end = offsetof(accel_backend_vtable_t, kernel_count) + sizeof vt->kernel_count;
-  return vt->struct_size >= end && vt->kernel_abi_version != 0;
-}
-
-/* SQLite-VFS style: copy what the plugin has; later slots stay NULL. A kernel ABI not declared
- * is version 1 (the only one before the handshake) with every kernel of this libaccel: such a
- * plugin checks ids itself. */
-static void copy_vtable(accel_backend_vtable_t *copy, const accel_backend_vtable_t *vt) {
-  memset(copy, 0, sizeof *copy);
-  memcpy(copy, vt, vt->struct_size < sizeof *copy ? vt->struct_size : sizeof *copy);
-  copy->struct_size = sizeof *copy;
-  if (!declares_kernel_abi(vt)) {
-    copy->kernel_abi_version = 1;
-    copy->kernel_count = ACCEL_KERNEL_COUNT;
-  }
-}
-
-static void register_backend(const accel_backend_vtable_t *vt, const char *path, void *dl) {
-  accel_backend_t *b = &backends[nbackends];
-  copy_vtable(&vtable_copies[nbackends], vt);
-  memset(b, 0, sizeof *b);
-  snprintf(b->name, sizeof b->name, "%s", vt->name);
-  snprintf(b->path, sizeof b->path, "%s", path ? path : "");
-  b->vt = &vtable_copies[nbackends];
-  b->dl = dl;
-  pthread_mutex_init(&b->lock, NULL);
-  nbackends++;
-}
-
-/* Checks a plugin's vtable; returns NULL when acceptable, else why not. */
-static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, size_t len) {
-  if (vt->abi_version != ACCEL_PLUGIN_ABI_VERSION) {
-    snprintf(buf, len, "plugin ABI version %u, host ABI version %u", vt->abi_version,
-             ACCEL_PLUGIN_ABI_VERSION);
-    return buf;
-  }
-  size_t required = offsetof(accel_backend_vtable_t, submit_batch);
-  if (vt->struct_size < required) {
-    snprintf(buf, len, "vtable struct_size %u is smaller than the %zu bytes of required slots",
-             vt->struct_size, required);
-    return buf;
-  }
-  /* Every field after struct_size is a pointer: a size that is not a whole number of them
-   * would have the copy below take half of a function pointer. */
-  if (vt->struct_size % sizeof(void *) != 0) {
-    snprintf(buf, len, "vtable struct_size %u is not a multiple of the pointer size %zu",
-             vt->struct_size, sizeof(void *));
-    return buf;
-  }
-  if (!vt->name || !vt->name[0] || strlen(vt->name) >= sizeof backends[0].name) {
-    snprintf(buf, len, "vtable has no valid backend name");
-    return buf;
-  }
+/* The backend's own checks of a vtable whose header passed (plugin_loader.c): the required
+ * slots and the kernel ABI. NULL when acceptable, else why not. */
+static const char *check_vtable(const void *header, void *ctx, char *buf, size_t len) {
+  (void)ctx;
+  const accel_backend_vtable_t *vt = header;
 #define REQUIRE(slot)                                                     \
   if (!vt->slot) {                                                        \
     snprintf(buf, len, "required vtable slot '" #slot "' is NULL");       \
@@ -194,71 +123,15 @@ static const char *check_vtable(const accel_backend_vtable_t *vt, char *buf, siz
    * layouts are the same within one version, so only the version has to match; a plugin that
    * knows fewer kernels is launched only those (accel_plugin.h, kernel_abi_version). */
   accel_backend_vtable_t copy;
-  copy_vtable(&copy, vt);
+  accel_vtable_copy(&copy, vt);
   if (copy.kernel_forms && copy.kernel_abi_version != ACCEL_KERNEL_ABI_VERSION) {
     snprintf(buf, len, "plugin kernel ABI version %u%s, library kernel ABI version %u",
              copy.kernel_abi_version,
-             declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
+             accel_vtable_declares_kernel_abi(vt) ? "" : " (not declared: built before the handshake)",
              ACCEL_KERNEL_ABI_VERSION);
     return buf;
   }
   return NULL;
-}
-
-/*
- * Refuses, before dlopen, 64-bit ELF files that dlopen would crash on or misreport: glibc maps
- * PT_LOAD segments that lie past the end of a truncated file and dies of SIGBUS relocating
- * them, and it says "No such file or directory" about an existing ELF built for another
- * machine. Anything else (not ELF, too short for a header, unreadable) is left to dlopen.
- */
-#if defined(__x86_64__)
-#define HOST_ELF_MACHINE EM_X86_64
-#elif defined(__aarch64__)
-#define HOST_ELF_MACHINE EM_AARCH64
-#elif defined(__powerpc64__)
-#define HOST_ELF_MACHINE EM_PPC64
-#endif
-
-static bool elf_precheck(const char *path, char *why, size_t size) {
-#ifdef HOST_ELF_MACHINE
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never block (see load_plugin) */
-  if (fd < 0) return true;
-  struct stat sb;
-  Elf64_Ehdr eh;
-  bool ok = true;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { /* replaced since load_plugin's stat */
-    snprintf(why, size, "not a regular file");
-    ok = false;
-  } else if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0) {
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
-      snprintf(why, size, "ELF class %u, this host loads ELFCLASS64 (%u) objects",
-               (unsigned)eh.e_ident[EI_CLASS], (unsigned)ELFCLASS64);
-      ok = false;
-    } else if (eh.e_machine != HOST_ELF_MACHINE) {
-      snprintf(why, size, "ELF machine %u, this host is machine %u (built for another "
-               "architecture)", (unsigned)eh.e_machine, (unsigned)HOST_ELF_MACHINE);
-      ok = false;
-    }
-    for (unsigned i = 0; ok && i < eh.e_phnum; ++i) {
-      Elf64_Phdr ph;
-      off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
-      if (pread(fd, &ph, sizeof ph, at) != (ssize_t)sizeof ph) {
-        snprintf(why, size, "truncated: program header %u lies past the end of the file", i);
-        ok = false;
-      } else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (uint64_t)sb.st_size) {
-        snprintf(why, size, "truncated: segment %u needs %llu bytes, the file has %lld", i,
-                 (unsigned long long)(ph.p_offset + ph.p_filesz), (long long)sb.st_size);
-        ok = false;
-      }
-    }
-  }
-  close(fd);
-  return ok;
-#else
-  (void)path, (void)why, (void)size;
-  return true;
-#endif
 }
 
 /* "native, host C" for a kernel_forms value (zero in an older plugin's copy: "none"). */
@@ -274,92 +147,29 @@ static void kernel_forms_text(uintptr_t forms, char *buf, size_t len) {
   if (!used) snprintf(buf, len, "none");
 }
 
-static const char *file_kind(mode_t mode) {
-  return S_ISFIFO(mode)   ? "a FIFO"
-         : S_ISDIR(mode)  ? "a directory"
-         : S_ISCHR(mode)  ? "a character device"
-         : S_ISBLK(mode)  ? "a block device"
-         : S_ISSOCK(mode) ? "a socket"
-                          : "not a plain file";
+static accel_status_t backend_query(void *entry, const void **out) {
+  const accel_backend_vtable_t *vt = NULL;
+  accel_status_t st =
+      ((accel_plugin_query_fn)entry)(ACCEL_PLUGIN_ABI_VERSION, &accel_host_api, &vt);
+  *out = vt;
+  return st;
 }
 
-static void load_plugin(const char *path) {
-  char why[512];
-  /* Only regular files (stat follows links): opening a FIFO blocks until a writer appears, and
-   * dlopen and the ELF check both open the file. */
-  struct stat sb;
-  why[0] = '\0';
-  if (stat(path, &sb) != 0)
-    snprintf(why, sizeof why, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(sb.st_mode))
-    snprintf(why, sizeof why, "not a regular file (%s)", file_kind(sb.st_mode));
-  if (why[0]) {
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "skipped: %s", why);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping %s: %s", path, why);
-    return;
-  }
-  if (!elf_precheck(path, why, sizeof why)) {
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "not loadable here: %s", why);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, why);
-    return;
-  }
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    const char *e = dlerror();
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "dlopen failed: %s", e ? e : "unknown error");
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: dlopen failed: %s", path,
-              e ? e : "unknown error");
-    return;
-  }
-  dlerror();
-  accel_plugin_query_fn query = (accel_plugin_query_fn)dlsym(dl, ACCEL_PLUGIN_QUERY_SYMBOL);
-  if (!query) {
-    const char *e = dlerror();
-    add_report(path, NULL, ACCEL_PLUGIN_FAILED, "missing entry symbol %s: %s",
-               ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: missing %s: %s", path,
-              ACCEL_PLUGIN_QUERY_SYMBOL, e ? e : "not found");
-    dlclose(dl);
-    return;
-  }
-  const accel_backend_vtable_t *vt = NULL;
-  accel_clear_error();
-  accel_status_t st = query(ACCEL_PLUGIN_ABI_VERSION, &accel_host_api, &vt);
-  const char *problem = NULL;
-  if (st != ACCEL_OK) {
-    snprintf(why, sizeof why, "%s returned %s: %s", ACCEL_PLUGIN_QUERY_SYMBOL,
-             accel_status_name(st), accel_last_error());
-    problem = why;
-  } else if (!vt) {
-    problem = "accel_plugin_query returned no vtable";
-  } else {
-    problem = check_vtable(vt, why, sizeof why);
-  }
-  if (problem) {
-    add_report(path, vt && vt->name ? vt->name : NULL, ACCEL_PLUGIN_FAILED, "%s", problem);
-    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, problem);
-    dlclose(dl);
-    return;
-  }
-  if (find_backend(vt->name)) {
-    add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE,
-               "backend '%s' is already provided by %s", vt->name,
-               find_backend(vt->name)->path[0] ? find_backend(vt->name)->path : "libaccel");
-    accel_log(ACCEL_LOG_INFO, "loader", "ignoring %s: backend '%s' already registered", path,
-              vt->name);
-    dlclose(dl);
-    return;
-  }
-  if (nbackends == MAX_BACKENDS) {
-    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)", MAX_BACKENDS);
-    dlclose(dl);
-    return;
-  }
-  register_backend(vt, path, dl);
-  const accel_backend_vtable_t *copy = backends[nbackends - 1].vt;
+static const accel_plugin_kind_t backend_kind = {
+    .query_symbol = ACCEL_PLUGIN_QUERY_SYMBOL,
+    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
+    .query = backend_query,
+    .min_size = offsetof(accel_backend_vtable_t, submit_batch),
+    .name_size = sizeof ((accel_backend_t *)0)->name,
+    .check = check_vtable,
+};
+
+static void report_loaded(const char *path, const accel_backend_vtable_t *vt,
+                          const accel_backend_t *b) {
+  const accel_backend_vtable_t *copy = b->vt;
   char forms[96];
   kernel_forms_text(copy->kernel_forms, forms, sizeof forms);
-  if (declares_kernel_abi(vt))
+  if (accel_vtable_declares_kernel_abi(vt))
     add_report(path, vt->name, ACCEL_PLUGIN_LOADED,
                "loaded (ABI %u, kernels: %s, kernel ABI %u with %u kernels)", vt->abi_version,
                forms, copy->kernel_abi_version, copy->kernel_count);
@@ -368,6 +178,33 @@ static void load_plugin(const char *path) {
                "loaded (ABI %u, kernels: %s, kernel ABI not declared: taken as 1)",
                vt->abi_version, forms);
   accel_log(ACCEL_LOG_INFO, "loader", "loaded backend '%s' from %s", vt->name, path);
+}
+
+static void load_plugin(const char *path) {
+  accel_plugin_file_t f;
+  if (accel_plugin_open(&backend_kind, path, NULL, &f) != ACCEL_OK) {
+    add_report(path, f.name, ACCEL_PLUGIN_FAILED, "%s", f.why);
+    accel_log(ACCEL_LOG_WARN, "loader", "skipping plugin %s: %s", path, f.why);
+    return;
+  }
+  const accel_backend_vtable_t *vt = f.vtable;
+  const accel_backend_t *have = accel_registry_find(vt->name);
+  if (have) {
+    add_report(path, vt->name, ACCEL_PLUGIN_DUPLICATE, "backend '%s' is already provided by %s",
+               vt->name, have->path[0] ? have->path : "libaccel");
+    accel_log(ACCEL_LOG_INFO, "loader", "ignoring %s: backend '%s' already registered", path,
+              vt->name);
+    dlclose(f.dl);
+    return;
+  }
+  const accel_backend_t *b = accel_registry_add(vt, path, f.dl);
+  if (!b) {
+    add_report(path, vt->name, ACCEL_PLUGIN_FAILED, "too many backends (max %d)",
+               ACCEL_MAX_BACKENDS);
+    dlclose(f.dl);
+    return;
+  }
+  report_loaded(path, vt, b);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -406,11 +243,12 @@ static bool str_list_has(const str_list_t *l, const char *s) {
   return false;
 }
 
-static void scan_dir(const char *dir, str_list_t *seen) {
-  size_t used = strlen(searched);
-  snprintf(searched + used, sizeof searched - used, "%s%s", used ? ", " : "", dir);
+/* Loads every libaccel-*.so of dir in name order (accel_plugin_search's visit; ctx: the real
+ * paths considered so far). */
+static int scan_dir(const char *dir, void *ctx) {
+  str_list_t *seen = ctx;
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return 0;
   str_list_t names = {0};
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
@@ -437,59 +275,16 @@ static void scan_dir(const char *dir, str_list_t *seen) {
     load_plugin(path);
   }
   str_list_free(&names);
+  return 0;
 }
 
-/*
- * ACCEL_VISIBLE_DEVICES selects devices for every backend. A vendor runtime reads its own
- * variable (the plugin names it: vtable visible_devices_env) once, when it initialises, so it
- * has to be in the environment before the plugin's backend_init. It is applied here, once per
- * process under load_once, after the plugins are registered and before any of them is
- * initialised (backend_init runs only after accel_registry_ensure_loaded returns): plugins never
- * touch the environment, which setenv would make unsafe while other threads read it. A value
- * the user set for the vendor variable wins; "" means unset, as for every accel variable
- * (accel_env), so ACCEL_VISIBLE_DEVICES= hides nothing.
- */
-static void apply_visible_devices(void) {
-  const char *want = accel_env("ACCEL_VISIBLE_DEVICES");
-  if (!want) return;
-  for (int i = 0; i < nbackends; ++i) {
-    const char *var = backends[i].vt->visible_devices_env; /* zero in an older plugin's copy */
-    if (!var || !var[0]) continue;
-    const char *have = getenv(var);
-    if (have)
-      accel_log(ACCEL_LOG_INFO, "loader",
-                "ACCEL_VISIBLE_DEVICES=%s not applied to %s: %s=%s was set explicitly", want,
-                backends[i].name, var, have);
-    else if (setenv(var, want, 0) == 0)
-      accel_log(ACCEL_LOG_INFO, "loader", "set %s=%s from ACCEL_VISIBLE_DEVICES", var, want);
-  }
-}
-
-static void load_all(void) {
-  register_backend(accel_cpu_backend_vtable(), NULL, NULL);
+void accel_loader_load_all(void) {
+  for (size_t i = 0; i < accel_plugin_table.builtin_count; ++i)
+    accel_registry_add(accel_plugin_table.builtin[i](), NULL, NULL);
   str_list_t seen = {0};
-  const char *env = accel_env("ACCEL_PLUGIN_PATH");
-  if (env) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", env);
-    for (char *save = NULL, *dir = strtok_r(buf, ":", &save); dir;
-         dir = strtok_r(NULL, ":", &save))
-      scan_dir(dir, &seen);
-  }
-  scan_dir(ACCEL_PLUGIN_DIR, &seen);
-  Dl_info info;
-  if (dladdr((void *)load_all, &info) && info.dli_fname) {
-    char self[PATH_MAX];
-    if (realpath(info.dli_fname, self)) {
-      char *slash = strrchr(self, '/');
-      if (slash) {
-        *slash = '\0';
-        scan_dir(self, &seen);
-      }
-    }
-  }
+  accel_plugin_search(scan_dir, &seen, searched, sizeof searched);
   str_list_free(&seen);
-  apply_visible_devices();
+  accel_registry_apply_visible_devices();
   if (nunreported) {
     int dropped = nunreported;
     nanonymous = 0; /* room for the summary itself */
@@ -498,182 +293,17 @@ static void load_all(void) {
                "first %d such files; ACCEL_LOG=warn logs every one)",
                dropped, MAX_FAILED_REPORTS);
   }
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins; ++i) {
-    if (find_backend(known_plugins[i]) || unregistered_report(known_plugins[i])) continue;
+  for (size_t i = 0; i < accel_plugin_table.known_count; ++i) {
+    const char *name = accel_plugin_table.known[i].name;
+    if (accel_registry_find(name) || accel_loader_report_for(name)) continue;
     char file[64];
-    snprintf(file, sizeof file, "libaccel-%s.so", known_plugins[i]);
+    snprintf(file, sizeof file, "libaccel-%s.so", name);
     for (char *c = file; *c; ++c)
       if (*c == '_') *c = '-';
-    add_report("", known_plugins[i], ACCEL_PLUGIN_NOT_FOUND, "%s not found in: %s", file,
-               searched);
-    accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", known_plugins[i],
-              file, searched);
+    add_report("", name, ACCEL_PLUGIN_NOT_FOUND, "%s not found in: %s", file, searched);
+    accel_log(ACCEL_LOG_INFO, "loader", "backend '%s': %s not found in: %s", name, file,
+              searched);
   }
-}
-
-void accel_registry_ensure_loaded(void) { pthread_once(&load_once, load_all); }
-
-/* ---------------------------------------------------------------------------------------- */
-/* backend init and the public registry API */
-
-/*
- * backend_shutdown at process teardown. After each successful backend_init an atexit handler
- * is registered; atexit runs handlers last-in first-out, so each run shuts down the most
- * recently initialised backend still up, before the exit handlers its vendor runtime registered
- * during that backend_init (which would otherwise run first and pull the runtime out from under
- * it). A backend with a device still open (never closed by its user) is not shut down: its
- * state is in use. Each backend is shut down at most once; afterwards it reports UNAVAILABLE.
- */
-static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
-static accel_backend_t *initialised[MAX_BACKENDS];
-static int ninitialised;
-
-static void shutdown_latest(void) {
-  pthread_mutex_lock(&shutdown_lock);
-  accel_backend_t *b = ninitialised ? initialised[--ninitialised] : NULL;
-  pthread_mutex_unlock(&shutdown_lock);
-  if (!b) return;
-  pthread_mutex_lock(&b->lock);
-  int open_devices = 0;
-  for (int i = 0; i < b->device_count; ++i) open_devices += b->devices[i] != NULL;
-  if (open_devices) {
-    pthread_mutex_unlock(&b->lock);
-    accel_log(ACCEL_LOG_DEBUG, "loader", "backend '%s' not shut down at exit: %d device(s) "
-              "still open", b->name, open_devices);
-    return;
-  }
-  b->vt->backend_shutdown(b->state);
-  b->state = NULL;
-  free(b->devices);
-  b->devices = NULL;
-  b->device_count = 0;
-  b->init_status = ACCEL_ERROR_UNAVAILABLE;
-  snprintf(b->init_message, sizeof b->init_message, "shut down at process exit");
-  pthread_mutex_unlock(&b->lock);
-}
-
-static void shutdown_at_exit(accel_backend_t *b) {
-  pthread_mutex_lock(&shutdown_lock);
-  initialised[ninitialised++] = b; /* at most once per backend: under its init_done */
-  pthread_mutex_unlock(&shutdown_lock);
-  if (atexit(shutdown_latest) != 0)
-    accel_log(ACCEL_LOG_WARN, "loader", "atexit failed: backend '%s' will not be shut down at "
-              "exit", b->name);
-}
-
-accel_status_t accel_backend_ensure_init(accel_backend_t *b) {
-  pthread_mutex_lock(&b->lock);
-  if (!b->init_done) {
-    accel_clear_error();
-    b->init_status = b->vt->backend_init(&accel_host_api, &b->state);
-    if (b->init_status == ACCEL_OK) shutdown_at_exit(b);
-    if (b->init_status == ACCEL_OK) {
-      b->init_status = b->vt->device_count(b->state, &b->device_count);
-      if (b->init_status == ACCEL_OK &&
-          (b->device_count < 0 || b->device_count > MAX_DEVICE_COUNT))
-        b->init_status = accel_set_error(ACCEL_ERROR_PLUGIN,
-                                         "plugin reported an invalid device count %d (valid: 0 "
-                                         "to %d)",
-                                         b->device_count, MAX_DEVICE_COUNT);
-      if (b->init_status == ACCEL_OK && b->device_count > 0) {
-        b->devices = calloc((size_t)b->device_count, sizeof *b->devices);
-        if (!b->devices)
-          b->init_status = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-      }
-    }
-    if (b->init_status == ACCEL_OK && b->device_count == 0)
-      b->init_status = accel_set_error(ACCEL_ERROR_UNAVAILABLE, "no devices");
-    snprintf(b->init_message, sizeof b->init_message, "%s",
-             b->init_status == ACCEL_OK ? "ok" : accel_last_error());
-    if (b->init_status != ACCEL_OK) b->device_count = 0;
-    b->init_done = true;
-  }
-  accel_status_t st = b->init_status;
-  pthread_mutex_unlock(&b->lock);
-  if (st != ACCEL_OK)
-    return accel_set_error(st, "backend '%s' unavailable: %s", b->name, b->init_message);
-  return ACCEL_OK;
-}
-
-int accel_backend_count(void) {
-  accel_registry_ensure_loaded();
-  return nbackends;
-}
-
-accel_status_t accel_backend_get(int index, accel_backend_t **out) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  if (index < 0 || index >= nbackends)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: index %d out of range [0, %d)", __func__, index, nbackends);
-  *out = &backends[index];
-  return ACCEL_OK;
-}
-
-/* Comma-separated names of the registered backends plus the known plugin names. */
-static void known_names(char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < nbackends && used < len; ++i)
-    used += (size_t)snprintf(buf + used, len - used, "%s%.31s", i ? ", " : "", backends[i].name);
-  for (size_t i = 0; i < sizeof known_plugins / sizeof *known_plugins && used < len; ++i)
-    if (!find_backend(known_plugins[i]))
-      used += (size_t)snprintf(buf + used, len - used, ", %s (plugin not loaded)",
-                               known_plugins[i]);
-}
-
-accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(name, __func__, "name is NULL");
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
-  accel_backend_t *b = find_backend(name);
-  if (b) {
-    *out = b;
-    return ACCEL_OK;
-  }
-  const accel_plugin_report_t *r = unregistered_report(name);
-  if (r)
-    return accel_set_error(r->outcome == ACCEL_PLUGIN_NOT_FOUND ? ACCEL_ERROR_UNAVAILABLE
-                                                                : ACCEL_ERROR_PLUGIN,
-                           "backend '%s': %.400s%s%.500s", name, r->path, r->path[0] ? ": " : "",
-                           r->message);
-  char names[512];
-  known_names(names, sizeof names);
-  return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown backend '%s' (known: %s)", name,
-                         names);
-}
-
-/* Only the exact address of a registry entry is a backend: a pointer into the middle of one
- * (or anywhere else) is compared, never dereferenced. */
-static bool backend_is_valid(const accel_backend_t *b) {
-  for (int i = 0; i < nbackends; ++i)
-    if (b == &backends[i]) return true;
-  return false;
-}
-
-const char *accel_backend_name(const accel_backend_t *b) {
-  return b && backend_is_valid(b) ? b->name : "(invalid backend)";
-}
-
-accel_status_t accel_backend_status(const accel_backend_t *cb, const char **reason) {
-  accel_registry_ensure_loaded();
-  if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
-  accel_backend_t *b = (accel_backend_t *)cb;
-  accel_status_t st = accel_backend_ensure_init(b);
-  if (reason) *reason = b->init_message;
-  return st;
-}
-
-accel_status_t accel_device_count(const accel_backend_t *cb, int *count) {
-  accel_registry_ensure_loaded();
-  ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
-  if (!cb || !backend_is_valid(cb))
-    return accel_set_error(ACCEL_ERROR_INVALID_HANDLE, "%s: invalid backend", __func__);
-  accel_backend_t *b = (accel_backend_t *)cb;
-  accel_status_t st = accel_backend_ensure_init(b);
-  *count = st == ACCEL_OK ? b->device_count : 0;
-  return st;
 }
 
 int accel_plugin_report_count(void) {

@@ -36,13 +36,12 @@ static void native_reset(accel_native_t *out, const accel_backend_t *b) {
   snprintf(out->backend, sizeof out->backend, "%s", b->name);
 }
 
+/* The reason is the backend's own (vtable no_native_reason): core names no backend. */
 static accel_status_t no_slot(const accel_backend_t *b, const char *fn, const char *what) {
+  const char *why = b->vt->no_native_reason; /* NULL in an older plugin's copy */
   return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
                          "%s: the %s backend has no native %s (%s)", fn, b->name, what,
-                         strcmp(b->name, "cpu") == 0
-                             ? "it runs on host threads: there is no vendor object; host "
-                               "memory is usable as is"
-                             : "its plugin does not offer them");
+                         why && why[0] ? why : "its plugin does not offer them");
 }
 
 /* A native struct given to a wrap call names the backend it came from, or nothing. */

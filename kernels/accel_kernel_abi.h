@@ -122,7 +122,7 @@ typedef struct acc_adam_params {
 } acc_adam_params_t;
 
 /* Device layout of accel_adam_args_t (accel_kernels.h); kept in sync by a static assert in
- * core/kernel_ops.c. */
+ * core/kernel_validate.c. */
 typedef struct acc_adam_args {
   acc_f32 lr;
   acc_f32 beta1;

@@ -45,6 +45,9 @@ static const accel_backend_vtable_t cpu_vtable = {
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE,
     .stream_try_hold = cpu_stream_try_hold,
     .stream_release_hold = cpu_stream_release_hold,
+    /* comm_engine NULL: the host engine (MPI) works on its memory */
+    .no_native_reason = "it runs on host threads: there is no vendor object; host memory is "
+                        "usable as is",
 };
 
 const accel_backend_vtable_t *accel_cpu_backend_vtable(void) { return &cpu_vtable; }

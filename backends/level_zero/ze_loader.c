@@ -1,4 +1,4 @@
-/* dlopen of the Level Zero loader (backends/common/vendor_lib.h) and the ze_result_t names used
+/* dlopen of the Level Zero loader (common/vendor_lib.h) and the ze_result_t names used
  * in error messages. */
 #include "ze_loader.h"
 #include "vendor_lib.h"

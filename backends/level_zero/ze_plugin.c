@@ -69,6 +69,7 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the SPIR-V module, embedded */
     .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
     .kernel_count = ACCEL_KERNEL_COUNT,
+    .comm_engine = "oneccl", /* collectives on its immediate command lists */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -19,28 +19,10 @@
 
 #include "accel/accel_comm_engine.h"
 #include "oneccl_bridge.h"
+#include "vendor_lib.h"
 
 static const accel_host_api_t *host;
 static const accel_oneccl_bridge_t *bridge;
-
-/* dlopen of the first name that loads, with flags; NULL and every dlerror() in tried. */
-static void *open_first(const char *const *names, size_t n, int flags, const char **chosen,
-                        char *tried, size_t tried_size) {
-  size_t used = 0;
-  tried[0] = '\0';
-  for (size_t i = 0; i < n; ++i) {
-    void *lib = dlopen(names[i], flags);
-    if (lib) {
-      *chosen = names[i];
-      return lib;
-    }
-    const char *why = dlerror();
-    int w = snprintf(tried + used, tried_size - used, "%s%s", used ? "; " : "",
-                     why ? why : names[i]);
-    if (w > 0) used = (size_t)w < tried_size - used ? used + (size_t)w : tried_size - 1;
-  }
-  return NULL;
-}
 
 /* This plugin's directory (the bridge is installed beside it). */
 static int plugin_dir(char *dir, size_t size) {
@@ -70,7 +52,8 @@ static accel_status_t oneccl_init(const accel_host_api_t *h) {
   static const char *const ccl_names[] = {"libccl.so.1", "libccl.so"};
   const char *chosen = NULL;
   char tried[1024];
-  if (!open_first(ccl_names, 2, RTLD_NOW | RTLD_GLOBAL, &chosen, tried, sizeof tried))
+  if (!accel_vendor_open_flags(ccl_names, 2, RTLD_NOW | RTLD_GLOBAL, &chosen, tried,
+                               sizeof tried))
     return host->set_error(ACCEL_ERROR_UNAVAILABLE, "oneccl engine: no oneCCL runtime: %s",
                            tried);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -339,6 +339,18 @@ typedef struct accel_backend_vtable {
    * means every kernel of libaccel and the plugin checks ids itself. */
   uint32_t kernel_abi_version;
   uint32_t kernel_count;
+
+  /* --- what the core would otherwise have to know by name (read only when struct_size covers
+   * them; NULL, or an older plugin: the defaults below) ---------------------------------------
+   * The collective engine (libaccelcomm-<name>.so, include/accel/accel_comm_engine.h) that
+   * accel_comm_create_mpi uses on this backend's devices when the caller and ACCEL_COMM_ENGINE
+   * name none, e.g. "nccl" for CUDA streams. NULL: the host engine (MPI), which needs memory the
+   * host can access. */
+  const char *comm_engine;
+  /* Why the backend has no native objects (accel_device_native, accel_stream_native and
+   * accel_event_native answer UNSUPPORTED with this reason where their slot is NULL), e.g.
+   * "it runs on host threads". NULL: "its plugin does not offer them". */
+  const char *no_native_reason;
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

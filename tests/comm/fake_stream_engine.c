@@ -19,6 +19,12 @@ ACCEL_PLUGIN_EXPORT int fake_stream_cancels;
 
 #define FAKE_STREAM_FAIL_COUNT 13
 
+/* Built with -DFAKE_STREAM_SIZE_SHORT=4 for the loader tests (tests/unit/test_plugin_files.c):
+ * a struct_size that is not a whole number of pointers, which the loader must refuse. */
+#ifndef FAKE_STREAM_SIZE_SHORT
+#define FAKE_STREAM_SIZE_SHORT 0
+#endif
+
 static const accel_host_api_t *host;
 
 typedef struct fake_comm {
@@ -92,7 +98,7 @@ static void fake_abort(accel_ce_comm_t *cc, int code) {
 
 static const accel_comm_engine_vtable_t vtable = {
     .abi_version = ACCEL_COMM_ENGINE_ABI_VERSION,
-    .struct_size = sizeof(accel_comm_engine_vtable_t),
+    .struct_size = sizeof(accel_comm_engine_vtable_t) - FAKE_STREAM_SIZE_SHORT,
     .name = "fakestream",
     .description = "test stream engine: records enqueues, moves no data",
     .host_engine = 0,

@@ -861,7 +861,7 @@ static void op_native(unsigned call) {
 
 /* An all-reduce as the model chose it. Sub-op 4 of op_live_comm issues the last one again
  * after whatever the input did in between (a stream, the communicator or a registration
- * destroyed, a capture begun): the core remembers a call it validated (core/comm.c,
+ * destroyed, a capture begun): the core remembers a call it validated (core/comm_enqueue.c,
  * rerun_validated) and must see every such change. */
 typedef struct {
   int set, stream;                /* stream slot, -1: the default stream */

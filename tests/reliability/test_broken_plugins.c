@@ -8,7 +8,8 @@
  * placed as libaccel-broken.so in a private directory that ACCEL_PLUGIN_PATH points at. The
  * loader must refuse it with a message that says what is wrong (not just "No such file", which
  * is what dlopen says about an existing file for another machine), without crashing, and the
- * CPU device must still open and compute correctly.
+ * CPU device must still open and compute correctly. The same file placed as the collective engine
+ * libaccelcomm-broken.so is refused by the same loader with the same reason.
  *   truncated_header  the first 40 bytes (less than an ELF header)
  *   truncated_middle  the first half of the loadable image (ELF and program headers intact,
  *                     the later PT_LOAD segments and the dynamic section cut off)
@@ -24,13 +25,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "accel/accel_comm.h"
 #include "rel_common.h"
 
 static char g_dir[PATH_MAX];
 static char g_file[PATH_MAX + 32];
+static char g_engine[PATH_MAX + 32];
 
 static void cleanup(void) {
   if (g_file[0]) unlink(g_file);
+  if (g_engine[0]) unlink(g_engine);
   if (g_dir[0]) rmdir(g_dir);
 }
 
@@ -90,7 +94,22 @@ static int write_variant(const char *scenario, unsigned char *elf, size_t size) 
   }
   int ok = fwrite(elf, 1, keep, f) == keep;
   ok &= fclose(f) == 0;
+  if (!ok || !(f = fopen(g_engine, "wb"))) return 0;
+  ok = fwrite(elf, 1, keep, f) == keep;
+  ok &= fclose(f) == 0;
   return ok;
+}
+
+/* The engine loader refuses the same file for the same reason (want), before any MPI call. */
+static void check_engine(accel_device_t *cpu, const char *want) {
+  accel_comm_t *c = NULL;
+  accel_status_t st = accel_comm_create_mpi(cpu, NULL, "broken", &c);
+  const char *msg = accel_last_error();
+  printf("engine: %s: %s\n", accel_status_name(st), msg);
+  REL_CHECK(st == ACCEL_ERROR_PLUGIN, "engine -> %s, want PLUGIN_ERROR", accel_status_name(st));
+  REL_CHECK(c == NULL, "engine: output written on failure");
+  REL_CHECK(strstr(msg, g_engine) && strstr(msg, want),
+            "the engine's message does not name its file and say '%s': %s", want, msg);
 }
 
 int main(int argc, char **argv) {
@@ -119,6 +138,7 @@ int main(int argc, char **argv) {
   }
   atexit(cleanup);
   snprintf(g_file, sizeof g_file, "%s/libaccel-broken.so", g_dir);
+  snprintf(g_engine, sizeof g_engine, "%s/libaccelcomm-broken.so", g_dir);
   int ok = write_variant(scenario, elf, size);
   free(elf);
   if (!ok) return 1;
@@ -150,6 +170,7 @@ int main(int argc, char **argv) {
   REL_CHECK(st == ACCEL_OK, "accel_device_open(NULL) -> %s", accel_status_name(st));
   if (any) accel_device_close(any);
   accel_device_t *cpu = rel_open("cpu");
+  check_engine(cpu, want);
   accel_stream_t *s = NULL;
   REL_CHECK(accel_stream_create(cpu, &s) == ACCEL_OK, "stream");
   if (s) {

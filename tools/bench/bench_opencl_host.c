@@ -3,9 +3,10 @@
  * accel, running the same accel_k_fill / accel_k_scale kernels from the same flattened source
  * with the same build options, chunk table, parameter structs and launch geometry as the
  * OpenCL backend (backends/opencl; both take the form, options and NDRange from
- * kernels/opencl/accel_cl_launch.h) and core/kernel_ops.c. It is the floor accel's per-launch
- * host cost is compared against: one context, one in-order queue without profiling, one
- * clSetKernelArg + clEnqueueNDRangeKernel per launch, no events, one clFinish at the end.
+ * kernels/opencl/accel_cl_launch.h) and core (kernel_ops.c, chunk_table.c). It is the floor
+ * accel's per-launch host cost is compared against: one context, one in-order queue without
+ * profiling, one clSetKernelArg + clEnqueueNDRangeKernel per launch, no events, one clFinish at
+ * the end.
  */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
@@ -187,7 +188,7 @@ int bench_cl_host_prepare(bench_cl_host_t *h, size_t numel, float scale, char *w
                      numel);
   }
   *h->scale_dev = scale;
-  /* One entry per ACC_CHUNK elements, as kop_build in core/kernel_ops.c. */
+  /* One entry per ACC_CHUNK elements, as kop_build in core/chunk_table.c. */
   for (size_t c = 0; c < nc; c++) {
     const size_t off = c * ACC_CHUNK;
     h->chunks[c] = (acc_chunk_t){

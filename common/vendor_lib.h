@@ -1,6 +1,7 @@
 /*
  * Loading a vendor runtime with dlopen and a symbol table, shared by the plugins that need one
- * (CUDA and HIP through backends/gpu_common, Level Zero), so that a plugin loads on a machine
+ * (backends: CUDA and HIP through backends/gpu_common, Level Zero; collective engines: NCCL,
+ * RCCL, oneCCL), so that a plugin loads on a machine
  * without the vendor stack and reports UNAVAILABLE with what it tried. The library is never
  * dlclose'd: vendor runtimes keep threads and atexit handlers that must not outlive their
  * code, and the plugin itself stays loaded for the life of the process.
@@ -26,6 +27,10 @@ typedef int (*accel_vendor_lookup_fn)(void *ctx, const char *name, void **fn);
  * name; NULL when none does, with every name and its dlerror() in tried ("; "-separated). */
 void *accel_vendor_open(const char *const *names, size_t n, const char **chosen, char *tried,
                         size_t tried_size);
+/* The same with the given dlopen flags (RTLD_GLOBAL for a runtime whose symbols a library
+ * loaded later resolves against). */
+void *accel_vendor_open_flags(const char *const *names, size_t n, int flags, const char **chosen,
+                              char *tried, size_t tried_size);
 
 /* Resolves syms[0..n) with lookup(ctx, ...) (NULL: dlsym on lib). Returns how many required
  * entries are missing; their display names go to missing (", "-separated). */

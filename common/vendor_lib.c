@@ -12,9 +12,14 @@ static void append(char *buf, size_t size, const char *sep, const char *text) {
 
 void *accel_vendor_open(const char *const *names, size_t n, const char **chosen, char *tried,
                         size_t tried_size) {
+  return accel_vendor_open_flags(names, n, RTLD_NOW | RTLD_LOCAL, chosen, tried, tried_size);
+}
+
+void *accel_vendor_open_flags(const char *const *names, size_t n, int flags, const char **chosen,
+                              char *tried, size_t tried_size) {
   tried[0] = '\0';
   for (size_t i = 0; i < n; ++i) {
-    void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen(names[i], flags);
     if (lib) {
       *chosen = names[i];
       return lib;
