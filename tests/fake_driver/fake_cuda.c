@@ -465,6 +465,25 @@ static gpuError_t fake_GetErrorName(gpuError_t err, const char **name) {
   return E_INVALID_VALUE;
 }
 static gpuError_t fake_CtxSetCurrent(gpuContext_t ctx) { return cuCtxSetCurrent(ctx); }
+/* Native handles (gpu_native.c): one device, one context. */
+static gpuError_t fake_CtxGetDevice(gpuDevice_t *d) {
+  NEED_CONTEXT();
+  *d = 0;
+  return GPU_SUCCESS;
+}
+static gpuError_t fake_PrimaryCtxGetState(gpuDevice_t d, unsigned *flags, int *active) {
+  ENTER();
+  if (d != 0) return E_INVALID_VALUE;
+  *flags = 0;
+  *active = 1;
+  return GPU_SUCCESS;
+}
+static gpuError_t fake_StreamGetCtx(gpuStream_t s, gpuContext_t *ctx) {
+  NEED_CONTEXT();
+  (void)s;
+  *ctx = &primary; /* every stream of this fake is the primary context's */
+  return GPU_SUCCESS;
+}
 
 /* cuGetProcAddress_v2: every entry point of the plugin's table that this fake implements
  * (the prototypes are the table's, so a drift fails to compile). */
@@ -474,6 +493,9 @@ static gpuError_t fake_CtxSetCurrent(gpuContext_t ctx) { return cuCtxSetCurrent(
 GPU_API_TABLE(FAKE_PROTO, FAKE_NONE)
 FAKE_PROTO(GetErrorName, , , gpuError_t, (gpuError_t error, const char **name))
 FAKE_PROTO(StreamIsCapturing, , , gpuError_t, (gpuStream_t stream, unsigned *status))
+FAKE_PROTO(CtxGetDevice, , , gpuError_t, (gpuDevice_t * dev))
+FAKE_PROTO(PrimaryCtxGetState, , , gpuError_t, (gpuDevice_t dev, unsigned *flags, int *active))
+FAKE_PROTO(StreamGetCtx, , , gpuError_t, (gpuStream_t stream, gpuContext_t * ctx))
 FAKE_PROTO(PointerGetAttribute, , , gpuError_t, (void *data, unsigned attribute, gpuDevicePtr_t ptr))
 FAKE_PROTO(MemGetAddressRange, , , gpuError_t, (gpuDevicePtr_t * base, size_t *size, gpuDevicePtr_t ptr))
 FAKE_PROTO(StreamWaitValue32, , , gpuError_t,
@@ -489,6 +511,9 @@ static const entry_t entries[] = {
     {"cuPointerGetAttribute", (void *)fake_PointerGetAttribute},
     {"cuMemGetAddressRange", (void *)fake_MemGetAddressRange},
     {"cuStreamIsCapturing", (void *)fake_StreamIsCapturing},
+    {"cuCtxGetDevice", (void *)fake_CtxGetDevice},
+    {"cuDevicePrimaryCtxGetState", (void *)fake_PrimaryCtxGetState},
+    {"cuStreamGetCtx", (void *)fake_StreamGetCtx},
     {"cuStreamWaitValue32", (void *)fake_StreamWaitValue32},
     {"cuStreamWriteValue32", (void *)fake_StreamWriteValue32},
     {"cuCtxGetCurrent", (void *)cuCtxGetCurrent},
