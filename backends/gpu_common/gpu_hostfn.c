@@ -169,15 +169,17 @@ accel_status_t gpu_hostfn_issue(gpu_device_t *d, gpuStream_t stream, accel_host_
   }
   job->fn = fn;
   job->user = user;
-  accel_status_t st = gpu_check(be, GPU_STREAM_WRITE_VALUE32(&be->api, stream, job->flag, 0u),
+  uint32_t *job_flag = job->flag;
+  accel_status_t st = gpu_check(be, GPU_STREAM_WRITE_VALUE32(&be->api, stream, job_flag, 0u),
                                 gpu_api_names.StreamWriteValue32);
   if (st == ACCEL_OK) st = GPU_TRY(be, LaunchHostFunc, stream, trampoline, job);
   if (st != ACCEL_OK) {
     if (own) free(job);
     return st;
   }
-  /* from here the job belongs to the worker that runs it */
-  return gpu_check(be, GPU_STREAM_WAIT_VALUE32(&be->api, stream, job->flag, 1u),
+  /* From here the job belongs to the worker that runs it, which frees an eager one: it may
+   * be gone already (not touched again; the flag is the stream's). */
+  return gpu_check(be, GPU_STREAM_WAIT_VALUE32(&be->api, stream, job_flag, 1u),
                    gpu_api_names.StreamWaitValue32);
 }
 

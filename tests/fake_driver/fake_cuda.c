@@ -65,6 +65,8 @@ static struct CUstream_st *streams;
 
 struct CUevent_st {
   uint64_t recorded, done;
+  int refs;      /* queued ops that use it: cuEventDestroy with work pending is legal */
+  int destroyed; /* freed when the last of them ran */
   graph_t *captured; /* recorded while a capture ran: joins a stream that waits on it */
   struct timespec when;
 };
@@ -111,8 +113,10 @@ static void *stream_main(void *arg) {
     if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&lock);
     run_op(o);
+    struct CUevent_st *e = o->event;
     free(o);
     pthread_mutex_lock(&lock);
+    if (e && --e->refs == 0 && e->destroyed) free(e);
     s->completed++;
     pthread_cond_broadcast(&changed);
   }
@@ -145,6 +149,7 @@ static gpuError_t submit_new(gpuStream_t s, op_t proto) {
   if (!o) return E_OUT_OF_MEMORY;
   *o = proto;
   pthread_mutex_lock(&lock);
+  if (o->event) o->event->refs++;
   gpuError_t r = submit(s, o);
   pthread_mutex_unlock(&lock);
   return r;
@@ -288,7 +293,15 @@ static gpuError_t fake_EventCreate(gpuEvent_t *out, unsigned flags) {
   *out = calloc(1, sizeof **out);
   return *out ? GPU_SUCCESS : 2u;
 }
-static gpuError_t fake_EventDestroy(gpuEvent_t e) { NEED_CONTEXT(); free(e); return GPU_SUCCESS; }
+static gpuError_t fake_EventDestroy(gpuEvent_t e) {
+  NEED_CONTEXT();
+  pthread_mutex_lock(&lock);
+  e->destroyed = 1;
+  int unused = e->refs == 0;
+  pthread_mutex_unlock(&lock);
+  if (unused) free(e);
+  return GPU_SUCCESS;
+}
 static gpuError_t fake_EventRecord(gpuEvent_t e, gpuStream_t s) {
   NEED_CONTEXT();
   pthread_mutex_lock(&lock);
