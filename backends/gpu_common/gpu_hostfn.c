@@ -42,10 +42,12 @@ struct gpu_hostfn_job {
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t ready;
+  pthread_cond_t gone; /* a worker exited */
   gpu_hostfn_job_t *head, *tail;
   int queued;  /* jobs in the queue: each has an idle thread of its own or gets a new one */
   int idle, threads, stopping;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0};
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+            NULL, NULL, 0, 0, 0, 0};
 
 static void *worker_main(void *arg) {
   (void)arg;
@@ -73,6 +75,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&pool.lock);
   }
   pool.threads--;
+  pthread_cond_broadcast(&pool.gone);
   pthread_mutex_unlock(&pool.lock);
   return NULL;
 }
@@ -183,9 +186,16 @@ accel_status_t gpu_hostfn_issue(gpu_device_t *d, gpuStream_t stream, accel_host_
                    gpu_api_names.StreamWaitValue32);
 }
 
+/* Idle workers exit; waits up to 1 s for them (a worker still inside a host function that
+ * blocks is left running), so that nothing of the plugin runs while the process exits. */
 void gpu_hostfn_shutdown(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 1;
   pthread_mutex_lock(&pool.lock);
   pool.stopping = 1;
   pthread_cond_broadcast(&pool.ready);
+  while (pool.threads > 0 && pthread_cond_timedwait(&pool.gone, &pool.lock, &until) == 0) {
+  }
   pthread_mutex_unlock(&pool.lock);
 }
