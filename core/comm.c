@@ -35,6 +35,7 @@ void accel_comm_release(accel_comm_t *c) {
   c->ev->comm_destroy(c->impl);
   accel_device_release(c->dev);
   pthread_mutex_destroy(&c->lock);
+  pthread_mutex_destroy(&c->engine_lock);
   free(c);
 }
 
@@ -72,6 +73,7 @@ static accel_status_t comm_new(accel_device_t *dev, const accel_comm_engine_vtab
   accel_comm_checker_init(&c->check, accel_comm_check_mode(), ev, impl, rank, size,
                           c->timeout_s);
   pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->engine_lock, NULL);
   c->live.dev = dev;
   c->live.timeout_s = c->timeout_s;
   accel_comm_live_add(&c->live);

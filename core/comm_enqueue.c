@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "accel/accel_kernels.h"
 #include "comm_internal.h"
@@ -92,17 +93,26 @@ static void cmd_run(accel_host_op_t *op) {
 static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
   comm_cmd_t *cmd = ctx;
   accel_comm_t *c = cmd->comm;
-  if (atomic_load(&c->failed))
+  pthread_mutex_lock(&c->engine_lock);
+  if (atomic_load(&c->failed) || atomic_load(&c->cancelled)) {
+    pthread_mutex_unlock(&c->engine_lock);
     return accel_set_error(ACCEL_ERROR_BACKEND, "engine '%s': the communicator failed earlier "
                            "(accel_comm_get_error)", c->ev->name);
+  }
   accel_status_t st = c->ev->enqueue(c->impl, &cmd->cop, stream);
+  pthread_mutex_unlock(&c->engine_lock);
   if (st != ACCEL_OK) accel_comm_fail(c, st, accel_last_error());
   return st;
 }
 
-/* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). */
+/* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). After
+ * comm_cancel the engine's communicator is gone (ncclCommAbort frees it): the other watches of
+ * the same communicator are not polled any more (the communicator has already failed; they end
+ * when their host function runs or at their deadline). Only the watchdog thread polls and
+ * cancels, so the check needs no lock. */
 static accel_status_t watch_async_error(void *owner) {
   accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
+  if (atomic_load(&c->cancelled)) return ACCEL_OK;
   return c->ev->comm_async_error ? c->ev->comm_async_error(c->impl) : ACCEL_OK;
 }
 
@@ -111,7 +121,20 @@ static void watch_expired(void *owner, const char *why) {
   char msg[512];
   snprintf(msg, sizeof msg, "rank %d of %d: %s", c->rank, c->size, why);
   accel_comm_fail(c, ACCEL_ERROR_BACKEND, msg);
-  if (c->ev->comm_cancel && !atomic_exchange(&c->cancelled, 1)) c->ev->comm_cancel(c->impl);
+  if (!c->ev->comm_cancel) return;
+  /* No enqueue inside the engine while it aborts; but an enqueue stuck in the engine's host
+   * code (NCCL's connection setup with a dead peer) is exactly what the abort unblocks, so
+   * after 1 s the cancel goes ahead without the lock. */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 1;
+  const bool locked = pthread_mutex_timedlock(&c->engine_lock, &until) == 0;
+  if (!locked)
+    accel_log(ACCEL_LOG_WARN, "comm", "rank %d: an enqueue has been inside engine '%s' for over "
+              "1 s; cancelling the communicator anyway (the abort unblocks it)", c->rank,
+              c->ev->name);
+  if (!atomic_exchange(&c->cancelled, 1)) c->ev->comm_cancel(c->impl);
+  if (locked) pthread_mutex_unlock(&c->engine_lock);
 }
 
 static void watch_release(void *owner) { accel_keepalive_release(&((comm_cmd_t *)owner)->op.keep); }

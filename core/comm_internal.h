@@ -71,6 +71,10 @@ struct accel_comm {
   pthread_mutex_t lock;      /* guards the failure record */
   atomic_int failed;
   atomic_int cancelled; /* the engine's comm_cancel was called (stream engines' watchdog) */
+  /* Orders enqueue against comm_cancel: NCCL's abort frees the communicator, so no enqueue may
+   * be inside the engine while it runs, and none may start after it (held only while the
+   * engine issues work, never while device work is waited for). */
+  pthread_mutex_t engine_lock;
   accel_status_t error;
   char message[768];
   accel_comm_live_t live; /* on the list drained at process exit (comm_exit.c) */

@@ -15,9 +15,6 @@ typedef const accel_backend_vtable_t *(*accel_builtin_backend_fn)(void);
 /* A backend plugin the project ships. */
 typedef struct accel_known_plugin {
   const char *name;
-  /* The collective engine for its devices when its vtable names none (comm_engine), or NULL:
-   * for in-tree plugins whose sources do not set comm_engine yet. */
-  const char *comm_engine;
 } accel_known_plugin_t;
 
 typedef struct accel_plugin_table {

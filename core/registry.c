@@ -223,10 +223,6 @@ accel_status_t accel_backend_find(const char *name, accel_backend_t **out) {
 
 const char *accel_backend_comm_engine(const accel_backend_t *b) {
   if (b->vt->comm_engine && b->vt->comm_engine[0]) return b->vt->comm_engine;
-  for (size_t i = 0; i < accel_plugin_table.known_count; ++i)
-    if (strcmp(accel_plugin_table.known[i].name, b->name) == 0 &&
-        accel_plugin_table.known[i].comm_engine)
-      return accel_plugin_table.known[i].comm_engine;
   return accel_plugin_table.host_engine;
 }
 

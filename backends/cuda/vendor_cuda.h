@@ -16,6 +16,7 @@
 
 #define GPU_VENDOR_CUDA 1
 #define GPU_BACKEND_NAME "cuda"
+#define GPU_COMM_ENGINE "nccl" /* the vtable's comm_engine: collectives on CUDA streams */
 #define GPU_BACKEND_DESCRIPTION "NVIDIA GPUs through the CUDA driver API (dlopen libcuda)"
 #define GPU_VENDOR_STRING "NVIDIA"
 #define GPU_VISIBLE_DEVICES_ENV "CUDA_VISIBLE_DEVICES"
@@ -47,6 +48,11 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_SUCCESS 0                    /* CUDA_SUCCESS */
 #define GPU_ERROR_OUT_OF_MEMORY 2        /* CUDA_ERROR_OUT_OF_MEMORY */
 #define GPU_ERROR_NOT_READY 600          /* CUDA_ERROR_NOT_READY */
+/* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED .. CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD; 901 is
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (gpu_error.c maps them to accel's capture statuses) */
+#define GPU_ERROR_CAPTURE_FIRST 900
+#define GPU_ERROR_CAPTURE_INVALIDATED 901
+#define GPU_ERROR_CAPTURE_LAST 908
 #define GPU_STREAM_NON_BLOCKING 0x1u     /* CU_STREAM_NON_BLOCKING */
 #define GPU_EVENT_DEFAULT 0x0u           /* CU_EVENT_DEFAULT */
 #define GPU_EVENT_DISABLE_TIMING 0x2u    /* CU_EVENT_DISABLE_TIMING */
@@ -62,6 +68,8 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_POINTER_ATTR_RANGE_START 11     /* CU_POINTER_ATTRIBUTE_RANGE_START_ADDR */
 #define GPU_POINTER_ATTR_RANGE_SIZE 12      /* CU_POINTER_ATTRIBUTE_RANGE_SIZE */
 #define GPU_CAPTURE_STATUS_ACTIVE 1      /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+#define GPU_WAIT_VALUE_EQ 0x1u           /* CU_STREAM_WAIT_VALUE_EQ */
+#define GPU_WRITE_VALUE_DEFAULT 0x0u     /* CU_STREAM_WRITE_VALUE_DEFAULT */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -83,6 +91,8 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2",            \
       gpuError_t, (gpuDevice_t dev))                                                             \
   REQ(CtxSetCurrent, "cuCtxSetCurrent", "cuCtxSetCurrent", gpuError_t, (gpuContext_t ctx))       \
+  /* the caller's context, put back after each call (gpu_device.c); without it, not restored */ \
+  OPT(CtxGetCurrent, "cuCtxGetCurrent", "cuCtxGetCurrent", gpuError_t, (gpuContext_t * ctx))    \
   REQ(DeviceSynchronize, "cuCtxSynchronize", "cuCtxSynchronize", gpuError_t, (void))             \
   REQ(MemGetInfo, "cuMemGetInfo", "cuMemGetInfo_v2", gpuError_t,                                 \
       (size_t * free_bytes, size_t *total_bytes))                                                \
@@ -138,6 +148,8 @@ typedef void (*gpuHostFn_t)(void *user);
       (gpuError_t error, const char **name))                                                     \
   OPT(PointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute", gpuError_t,         \
       (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
+  OPT(MemGetAddressRange, "cuMemGetAddressRange", "cuMemGetAddressRange_v2", gpuError_t,         \
+      (gpuDevicePtr_t * base, size_t *size, gpuDevicePtr_t ptr))                                 \
   /* Native handles (gpu_native.c); without them the interop calls report UNSUPPORTED. */      \
   OPT(CtxGetDevice, "cuCtxGetDevice", "cuCtxGetDevice", gpuError_t, (gpuDevice_t * dev))         \
   OPT(PrimaryCtxGetState, "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState",           \
@@ -145,13 +157,24 @@ typedef void (*gpuHostFn_t)(void *user);
   OPT(StreamGetCtx, "cuStreamGetCtx", "cuStreamGetCtx", gpuError_t,                              \
       (gpuStream_t stream, gpuContext_t * ctx))                                                  \
   OPT(StreamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", gpuError_t,               \
-      (gpuStream_t stream, unsigned *status))
+      (gpuStream_t stream, unsigned *status))                                                    \
+  /* Host functions on the plugin's thread (gpu_hostfn.c); capturable stream memory ops. */     \
+  OPT(StreamWaitValue32, "cuStreamWaitValue32", "cuStreamWaitValue32_v2", gpuError_t,            \
+      (gpuStream_t stream, gpuDevicePtr_t addr, uint32_t value, unsigned flags))                 \
+  OPT(StreamWriteValue32, "cuStreamWriteValue32", "cuStreamWriteValue32_v2", gpuError_t,         \
+      (gpuStream_t stream, gpuDevicePtr_t addr, uint32_t value, unsigned flags))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
 #define GPU_VPTR(d) ((void *)(uintptr_t)(d))
 #define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \
   (api)->MemcpyAsync(GPU_DPTR(dst), GPU_DPTR(src), (size), (stream))
+/* Pinned host memory (cuMemHostAlloc) has the same address on the device under unified
+ * addressing, which accel requires. */
+#define GPU_STREAM_WAIT_VALUE32(api, stream, ptr, value) \
+  (api)->StreamWaitValue32((stream), GPU_DPTR(ptr), (value), GPU_WAIT_VALUE_EQ)
+#define GPU_STREAM_WRITE_VALUE32(api, stream, ptr, value) \
+  (api)->StreamWriteValue32((stream), GPU_DPTR(ptr), (value), GPU_WRITE_VALUE_DEFAULT)
 /* Stores the error's name in *name (NULL when unknown). */
 #define GPU_ERROR_NAME(api, err, name)                                                    \
   do {                                                                                    \

@@ -45,7 +45,10 @@ accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t
   return ACCEL_OK;
 }
 
-void gpu_backend_shutdown(accel_be_backend_t *backend) { free(backend); }
+void gpu_backend_shutdown(accel_be_backend_t *backend) {
+  gpu_hostfn_shutdown();
+  free(backend);
+}
 
 accel_status_t gpu_device_count(accel_be_backend_t *backend, int *count) {
   *count = ((gpu_backend_t *)backend)->device_count;

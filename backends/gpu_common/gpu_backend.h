@@ -61,7 +61,11 @@ typedef struct gpu_stream {
   gpuStream_t handle;
   int borrowed; /* a runtime's stream (stream_wrap_native): never destroyed here */
   int shared;   /* wrapped or handed out: native code may be capturing it */
+  uint32_t *hostfn_flag; /* pinned, allocated at the first host function (gpu_hostfn.c) */
 } gpu_stream_t;
+
+/* A host function's hand-over to the plugin's thread (gpu_hostfn.c). */
+typedef struct gpu_hostfn_job gpu_hostfn_job_t;
 
 typedef struct gpu_event {
   gpu_device_t *device;
@@ -77,10 +81,17 @@ typedef struct gpu_graph {
   accel_cmd_t *cmds;
   size_t ncmds;
   unsigned char *params;
+  /* one job and flag per host-function command, in list order (kept for every replay) */
+  gpu_hostfn_job_t **hostfns;
+  uint32_t **hostfn_flags;
+  size_t nhostfns;
 } gpu_graph_t;
 
+/* The accel status of a vendor error: OUT_OF_MEMORY, NOT_READY, the capture errors
+ * (CAPTURE_INVALIDATED for 901, ILLEGAL_IN_CAPTURE for the rest of 900-908), else BACKEND. */
+accel_status_t gpu_status_of(gpuError_t err);
 /* Turns a vendor result into a status: ACCEL_OK for success, else sets the thread's error
- * "<call> failed: <ERROR_NAME> (<code>)" and returns OUT_OF_MEMORY or BACKEND. */
+ * "<call> failed: <ERROR_NAME> (<code>)" and returns gpu_status_of(err). */
 accel_status_t gpu_check(const gpu_backend_t *backend, gpuError_t err, const char *call);
 #define GPU_TRY(backend, field, ...) \
   gpu_check((backend), (backend)->api.field(__VA_ARGS__), gpu_api_names.field)
@@ -97,18 +108,57 @@ int gpu_fault(accel_fault_site_t site);
 /* Opens the vendor runtime and resolves GPU_API_TABLE; UNAVAILABLE with every path tried. */
 accel_status_t gpu_loader_open(gpu_backend_t *backend);
 
-/* Makes the device current on the calling thread (every entry point calls it first). */
-accel_status_t gpu_make_current(gpu_device_t *device);
+/* The caller's current context (HIP: device), put back when an entry point returns: a
+ * runtime that shares the thread (PyTorch) must not find its current device changed. */
+typedef struct gpu_scope {
+  gpu_device_t *device; /* NULL: nothing to put back */
+#if GPU_HAS_PRIMARY_CONTEXT
+  gpuContext_t saved;
+#else
+  int saved;
+#endif
+} gpu_scope_t;
+/* Makes the device current on the calling thread (every entry point does, first) and
+ * remembers the caller's in *scope; gpu_leave puts it back. */
+accel_status_t gpu_enter(gpu_device_t *device, gpu_scope_t *scope);
 /* The same for destroy paths, whose caller cannot report a failure: logs it (gpu_warn) and
  * returns nonzero on success. */
-int gpu_make_current_or_warn(gpu_device_t *device);
+int gpu_enter_or_warn(gpu_device_t *device, gpu_scope_t *scope);
+void gpu_leave(gpu_scope_t *scope);
+/* GPU_ENTER(st, d): accel_status_t st = gpu_enter(d, ...), and the caller's context comes
+ * back when the enclosing block ends, whichever return ends it (after the returned value is
+ * computed). GPU_ENTER_OR_WARN(ok, d): the same with gpu_enter_or_warn (int ok). */
+#define GPU_ENTER(st, d)                                                       \
+  gpu_scope_t gpu_scope_ __attribute__((cleanup(gpu_leave))) = {.device = NULL}; \
+  accel_status_t st = gpu_enter((d), &gpu_scope_)
+#define GPU_ENTER_OR_WARN(ok, d)                                               \
+  gpu_scope_t gpu_scope_ __attribute__((cleanup(gpu_leave))) = {.device = NULL}; \
+  int ok = gpu_enter_or_warn((d), &gpu_scope_)
 
 /* Loads the embedded kernel image and looks up every kernel (gpu_module.c). */
 accel_status_t gpu_module_load(gpu_device_t *device);
 void gpu_module_unload(gpu_device_t *device);
 
-/* Issues one KERNEL/MEMCPY/MEMSET/HOST_FUNC command on a vendor stream (gpu_stream.c). */
-accel_status_t gpu_issue(gpu_device_t *device, gpuStream_t stream, const accel_cmd_t *cmd);
+/* Issues one KERNEL/MEMCPY/MEMSET/HOST_FUNC command on a vendor stream (gpu_stream.c). A host
+ * function uses job (a graph's) or, when job is NULL, a new job on flag (a stream's). */
+accel_status_t gpu_issue(gpu_device_t *device, gpuStream_t stream, const accel_cmd_t *cmd,
+                         uint32_t *flag, gpu_hostfn_job_t *job);
+
+/* Host functions (gpu_hostfn.c): 1 when the runtime has the stream memory operations. */
+int gpu_hostfn_has_flags(const gpu_backend_t *backend);
+/* A pinned flag word (reads 1: released) and its release (NULL is a no-op). */
+accel_status_t gpu_hostfn_flag_alloc(gpu_device_t *device, uint32_t **flag);
+void gpu_hostfn_flag_free(gpu_device_t *device, uint32_t *flag);
+/* A job on flag; persistent: the worker does not free it (a graph's, gpu_hostfn_job_free). */
+accel_status_t gpu_hostfn_job_new(uint32_t *flag, int persistent, gpu_hostfn_job_t **out);
+void gpu_hostfn_job_free(gpu_hostfn_job_t *job);
+/* Enqueues fn(user) on stream as reset flag -> vendor host function -> wait for the flag; the
+ * vendor callback hands fn to the plugin's worker threads. Without the stream memory
+ * operations (or without a flag), fn runs on the driver's thread (warned once). */
+accel_status_t gpu_hostfn_issue(gpu_device_t *device, gpuStream_t stream, accel_host_fn_t fn,
+                                void *user, uint32_t *flag, gpu_hostfn_job_t *job);
+/* Lets idle worker threads exit (backend shutdown). */
+void gpu_hostfn_shutdown(void);
 
 /* vtable entries, grouped by file. */
 accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);

@@ -7,34 +7,62 @@
  * fill every unit; the kernels are grid-stride so the result does not depend on it. */
 #define GPU_BLOCKS_PER_UNIT 8u
 
-/* Makes d current on the calling thread; *call names the vendor entry point. */
-static gpuError_t set_current(gpu_device_t *d, const char **call) {
+/* Makes d current on the calling thread and remembers in *sc what was current before, unless
+ * it was d already (then there is nothing to put back); *call names the entry point. */
+static gpuError_t set_current(gpu_device_t *d, gpu_scope_t *sc, const char **call) {
+  gpu_backend_t *be = d->backend;
+  sc->device = NULL;
 #if GPU_HAS_PRIMARY_CONTEXT
+  gpuContext_t before = NULL;
+  if (be->api.CtxGetCurrent && be->api.CtxGetCurrent(&before) == GPU_SUCCESS) {
+    if (before == d->context) return GPU_SUCCESS;
+    sc->saved = before;
+    sc->device = d;
+  }
   *call = gpu_api_names.CtxSetCurrent;
-  return d->backend->api.CtxSetCurrent(d->context);
+  gpuError_t err = be->api.CtxSetCurrent(d->context);
 #else
+  int before = -1;
+  if (be->api.GetDevice && be->api.GetDevice(&before) == GPU_SUCCESS) {
+    if (before == d->ordinal) return GPU_SUCCESS;
+    sc->saved = before;
+    sc->device = d;
+  }
   *call = gpu_api_names.SetDevice;
-  return d->backend->api.SetDevice(d->ordinal);
+  gpuError_t err = be->api.SetDevice(d->ordinal);
 #endif
+  if (err != GPU_SUCCESS) sc->device = NULL;
+  return err;
 }
 
-accel_status_t gpu_make_current(gpu_device_t *d) {
-  const char *call;
-  gpuError_t err = set_current(d, &call);
+accel_status_t gpu_enter(gpu_device_t *d, gpu_scope_t *sc) {
+  const char *call = "";
+  gpuError_t err = set_current(d, sc, &call);
   return gpu_check(d->backend, err, call);
 }
 
-int gpu_make_current_or_warn(gpu_device_t *d) {
-  const char *call;
-  gpuError_t err = set_current(d, &call);
+int gpu_enter_or_warn(gpu_device_t *d, gpu_scope_t *sc) {
+  const char *call = "";
+  gpuError_t err = set_current(d, sc, &call);
   gpu_warn(d->backend, err, call);
   return err == GPU_SUCCESS;
+}
+
+void gpu_leave(gpu_scope_t *sc) {
+  gpu_device_t *d = sc->device;
+  if (!d) return;
+  sc->device = NULL;
+#if GPU_HAS_PRIMARY_CONTEXT
+  GPU_WARN(d->backend, CtxSetCurrent, sc->saved); /* NULL: no context was current */
+#else
+  GPU_WARN(d->backend, SetDevice, sc->saved);
+#endif
 }
 
 accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out) {
   gpu_backend_t *be = d->backend;
   int units = 0;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK)
     st = GPU_TRY(be, DeviceGetAttribute, &units, GPU_ATTR_MULTIPROCESSOR_COUNT, d->handle);
   if (st == ACCEL_OK) st = gpu_module_load(d);
@@ -42,6 +70,7 @@ accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out) {
 #if GPU_HAS_PRIMARY_CONTEXT
     if (d->primary) GPU_WARN(be, PrimaryCtxRelease, d->handle);
 #endif
+    gpu_leave(&gpu_scope_); /* before d goes */
     free(d);
     return st;
   }
@@ -70,7 +99,9 @@ accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_
 
 void gpu_device_close(accel_be_device_t *device) {
   gpu_device_t *d = device;
-  if (gpu_make_current_or_warn(d)) gpu_module_unload(d);
+  gpu_scope_t scope;
+  if (gpu_enter_or_warn(d, &scope)) gpu_module_unload(d);
+  gpu_leave(&scope); /* before d goes */
 #if GPU_HAS_PRIMARY_CONTEXT
   /* a runtime's own context is the runtime's to destroy */
   if (d->primary) GPU_WARN(d->backend, PrimaryCtxRelease, d->handle);
@@ -80,7 +111,7 @@ void gpu_device_close(accel_be_device_t *device) {
 
 accel_status_t gpu_device_synchronize(accel_be_device_t *device) {
   gpu_device_t *d = device;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   return st != ACCEL_OK ? st : GPU_TRY(d->backend, DeviceSynchronize);
 }
 
@@ -88,7 +119,7 @@ accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
                             uint64_t *total_bytes) {
   gpu_device_t *d = device;
   size_t free_now = 0, total = 0;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK) st = GPU_TRY(d->backend, MemGetInfo, &free_now, &total);
   if (st != ACCEL_OK) return st;
   *free_bytes = free_now;

@@ -11,7 +11,7 @@ accel_status_t gpu_event_create(accel_be_device_t *device, unsigned flags,
   e->device = d;
   unsigned vendor_flags =
       (flags & ACCEL_EVENT_DISABLE_TIMING) ? GPU_EVENT_DISABLE_TIMING : GPU_EVENT_DEFAULT;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK) st = GPU_TRY(d->backend, EventCreate, &e->handle, vendor_flags);
   if (st != ACCEL_OK) {
     free(e);
@@ -23,7 +23,8 @@ accel_status_t gpu_event_create(accel_be_device_t *device, unsigned flags,
 
 void gpu_event_destroy(accel_be_event_t *event) {
   gpu_event_t *e = event;
-  if (gpu_make_current_or_warn(e->device))
+  GPU_ENTER_OR_WARN(current, e->device);
+  if (current)
     GPU_WARN(e->device->backend, EventDestroy, e->handle);
   free(e);
 }
@@ -31,19 +32,19 @@ void gpu_event_destroy(accel_be_event_t *event) {
 accel_status_t gpu_event_record(accel_be_event_t *event, accel_be_stream_t *stream) {
   gpu_event_t *e = event;
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(e->device);
+  GPU_ENTER(st, e->device);
   return st != ACCEL_OK ? st : GPU_TRY(e->device->backend, EventRecord, e->handle, s->handle);
 }
 
 accel_status_t gpu_event_synchronize(accel_be_event_t *event) {
   gpu_event_t *e = event;
-  accel_status_t st = gpu_make_current(e->device);
+  GPU_ENTER(st, e->device);
   return st != ACCEL_OK ? st : GPU_TRY(e->device->backend, EventSynchronize, e->handle);
 }
 
 accel_status_t gpu_event_query(accel_be_event_t *event) {
   gpu_event_t *e = event;
-  accel_status_t st = gpu_make_current(e->device);
+  GPU_ENTER(st, e->device);
   if (st != ACCEL_OK) return st;
   gpuError_t err = e->device->backend->api.EventQuery(e->handle);
   if (err == GPU_ERROR_NOT_READY) return ACCEL_ERROR_NOT_READY;
@@ -52,7 +53,7 @@ accel_status_t gpu_event_query(accel_be_event_t *event) {
 
 accel_status_t gpu_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms) {
   gpu_event_t *a = start, *b = end;
-  accel_status_t st = gpu_make_current(a->device);
+  GPU_ENTER(st, a->device);
   return st != ACCEL_OK ? st
                         : GPU_TRY(a->device->backend, EventElapsedTime, ms, a->handle, b->handle);
 }

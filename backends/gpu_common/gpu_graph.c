@@ -19,6 +19,8 @@
 
 typedef struct capture {
   gpu_device_t *device;
+  gpu_graph_t *graph;   /* its host-function jobs, taken in list order */
+  size_t next_hostfn;
   uint32_t stream_count, event_count;
   gpuStream_t *streams;
   gpuEvent_t *events;
@@ -75,8 +77,13 @@ static accel_status_t capture_cmd(capture_t *c, const accel_cmd_t *cmd) {
                                    "%s: graph waits on event slot %u before it is recorded",
                                    GPU_BACKEND_NAME, slot);
       return GPU_TRY(be, StreamWaitEvent, s, c->events[slot], 0u);
+    case ACCEL_CMD_HOST_FUNC: {
+      gpu_graph_t *g = c->graph;
+      size_t k = c->next_hostfn++;
+      return gpu_issue(c->device, s, cmd, NULL, k < g->nhostfns ? g->hostfns[k] : NULL);
+    }
     default:
-      return gpu_issue(c->device, s, cmd);
+      return gpu_issue(c->device, s, cmd, NULL, NULL);
   }
 }
 
@@ -91,6 +98,38 @@ static accel_status_t capture_edges(capture_t *c, int join) {
     if (st == ACCEL_OK) st = GPU_TRY(be, StreamWaitEvent, to, c->edge, 0u);
   }
   return st;
+}
+
+/* A job and a pinned flag per host-function command of cmds, kept for every replay. */
+static accel_status_t hostfn_alloc(gpu_graph_t *g, const accel_cmd_t *cmds, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) count += cmds[i].type == ACCEL_CMD_HOST_FUNC;
+  if (!count || !gpu_hostfn_has_flags(g->device->backend)) return ACCEL_OK;
+  g->hostfns = calloc(count, sizeof *g->hostfns);
+  g->hostfn_flags = calloc(count, sizeof *g->hostfn_flags);
+  if (!g->hostfns || !g->hostfn_flags)
+    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph host functions",
+                               GPU_BACKEND_NAME);
+  accel_status_t st = ACCEL_OK;
+  for (; g->nhostfns < count && st == ACCEL_OK; g->nhostfns++) {
+    st = gpu_hostfn_flag_alloc(g->device, &g->hostfn_flags[g->nhostfns]);
+    if (st == ACCEL_OK)
+      st = gpu_hostfn_job_new(g->hostfn_flags[g->nhostfns], 1, &g->hostfns[g->nhostfns]);
+  }
+  return st;
+}
+
+/* Frees the graph's host side (after its executable graph: no replay can run a job). */
+static void graph_free(gpu_graph_t *g) {
+  for (size_t i = 0; i < g->nhostfns; i++) {
+    gpu_hostfn_job_free(g->hostfns[i]);
+    gpu_hostfn_flag_free(g->device, g->hostfn_flags[i]);
+  }
+  free(g->hostfns);
+  free(g->hostfn_flags);
+  free(g->cmds);
+  free(g->params);
+  free(g);
 }
 
 /* Keeps the work commands of cmds (kernel parameters copied) for launches into a capture the
@@ -123,11 +162,12 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
                                      size_t n, accel_be_graph_t **out) {
   gpu_device_t *d = device;
   gpu_backend_t *be = d->backend;
-  capture_t c = {.device = d};
   gpu_graph_t *g = calloc(1, sizeof *g);
   if (!g) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph", GPU_BACKEND_NAME);
+  capture_t c = {.device = d, .graph = g};
   g->device = d;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
+  if (st == ACCEL_OK) st = hostfn_alloc(g, cmds, n);
   if (st == ACCEL_OK) st = capture_alloc(&c, cmds, n);
   if (st == ACCEL_OK)
     st = GPU_TRY(be, StreamBeginCapture, c.streams[0], GPU_CAPTURE_MODE_THREAD_LOCAL);
@@ -147,9 +187,7 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
   if (st != ACCEL_OK) {
     if (g->exec) GPU_WARN(be, GraphExecDestroy, g->exec);
     if (g->graph) GPU_WARN(be, GraphDestroy, g->graph);
-    free(g->cmds);
-    free(g->params);
-    free(g);
+    graph_free(g);
     return st;
   }
   *out = g;
@@ -171,11 +209,16 @@ static int runtime_capturing(gpu_stream_t *s, accel_status_t *st) {
 accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream) {
   gpu_graph_t *g = graph;
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(g->device);
+  GPU_ENTER(st, g->device);
   if (st != ACCEL_OK) return st;
   if (runtime_capturing(s, &st)) {
-    for (size_t i = 0; i < g->ncmds && st == ACCEL_OK; i++)
-      st = gpu_issue(g->device, s->handle, &g->cmds[i]);
+    /* the graph's own jobs, in the same order (keep_commands keeps list order) */
+    size_t k = 0;
+    for (size_t i = 0; i < g->ncmds && st == ACCEL_OK; i++) {
+      gpu_hostfn_job_t *job = NULL;
+      if (g->cmds[i].type == ACCEL_CMD_HOST_FUNC && k < g->nhostfns) job = g->hostfns[k++];
+      st = gpu_issue(g->device, s->handle, &g->cmds[i], NULL, job);
+    }
     return st;
   }
   return st != ACCEL_OK ? st : GPU_TRY(g->device->backend, GraphLaunch, g->exec, s->handle);
@@ -184,11 +227,10 @@ accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stre
 void gpu_graph_destroy(accel_be_graph_t *graph) {
   gpu_graph_t *g = graph;
   gpu_backend_t *be = g->device->backend;
-  if (gpu_make_current_or_warn(g->device)) {
+  GPU_ENTER_OR_WARN(current, g->device);
+  if (current) {
     GPU_WARN(be, GraphExecDestroy, g->exec);
     GPU_WARN(be, GraphDestroy, g->graph);
   }
-  free(g->cmds);
-  free(g->params);
-  free(g);
+  graph_free(g);
 }

@@ -5,7 +5,7 @@
  * it, pinned to GPU_API_VERSION with CU_GET_PROC_ADDRESS_LEGACY_STREAM, so that base names
  * resolve to the variant that version defines (cuMemAlloc -> cuMemAlloc_v2, never a _ptsz
  * per-thread-default-stream variant). HIP: every entry point is looked up with dlsym under its
- * exported name. Opening and the symbol table: backends/common/vendor_lib.h (never dlclose'd).
+ * exported name. Opening and the symbol table: common/vendor_lib.h (never dlclose'd).
  */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   gpu_device_t *d = device;
   gpuDevicePtr_t p = 0;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK) st = GPU_TRY(d->backend, MemAlloc, &p, size);
   if (st == ACCEL_OK) *ptr = GPU_VPTR(p); /* vendor allocations are >= 256-byte aligned */
   return st;
@@ -12,19 +12,21 @@ accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr)
 
 void gpu_mem_free(accel_be_device_t *device, void *ptr) {
   gpu_device_t *d = device;
-  if (gpu_make_current_or_warn(d)) GPU_WARN(d->backend, MemFree, GPU_DPTR(ptr));
+  GPU_ENTER_OR_WARN(current, d);
+  if (current) GPU_WARN(d->backend, MemFree, GPU_DPTR(ptr));
 }
 
 accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr) {
   gpu_device_t *d = device;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   /* Portable: pinned for every device, not only the current one. */
   return st != ACCEL_OK ? st : GPU_TRY(d->backend, HostAlloc, ptr, size, GPU_HOST_ALLOC_PORTABLE);
 }
 
 void gpu_host_free(accel_be_device_t *device, void *ptr) {
   gpu_device_t *d = device;
-  if (gpu_make_current_or_warn(d)) GPU_WARN(d->backend, HostFree, ptr);
+  GPU_ENTER_OR_WARN(current, d);
+  if (current) GPU_WARN(d->backend, HostFree, ptr);
 }
 
 /* One pointer attribute of ptr (the current context is d's); false with an error naming the
@@ -40,19 +42,48 @@ static accel_status_t pointer_attribute(gpu_device_t *d, void *out, unsigned att
                              gpu_api_names.PointerGetAttribute, gpu_error_name(d->backend, err));
 }
 
+#if GPU_HAS_PRIMARY_CONTEXT
+/* Virtual memory (cuMemMap, PyTorch's expandable segments): RANGE_START/RANGE_SIZE describe the
+ * reserved range, not what is mapped ("to retrieve the size of the mapped region, see
+ * cuMemGetAddressRange", cuda.h), so [ptr, ptr + size) is walked mapped region by mapped
+ * region. Without cuMemGetAddressRange the range check stands alone. */
+static accel_status_t check_mapped(gpu_device_t *d, void *ptr, size_t size) {
+  gpu_backend_t *be = d->backend;
+  if (!be->api.MemGetAddressRange) return ACCEL_OK;
+  uintptr_t p = (uintptr_t)ptr;
+  const uintptr_t end = p + size;
+  for (int n = 0; p < end && n < 4096; n++) {
+    gpuDevicePtr_t base = 0;
+    size_t length = 0;
+    gpuError_t err = be->api.MemGetAddressRange(&base, &length, GPU_DPTR(p));
+    if (err != GPU_SUCCESS || (uintptr_t)GPU_VPTR(base) > p ||
+        (uintptr_t)GPU_VPTR(base) + length <= p)
+      return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                 "%s: [%p, +%zu) is not mapped from %p on (%s: %s): reserved "
+                                 "but not backed by memory", GPU_BACKEND_NAME, ptr, size,
+                                 (void *)p, gpu_api_names.MemGetAddressRange,
+                                 gpu_error_name(be, err));
+    p = (uintptr_t)GPU_VPTR(base) + length;
+  }
+  return ACCEL_OK;
+}
+#endif
+
 /* Accepts [ptr, ptr + size) when the runtime says it lies in one allocation that kernels of
  * this device reach at the same address: device memory of the device's context (CUDA: the
- * CONTEXT attribute is the retained primary context; HIP, which has no CONTEXT attribute: the
- * DEVICE_ORDINAL is the device's), which includes managed memory and mapped pinned host memory
- * of that context. Unverified here (no GPU): written from the driver API documentation of
- * cuPointerGetAttribute / hipPointerGetAttribute. */
+ * CONTEXT attribute is the retained primary context; memory that belongs to no context, as
+ * stream-ordered cudaMallocAsync pools and cuMemMap mappings do, when its DEVICE_ORDINAL is the
+ * device's and every byte is mapped; HIP, which has no CONTEXT attribute: the DEVICE_ORDINAL is
+ * the device's), which includes managed memory and mapped pinned host memory of that context.
+ * Checked over the fake driver (tests/fake_driver); on a GPU only from the driver API
+ * documentation of cuPointerGetAttribute / hipPointerGetAttribute. */
 accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t size,
                                 void **device_ptr) {
   gpu_device_t *d = device;
   if (!d->backend->api.PointerGetAttribute)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: the runtime lacks %s",
                                GPU_BACKEND_NAME, gpu_api_names.PointerGetAttribute);
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st != ACCEL_OK) return st;
   gpuDevicePtr_t dptr = 0, start = 0;
   size_t range = 0;
@@ -61,13 +92,27 @@ accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t siz
       (st = pointer_attribute(d, &range, GPU_POINTER_ATTR_RANGE_SIZE, "RANGE_SIZE", ptr)))
     return st;
 #if GPU_HAS_PRIMARY_CONTEXT
+  /* cuda.h: CONTEXT is INVALID_VALUE for memory that no context allocated, mapped or
+   * registered; stream-ordered and cuMemMap memory answer that or NULL */
   gpuContext_t owner = NULL;
-  if ((st = pointer_attribute(d, &owner, GPU_POINTER_ATTR_CONTEXT, "CONTEXT", ptr))) return st;
-  if (owner != d->context)
+  if (d->backend->api.PointerGetAttribute(&owner, GPU_POINTER_ATTR_CONTEXT, GPU_DPTR(ptr)) !=
+      GPU_SUCCESS)
+    owner = NULL;
+  if (owner && owner != d->context)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                "%s: %p belongs to context %p, not to the device's primary "
                                "context %p", GPU_BACKEND_NAME, ptr, (void *)owner,
                                (void *)d->context);
+  if (!owner) { /* a stream-ordered pool's or a cuMemMap mapping: the device decides */
+    int ordinal = -1;
+    if ((st = pointer_attribute(d, &ordinal, GPU_POINTER_ATTR_DEVICE_ORDINAL, "DEVICE_ORDINAL",
+                                ptr)))
+      return st;
+    if (ordinal != d->ordinal)
+      return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %p belongs to device %d, not %d",
+                                 GPU_BACKEND_NAME, ptr, ordinal, d->ordinal);
+    if ((st = check_mapped(d, ptr, size))) return st;
+  }
 #else
   int ordinal = -1;
   if ((st = pointer_attribute(d, &ordinal, GPU_POINTER_ATTR_DEVICE_ORDINAL, "DEVICE_ORDINAL",

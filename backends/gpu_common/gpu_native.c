@@ -46,8 +46,8 @@ static accel_status_t ordinal_of(gpu_backend_t *be, gpuDevice_t dev, int *ordina
                              be->device_count);
 }
 
-/* Sets d's handle, ordinal and context from the runtime's context. Makes it current on the
- * calling thread, as every entry point of this plugin does with its device's context. */
+/* Sets d's handle, ordinal and context from the runtime's context (current on the calling
+ * thread meanwhile, the caller's put back when it returns, as in every entry point). */
 static accel_status_t adopt_context(gpu_device_t *d, const accel_native_t *native) {
   gpu_backend_t *be = d->backend;
   if (!native->context)
@@ -56,7 +56,7 @@ static accel_status_t adopt_context(gpu_device_t *d, const accel_native_t *nativ
   if (!be->api.CtxGetDevice) return missing(be, gpu_api_names.CtxGetDevice);
   if (!be->api.PrimaryCtxGetState) return missing(be, gpu_api_names.PrimaryCtxGetState);
   d->context = native->context;
-  accel_status_t st = GPU_TRY(be, CtxSetCurrent, d->context);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK) st = GPU_TRY(be, CtxGetDevice, &d->handle);
   if (st == ACCEL_OK) st = ordinal_of(be, d->handle, &d->ordinal);
   if (st != ACCEL_OK) return st;
@@ -127,7 +127,7 @@ accel_status_t gpu_stream_wrap_native(accel_be_device_t *device, const accel_nat
   gpu_device_t *d = device;
   gpu_backend_t *be = d->backend;
   gpuStream_t handle = native->queue;
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st != ACCEL_OK) return st;
 #if GPU_HAS_PRIMARY_CONTEXT
   /* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD answer with the current context: d's */
@@ -160,7 +160,7 @@ accel_status_t gpu_event_native(accel_be_event_t *event, accel_native_t *out) {
 
 accel_status_t gpu_stream_wait_native_event(accel_be_stream_t *stream, void *native_event) {
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(s->device);
+  GPU_ENTER(st, s->device);
   /* the event may belong to another context or device of the process (cuStreamWaitEvent) */
   return st != ACCEL_OK ? st
                         : GPU_TRY(s->device->backend, StreamWaitEvent, s->handle,

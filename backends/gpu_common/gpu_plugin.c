@@ -51,6 +51,7 @@ static const accel_backend_vtable_t gpu_vtable = {
     .native_commands = 1, /* gpu_issue runs them; gpu_graph_instantiate captures them */
     .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
     .kernel_count = ACCEL_KERNEL_COUNT,
+    .comm_engine = GPU_COMM_ENGINE,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -10,7 +10,7 @@ accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
   s->device = d;
   /* Non-blocking: no implicit synchronisation with the legacy NULL stream, which other code
    * in the process may use (and which cannot take part in a capture). */
-  accel_status_t st = gpu_make_current(d);
+  GPU_ENTER(st, d);
   if (st == ACCEL_OK) st = GPU_TRY(d->backend, StreamCreate, &s->handle, GPU_STREAM_NON_BLOCKING);
   if (st != ACCEL_OK) {
     free(s);
@@ -20,22 +20,26 @@ accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
   return ACCEL_OK;
 }
 
+/* The core has synchronized the stream: nothing waits on its host-function flag any more. */
 void gpu_stream_destroy(accel_be_stream_t *stream) {
   gpu_stream_t *s = stream;
-  if (!s->borrowed && gpu_make_current_or_warn(s->device))
-    GPU_WARN(s->device->backend, StreamDestroy, s->handle);
+  GPU_ENTER_OR_WARN(current, s->device);
+  if (current) {
+    if (!s->borrowed) GPU_WARN(s->device->backend, StreamDestroy, s->handle);
+    gpu_hostfn_flag_free(s->device, s->hostfn_flag);
+  }
   free(s);
 }
 
 accel_status_t gpu_stream_synchronize(accel_be_stream_t *stream) {
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(s->device);
+  GPU_ENTER(st, s->device);
   return st != ACCEL_OK ? st : GPU_TRY(s->device->backend, StreamSynchronize, s->handle);
 }
 
 accel_status_t gpu_stream_query(accel_be_stream_t *stream) {
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(s->device);
+  GPU_ENTER(st, s->device);
   if (st != ACCEL_OK) return st;
   gpuError_t err = s->device->backend->api.StreamQuery(s->handle);
   if (err == GPU_ERROR_NOT_READY) return ACCEL_ERROR_NOT_READY;
@@ -45,7 +49,7 @@ accel_status_t gpu_stream_query(accel_be_stream_t *stream) {
 accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event) {
   gpu_stream_t *s = stream;
   gpu_event_t *e = event;
-  accel_status_t st = gpu_make_current(s->device);
+  GPU_ENTER(st, s->device);
   return st != ACCEL_OK ? st
                         : GPU_TRY(s->device->backend, StreamWaitEvent, s->handle, e->handle, 0u);
 }
@@ -67,7 +71,8 @@ static accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
                  ACCEL_KERNEL_BLOCK, 1u, 1u, 0u, stream, args, NULL);
 }
 
-accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t *cmd) {
+accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t *cmd,
+                         uint32_t *flag, gpu_hostfn_job_t *job) {
   gpu_backend_t *be = d->backend;
   switch ((accel_cmd_type_t)cmd->type) {
     case ACCEL_CMD_KERNEL:
@@ -82,11 +87,7 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
       return GPU_TRY(be, MemsetD8Async, GPU_DPTR(cmd->u.memset.dst),
                      (unsigned char)cmd->u.memset.value, cmd->u.memset.size, stream);
     case ACCEL_CMD_HOST_FUNC:
-      if (!be->api.LaunchHostFunc)
-        return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %s does not export %s",
-                                   GPU_BACKEND_NAME, be->library_path,
-                                   gpu_api_names.LaunchHostFunc);
-      return GPU_TRY(be, LaunchHostFunc, stream, cmd->u.host_func.fn, cmd->u.host_func.user);
+      return gpu_hostfn_issue(d, stream, cmd->u.host_func.fn, cmd->u.host_func.user, flag, job);
     case ACCEL_CMD_NATIVE: {
       /* a stream engine's collective; inside gpu_graph_instantiate `stream` is capturing, so
        * the vendor library's kernels become nodes of the graph (NCCL >= 2.9, RCCL) */
@@ -130,14 +131,20 @@ accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t f
 
 accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(s->device);
+  GPU_ENTER(st, s->device);
   return st != ACCEL_OK ? st : gpu_launch(s->device, s->handle, launch);
 }
 
-/* Vendor streams already queue asynchronously, so a batch is the commands in order. */
+/* Vendor streams already queue asynchronously, so a batch is the commands in order. The
+ * stream's host-function flag is allocated with its first host function. */
 accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
   gpu_stream_t *s = stream;
-  accel_status_t st = gpu_make_current(s->device);
-  for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = gpu_issue(s->device, s->handle, &cmds[i]);
+  GPU_ENTER(st, s->device);
+  for (size_t i = 0; i < n && st == ACCEL_OK; i++) {
+    if (cmds[i].type == ACCEL_CMD_HOST_FUNC && !s->hostfn_flag &&
+        gpu_hostfn_has_flags(s->device->backend))
+      st = gpu_hostfn_flag_alloc(s->device, &s->hostfn_flag);
+    if (st == ACCEL_OK) st = gpu_issue(s->device, s->handle, &cmds[i], s->hostfn_flag, NULL);
+  }
   return st;
 }

@@ -25,6 +25,9 @@ SAME_TYPE(gpuHostFn_t, hipHostFn_t);
 SAME_VALUE(GPU_SUCCESS, hipSuccess);
 SAME_VALUE(GPU_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory);
 SAME_VALUE(GPU_ERROR_NOT_READY, hipErrorNotReady);
+SAME_VALUE(GPU_ERROR_CAPTURE_FIRST, hipErrorStreamCaptureUnsupported);
+SAME_VALUE(GPU_ERROR_CAPTURE_INVALIDATED, hipErrorStreamCaptureInvalidated);
+SAME_VALUE(GPU_ERROR_CAPTURE_LAST, hipErrorStreamCaptureWrongThread);
 SAME_VALUE(GPU_STREAM_NON_BLOCKING, hipStreamNonBlocking);
 SAME_VALUE(GPU_EVENT_DEFAULT, hipEventDefault);
 SAME_VALUE(GPU_EVENT_DISABLE_TIMING, hipEventDisableTiming);
@@ -39,6 +42,7 @@ SAME_VALUE(GPU_POINTER_ATTR_DEVICE_ORDINAL, HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 SAME_VALUE(GPU_POINTER_ATTR_RANGE_START, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR);
 SAME_VALUE(GPU_POINTER_ATTR_RANGE_SIZE, HIP_POINTER_ATTRIBUTE_RANGE_SIZE);
 SAME_VALUE(GPU_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive);
+SAME_VALUE(GPU_WAIT_VALUE_EQ, hipStreamWaitValueEq);
 
 /* Prototypes: the shim's pointer type of each entry vs the header's declaration. */
 #define GPU_PFN(field, lookup, display, ret, params) typedef ret(*gpu_pfn_##field) params;
@@ -85,3 +89,6 @@ SAME_PROTO(GraphExecDestroy, hipGraphExecDestroy);
 SAME_PROTO(GraphDestroy, hipGraphDestroy);
 SAME_PROTO(GetErrorName, hipGetErrorName);
 SAME_PROTO(StreamIsCapturing, hipStreamIsCapturing);
+SAME_PROTO(GetDevice, hipGetDevice);
+SAME_PROTO(StreamWaitValue32, hipStreamWaitValue32);
+SAME_PROTO(StreamWriteValue32, hipStreamWriteValue32);

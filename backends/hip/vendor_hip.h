@@ -15,11 +15,14 @@
 
 #define GPU_VENDOR_HIP 1
 #define GPU_BACKEND_NAME "hip"
+#define GPU_COMM_ENGINE "rccl" /* the vtable's comm_engine: collectives on HIP streams */
 #define GPU_BACKEND_DESCRIPTION "AMD GPUs through the HIP runtime (dlopen libamdhip64)"
 #define GPU_VENDOR_STRING "AMD"
 #define GPU_VISIBLE_DEVICES_ENV "HIP_VISIBLE_DEVICES"
 #define GPU_DLPACK_DEVICE_TYPE 10 /* kDLROCM (ACCEL_DL_ROCM) */
-#define GPU_LIBRARY_NAMES {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
+/* ROCm 7 ships only libamdhip64.so.7 (no unversioned link without the dev package). */
+#define GPU_LIBRARY_NAMES \
+  {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
 /* HIP has no primary-context API worth using: the device is made current on the calling
  * thread with hipSetDevice in every entry point. */
 #define GPU_HAS_PRIMARY_CONTEXT 0
@@ -38,6 +41,11 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_SUCCESS 0                    /* hipSuccess */
 #define GPU_ERROR_OUT_OF_MEMORY 2        /* hipErrorOutOfMemory */
 #define GPU_ERROR_NOT_READY 600          /* hipErrorNotReady */
+/* hipErrorStreamCaptureUnsupported .. hipErrorStreamCaptureWrongThread; 901 is
+ * hipErrorStreamCaptureInvalidated (gpu_error.c maps them to accel's capture statuses) */
+#define GPU_ERROR_CAPTURE_FIRST 900
+#define GPU_ERROR_CAPTURE_INVALIDATED 901
+#define GPU_ERROR_CAPTURE_LAST 908
 #define GPU_STREAM_NON_BLOCKING 0x1u     /* hipStreamNonBlocking */
 #define GPU_EVENT_DEFAULT 0x0u           /* hipEventDefault */
 #define GPU_EVENT_DISABLE_TIMING 0x2u    /* hipEventDisableTiming */
@@ -54,6 +62,7 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_POINTER_ATTR_RANGE_START 11     /* HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR */
 #define GPU_POINTER_ATTR_RANGE_SIZE 12      /* HIP_POINTER_ATTRIBUTE_RANGE_SIZE */
 #define GPU_CAPTURE_STATUS_ACTIVE 1      /* hipStreamCaptureStatusActive */
+#define GPU_WAIT_VALUE_EQ 0x1u           /* hipStreamWaitValueEq */
 
 /*
  * Entry points: X(field, lookup name, name in messages, return type, parameters).
@@ -70,6 +79,8 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(DeviceTotalMem, "hipDeviceTotalMem", "hipDeviceTotalMem", gpuError_t,                      \
       (size_t * bytes, gpuDevice_t dev))                                                         \
   REQ(SetDevice, "hipSetDevice", "hipSetDevice", gpuError_t, (int ordinal))                      \
+  /* the caller's device, put back after each call (gpu_device.c); without it, not restored */  \
+  OPT(GetDevice, "hipGetDevice", "hipGetDevice", gpuError_t, (int *ordinal))                     \
   REQ(DeviceSynchronize, "hipDeviceSynchronize", "hipDeviceSynchronize", gpuError_t, (void))     \
   REQ(MemGetInfo, "hipMemGetInfo", "hipMemGetInfo", gpuError_t,                                  \
       (size_t * free_bytes, size_t *total_bytes))                                                \
@@ -127,13 +138,22 @@ typedef void (*gpuHostFn_t)(void *user);
       (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
   /* Native handles (gpu_native.c): a wrapped stream may be under the runtime's capture. */    \
   OPT(StreamIsCapturing, "hipStreamIsCapturing", "hipStreamIsCapturing", gpuError_t,             \
-      (gpuStream_t stream, unsigned *status))
+      (gpuStream_t stream, unsigned *status))                                                    \
+  /* Host functions on the plugin's thread (gpu_hostfn.c); capturable stream memory ops. */     \
+  OPT(StreamWaitValue32, "hipStreamWaitValue32", "hipStreamWaitValue32", gpuError_t,             \
+      (gpuStream_t stream, void *ptr, uint32_t value, unsigned flags, uint32_t mask))           \
+  OPT(StreamWriteValue32, "hipStreamWriteValue32", "hipStreamWriteValue32", gpuError_t,          \
+      (gpuStream_t stream, void *ptr, uint32_t value, unsigned flags))
 
 /* Calls whose shape differs between vendors. */
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
 #define GPU_VPTR(d) ((void *)(d))
 #define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \
   (api)->MemcpyAsync((dst), (src), (size), GPU_MEMCPY_DEFAULT, (stream))
+#define GPU_STREAM_WAIT_VALUE32(api, stream, ptr, value) \
+  (api)->StreamWaitValue32((stream), (ptr), (value), GPU_WAIT_VALUE_EQ, 0xffffffffu)
+#define GPU_STREAM_WRITE_VALUE32(api, stream, ptr, value) \
+  (api)->StreamWriteValue32((stream), (ptr), (value), 0u)
 /* Stores the error's name in *name (NULL when unknown). */
 #define GPU_ERROR_NAME(api, err, name) \
   (*(name) = (api)->GetErrorName ? (api)->GetErrorName(err) : NULL)

@@ -4,8 +4,12 @@
  * CUDA / HIP stream under the accel stream (the backend's stream_native slot). The library is
  * dlopen'ed with a symbol table (vendor_nccl.h), so the engine loads anywhere and reports
  * UNAVAILABLE without it. Bootstrap: rank 0's ncclUniqueId is all-gathered over MPI (the
- * core's bootstrap), then ncclCommInitRank on the thread that creates the communicator, whose
- * current CUDA/HIP device must be the accel device's.
+ * core's bootstrap), then ncclCommInitRank with the accel device made current on the calling
+ * thread (NCCL binds the communicator to the CUDA runtime's current device, which follows the
+ * driver's current context: the device's primary context, cuCtxSetCurrent; RCCL: hipSetDevice
+ * of its ordinal) and the caller's context / device restored afterwards. The vendor runtime is
+ * the one the backend plugin already loaded (dlopen RTLD_NOLOAD). libnccl.so.2 is searched on
+ * the loader's path: the pip wheel's (nvidia/nccl/lib) needs LD_LIBRARY_PATH.
  *
  * Verified here only by compiling, loading and reporting UNAVAILABLE (no GPU, no libnccl).
  * Graph capture: the core records each collective as an ACCEL_CMD_NATIVE command and the
@@ -17,6 +21,8 @@
  * an NCCL call that blocks on the host (connection setup) is not interrupted; a fused downcast
  * (the core refuses accel_all_gather_downcast on stream engines).
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +35,9 @@
 #ifdef ACCEL_CCL_RCCL
 #define ENGINE_NAME "rccl"
 #define ENGINE_LIBS {"librccl.so.1", "librccl.so"}
+#define RUNTIME_LIBS {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
 #else
+#define RUNTIME_LIBS {"libcuda.so.1", "libcuda.so"}
 #define ENGINE_NAME "nccl"
 #define ENGINE_LIBS {"libnccl.so.2", "libnccl.so"}
 #endif
@@ -42,10 +50,21 @@ static struct {
 #undef CCL_FIELD
 } ccl;
 
+/* Current device of the calling thread (int is CUresult / hipError_t; 0 is success). */
+static struct {
+#ifdef ACCEL_CCL_RCCL
+  int (*get)(int *ordinal);  /* hipGetDevice */
+  int (*set)(int ordinal);   /* hipSetDevice */
+#else
+  int (*get)(void **ctx);    /* cuCtxGetCurrent */
+  int (*set)(void *ctx);     /* cuCtxSetCurrent */
+#endif
+} rt;
+
 typedef struct ccl_engine_comm {
   ccl_comm_t comm;
   int rank, size;
-  int aborted; /* ncclCommAbort freed comm (ccl_cancel) */
+  int aborted; /* ncclCommAbort freed comm (ccl_cancel); __atomic */
 } ccl_engine_comm_t;
 
 static accel_status_t ccl_error(const char *call, ccl_result_t r) {
@@ -73,6 +92,24 @@ static accel_status_t ccl_init(const accel_host_api_t *h) {
                            sizeof missing))
     return host->set_error(ACCEL_ERROR_UNAVAILABLE, ENGINE_NAME " engine: %s lacks %s", chosen,
                            missing);
+  /* the runtime the backend plugin loaded (never dlclose'd, like every vendor library) */
+  static const char *const rt_names[] = RUNTIME_LIBS;
+  for (size_t i = 0; i < sizeof rt_names / sizeof rt_names[0] && !rt.set; ++i) {
+    void *r = dlopen(rt_names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!r) r = dlopen(rt_names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!r) continue;
+#ifdef ACCEL_CCL_RCCL
+    rt.get = (__typeof__(rt.get))dlsym(r, "hipGetDevice");
+    rt.set = (__typeof__(rt.set))dlsym(r, "hipSetDevice");
+#else
+    rt.get = (__typeof__(rt.get))dlsym(r, "cuCtxGetCurrent");
+    rt.set = (__typeof__(rt.set))dlsym(r, "cuCtxSetCurrent");
+#endif
+    if (!rt.get || !rt.set) rt.get = NULL, rt.set = NULL;
+  }
+  if (!rt.set)
+    host->log(ACCEL_LOG_INFO, "comm", ENGINE_NAME " engine: no %s to select the device with; "
+              "communicators use the calling thread's current device", rt_names[0]);
   int version = 0;
   ccl.GetVersion(&version);
   host->log(ACCEL_LOG_INFO, "comm", ENGINE_NAME " engine: %s, version %d", chosen, version);
@@ -92,9 +129,41 @@ static accel_status_t wrap(ccl_comm_t comm, accel_ce_comm_t **out) {
   return ACCEL_OK;
 }
 
+/* Makes the accel device current for NCCL; *saved receives the caller's. 0: not switched. */
+static int device_enter(const accel_native_t *dev, void **saved_ctx, int *saved_ordinal) {
+  if (!rt.set) return 0;
+#ifdef ACCEL_CCL_RCCL
+  (void)saved_ctx;
+  if (rt.get(saved_ordinal) != 0) return 0;
+  int r = rt.set((int)(intptr_t)dev->device);
+#else
+  (void)saved_ordinal;
+  if (rt.get(saved_ctx) != 0) return 0;
+  int r = rt.set(dev->context);
+#endif
+  if (r != 0) {
+    host->log(ACCEL_LOG_WARN, "comm", ENGINE_NAME ": selecting the accel device failed (%d); "
+              "the communicator uses the thread's current device", r);
+    return 0;
+  }
+  return 1;
+}
+
+static void device_leave(void *saved_ctx, int saved_ordinal) {
+#ifdef ACCEL_CCL_RCCL
+  (void)saved_ctx;
+  int r = rt.set(saved_ordinal);
+#else
+  (void)saved_ordinal;
+  int r = rt.set(saved_ctx); /* NULL is valid: no context was current */
+#endif
+  if (r != 0)
+    host->log(ACCEL_LOG_WARN, "comm", ENGINE_NAME ": restoring the caller's device failed (%d)",
+              r);
+}
+
 static accel_status_t ccl_create(const accel_comm_bootstrap_t *boot, const accel_native_t *dev,
                                  accel_ce_comm_t **out) {
-  (void)dev; /* the calling thread's current device is the one NCCL uses */
   ccl_unique_id_t id;
   memset(&id, 0, sizeof id);
   if (boot->rank == 0) {
@@ -108,7 +177,11 @@ static accel_status_t ccl_create(const accel_comm_bootstrap_t *boot, const accel
   free(all);
   if (st != ACCEL_OK) return st;
   ccl_comm_t comm = NULL;
+  void *saved_ctx = NULL;
+  int saved_ordinal = 0;
+  const int switched = device_enter(dev, &saved_ctx, &saved_ordinal);
   ccl_result_t r = ccl.CommInitRank(&comm, boot->size, id, boot->rank);
+  if (switched) device_leave(saved_ctx, saved_ordinal);
   return r == CCL_SUCCESS ? wrap(comm, out) : ccl_error("ncclCommInitRank", r);
 }
 
@@ -133,13 +206,17 @@ static accel_status_t ccl_split(accel_ce_comm_t *cc, int color, int key, accel_c
 
 static void ccl_destroy(accel_ce_comm_t *cc) {
   ccl_engine_comm_t *c = cc;
-  if (!c->aborted) ccl.CommDestroy(c->comm);
+  if (!__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) ccl.CommDestroy(c->comm);
   free(c);
 }
 
 /* The watchdog's probe (ACCEL_COMM_TIMEOUT): an error a collective hit asynchronously. */
 static accel_status_t ccl_async_error(accel_ce_comm_t *cc) {
   ccl_engine_comm_t *c = cc;
+  /* ncclCommAbort freed the communicator: never hand it to NCCL again */
+  if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+    return host->set_error(ACCEL_ERROR_BACKEND, ENGINE_NAME ": the communicator was aborted "
+                           "(ACCEL_COMM_TIMEOUT or an earlier asynchronous error)");
   ccl_result_t async = CCL_SUCCESS, r = ccl.CommGetAsyncError(c->comm, &async);
   if (r != CCL_SUCCESS) return ccl_error("ncclCommGetAsyncError", r);
   return async == CCL_SUCCESS ? ACCEL_OK
@@ -150,8 +227,8 @@ static accel_status_t ccl_async_error(accel_ce_comm_t *cc) {
  * (so the stream moves on) and frees it; the core issues nothing on it afterwards. */
 static void ccl_cancel(accel_ce_comm_t *cc) {
   ccl_engine_comm_t *c = cc;
+  __atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
   ccl_result_t r = ccl.CommAbort(c->comm);
-  c->aborted = 1;
   if (r != CCL_SUCCESS)
     host->log(ACCEL_LOG_ERROR, ENGINE_NAME, "ncclCommAbort: %s (%u)", ccl.GetErrorString(r), r);
 }
@@ -163,6 +240,8 @@ static ccl_datatype_t dtype_of(uint32_t dt) {
 static accel_status_t ccl_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op,
                                   const accel_native_t *stream) {
   ccl_engine_comm_t *c = cc;
+  if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+    return host->set_error(ACCEL_ERROR_BACKEND, ENGINE_NAME ": the communicator was aborted");
   ccl_stream_t s = (ccl_stream_t)stream->queue;
   const ccl_datatype_t t = dtype_of(op->dtype);
   const ccl_redop_t red = op->reduce == ACCEL_REDUCE_SUM   ? CCL_SUM

@@ -15,7 +15,8 @@
  *  - ACCEL_COMM_TIMEOUT (2 s here): a collective whose stream is held by a blocking host
  *    function fails its communicator after the deadline, not before, and the engine's
  *    comm_cancel runs once; an asynchronous error the engine reports fails it before the
- *    deadline. The watchdog is core/comm_watchdog.c.
+ *    deadline. With two collectives in flight, nothing polls or issues on the communicator
+ *    after comm_cancel (NCCL's abort frees it). The watchdog is core/comm_watchdog.c.
  * argv[1]: the path of libaccelcomm-fakestream.so (its counters are read with dlopen NOLOAD).
  * SKIP (77) without an OpenCL device.
  */
@@ -35,7 +36,7 @@
 #define TIMEOUT_S 2.0 /* ACCEL_COMM_TIMEOUT in meson.build */
 
 static int *calls;
-static int *async_fail, *cancels; /* shared with the watchdog thread: __atomic */
+static int *async_fail, *cancels, *used_after_cancel; /* shared with the watchdog: __atomic */
 static atomic_int hold; /* the blocking host function waits while it is 1 */
 static void **last_queue;
 static accel_comm_op_t *last_op;
@@ -199,6 +200,9 @@ static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
   const double t0 = now_s();
   accel_status_t st = accel_all_reduce(c, s, buf, buf, 8, ACCEL_F32, ACCEL_REDUCE_SUM);
   CHECK(st == ACCEL_OK, "watched all_reduce: %s", accel_last_error());
+  /* a second one in flight behind it: the watchdog must stop polling both after the cancel */
+  st = accel_all_reduce(c, s, buf + 8, buf + 8, 8, ACCEL_F32, ACCEL_REDUCE_SUM);
+  CHECK(st == ACCEL_OK, "second watched all_reduce: %s", accel_last_error());
   if (inject_async) __atomic_store_n(async_fail, 1, __ATOMIC_SEQ_CST);
   while (accel_comm_get_error(c) == ACCEL_OK && now_s() - t0 < 4 * TIMEOUT_S) {
     struct timespec ts = {0, 2000000};
@@ -227,6 +231,10 @@ static void watchdog_case(accel_device_t *dev, float *buf, int inject_async) {
   }
   const int ncancels = __atomic_load_n(cancels, __ATOMIC_SEQ_CST) - cancels_before;
   CHECK(ncancels == 1, "comm_cancel ran %d times", ncancels);
+  struct timespec polls = {0, 50000000}; /* 10 of the watchdog's 5 ms rounds */
+  nanosleep(&polls, NULL);
+  const int used = __atomic_load_n(used_after_cancel, __ATOMIC_SEQ_CST);
+  CHECK(used == 0, "the communicator was used %d times after comm_cancel", used);
   __atomic_store_n(async_fail, 0, __ATOMIC_SEQ_CST);
   atomic_store(&hold, 0);
   CHECK(accel_stream_synchronize(s) == ACCEL_OK, "sync: %s", accel_last_error());
@@ -261,7 +269,8 @@ int main(int argc, char **argv) {
   last_op = lib ? dlsym(lib, "fake_stream_last_op") : NULL;
   async_fail = lib ? dlsym(lib, "fake_stream_async_fail") : NULL;
   cancels = lib ? dlsym(lib, "fake_stream_cancels") : NULL;
-  if (!calls || !last_queue || !last_op || !async_fail || !cancels) {
+  used_after_cancel = lib ? dlsym(lib, "fake_stream_used_after_cancel") : NULL;
+  if (!calls || !last_queue || !last_op || !async_fail || !cancels || !used_after_cancel) {
     fprintf(stderr, "%s is not the engine libaccel loaded: %s\n", argv[1], dlerror());
     return 1;
   }

@@ -16,6 +16,9 @@ ACCEL_PLUGIN_EXPORT accel_comm_op_t fake_stream_last_op;
  * comm_cancel counts */
 ACCEL_PLUGIN_EXPORT int fake_stream_async_fail; /* both read and written with __atomic */
 ACCEL_PLUGIN_EXPORT int fake_stream_cancels;
+/* comm_async_error or enqueue on a communicator after its comm_cancel: NCCL's ncclCommAbort has
+ * freed it by then, so each one would be a use after free (__atomic) */
+ACCEL_PLUGIN_EXPORT int fake_stream_used_after_cancel;
 
 #define FAKE_STREAM_FAIL_COUNT 13
 
@@ -29,7 +32,13 @@ static const accel_host_api_t *host;
 
 typedef struct fake_comm {
   int rank, size;
+  int cancelled; /* __atomic */
 } fake_comm_t;
+
+static void note_use(accel_ce_comm_t *cc) {
+  if (__atomic_load_n(&((fake_comm_t *)cc)->cancelled, __ATOMIC_SEQ_CST))
+    __atomic_add_fetch(&fake_stream_used_after_cancel, 1, __ATOMIC_SEQ_CST);
+}
 
 static accel_status_t fake_init(const accel_host_api_t *h) {
   host = h;
@@ -70,7 +79,7 @@ static void fake_destroy(accel_ce_comm_t *cc) { free(cc); }
 
 static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op,
                                    const accel_native_t *stream) {
-  (void)cc;
+  note_use(cc);
   fake_stream_calls++;
   if (op->count == FAKE_STREAM_FAIL_COUNT)
     return host->set_error(ACCEL_ERROR_BACKEND, "fakestream: injected enqueue failure");
@@ -80,14 +89,14 @@ static accel_status_t fake_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *o
 }
 
 static accel_status_t fake_async_error(accel_ce_comm_t *cc) {
-  (void)cc;
+  note_use(cc);
   return __atomic_load_n(&fake_stream_async_fail, __ATOMIC_SEQ_CST)
              ? host->set_error(ACCEL_ERROR_BACKEND, "fakestream: injected async error")
              : ACCEL_OK;
 }
 
 static void fake_cancel(accel_ce_comm_t *cc) {
-  (void)cc;
+  __atomic_store_n(&((fake_comm_t *)cc)->cancelled, 1, __ATOMIC_SEQ_CST);
   __atomic_add_fetch(&fake_stream_cancels, 1, __ATOMIC_SEQ_CST);
 }
 

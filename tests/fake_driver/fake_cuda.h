@@ -1,0 +1,52 @@
+/* Internal to the fake driver (fake_cuda.c, fake_cuda_mem.c); see fake_cuda.c. */
+#ifndef ACCEL_FAKE_CUDA_H
+#define ACCEL_FAKE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vendor_cuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define E_INVALID_VALUE 1u
+#define E_OUT_OF_MEMORY 2u
+#define E_NOT_INITIALIZED 3u
+#define E_INVALID_CONTEXT 201u
+#define E_INVALID_HANDLE 400u
+#define E_NOT_FOUND 500u
+#define E_NOT_PERMITTED 800u
+#define E_NOT_SUPPORTED 801u
+
+extern _Thread_local gpuContext_t fake_current; /* cuCtxSetCurrent's, per thread */
+extern _Thread_local int fake_in_callback;      /* inside a host function */
+extern int fake_initialized;                    /* cuInit was called */
+extern int fake_cuda_not_permitted;
+
+/* Every entry point: no CUDA call from a host function (cuda.h, cuLaunchHostFunc). */
+#define ENTER()                                                            \
+  do {                                                                     \
+    if (fake_in_callback) {                                                \
+      __atomic_add_fetch(&fake_cuda_not_permitted, 1, __ATOMIC_SEQ_CST);   \
+      return E_NOT_PERMITTED;                                              \
+    }                                                                      \
+  } while (0)
+/* Context-bound entry points: a context must be current on the calling thread. */
+#define NEED_CONTEXT()                                                     \
+  do {                                                                     \
+    ENTER();                                                               \
+    if (!fake_initialized) return E_NOT_INITIALIZED;                       \
+    if (!fake_current) return E_INVALID_CONTEXT;                           \
+  } while (0)
+
+/* 1 when p lies in memory cuMemAlloc or cuMemHostAlloc gave (not pageable host memory). */
+int fake_known_memory(const void *p);
+
+gpuError_t fake_MemGetInfo(size_t *free_bytes, size_t *total);
+gpuError_t fake_MemAlloc(gpuDevicePtr_t *ptr, size_t size);
+gpuError_t fake_MemFree(gpuDevicePtr_t ptr);
+gpuError_t fake_HostAlloc(void **ptr, size_t size, unsigned flags);
+gpuError_t fake_HostFree(void *ptr);
+gpuError_t fake_PointerGetAttribute(void *data, unsigned attribute, gpuDevicePtr_t ptr);
+gpuError_t fake_MemGetAddressRange(gpuDevicePtr_t *base, size_t *size, gpuDevicePtr_t ptr);
+
+#endif
