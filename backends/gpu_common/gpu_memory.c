@@ -69,6 +69,18 @@ static accel_status_t check_mapped(gpu_device_t *d, void *ptr, size_t size) {
 }
 #endif
 
+/* ptr belongs to this device (its DEVICE_ORDINAL attribute). */
+static accel_status_t check_ordinal(gpu_device_t *d, void *ptr) {
+  int ordinal = -1;
+  accel_status_t st =
+      pointer_attribute(d, &ordinal, GPU_POINTER_ATTR_DEVICE_ORDINAL, "DEVICE_ORDINAL", ptr);
+  if (st != ACCEL_OK) return st;
+  if (ordinal != d->ordinal)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %p belongs to device %d, not %d",
+                               GPU_BACKEND_NAME, ptr, ordinal, d->ordinal);
+  return ACCEL_OK;
+}
+
 /* Accepts [ptr, ptr + size) when the runtime says it lies in one allocation that kernels of
  * this device reach at the same address: device memory of the device's context (CUDA: the
  * CONTEXT attribute is the retained primary context; memory that belongs to no context, as
@@ -104,23 +116,10 @@ accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t siz
                                "context %p", GPU_BACKEND_NAME, ptr, (void *)owner,
                                (void *)d->context);
   if (!owner) { /* a stream-ordered pool's or a cuMemMap mapping: the device decides */
-    int ordinal = -1;
-    if ((st = pointer_attribute(d, &ordinal, GPU_POINTER_ATTR_DEVICE_ORDINAL, "DEVICE_ORDINAL",
-                                ptr)))
-      return st;
-    if (ordinal != d->ordinal)
-      return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %p belongs to device %d, not %d",
-                                 GPU_BACKEND_NAME, ptr, ordinal, d->ordinal);
-    if ((st = check_mapped(d, ptr, size))) return st;
+    if ((st = check_ordinal(d, ptr)) || (st = check_mapped(d, ptr, size))) return st;
   }
 #else
-  int ordinal = -1;
-  if ((st = pointer_attribute(d, &ordinal, GPU_POINTER_ATTR_DEVICE_ORDINAL, "DEVICE_ORDINAL",
-                              ptr)))
-    return st;
-  if (ordinal != d->ordinal)
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %p belongs to device %d, not %d",
-                               GPU_BACKEND_NAME, ptr, ordinal, d->ordinal);
+  if ((st = check_ordinal(d, ptr))) return st;
 #endif
   if (GPU_VPTR(dptr) != ptr)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,

@@ -12,6 +12,7 @@
 #include "accel/accel.h"
 #include "accel/accel_interop.h"
 #include "check.h"
+#include "fake_open.h"
 
 typedef unsigned (*ctx_get_fn)(void **ctx);
 typedef unsigned (*ctx_set_fn)(void *ctx);
@@ -56,21 +57,12 @@ static void round_trip(accel_device_t *dev, void *callers) {
 
 int main(void) {
   accel_device_t *dev = NULL;
-  if (accel_device_open("cuda", &dev) != ACCEL_OK) {
-    printf("SKIP: no cuda device: %s\n", accel_last_error());
-    return 77;
-  }
-  accel_device_info_t info;
-  memset(&info, 0, sizeof info);
-  OK(accel_device_get_info(dev, &info));
+  const int skip = fake_cuda_open(&dev);
+  if (skip) return skip;
   void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ctx_get = drv ? (ctx_get_fn)dlsym(drv, "cuCtxGetCurrent") : NULL;
   ctx_set = drv ? (ctx_set_fn)dlsym(drv, "cuCtxSetCurrent") : NULL;
-  if (!strstr(info.name, "fake CUDA device") || !ctx_get || !ctx_set) {
-    printf("SKIP: cuda device '%s' is not tests/fake_driver's\n", info.name);
-    accel_device_close(dev);
-    return 77;
-  }
+  CHECK(ctx_get && ctx_set, "the fake's cuCtxGetCurrent / cuCtxSetCurrent not found");
   static int other_runtime; /* the fake takes any pointer as a context */
   round_trip(dev, NULL);
   round_trip(dev, &other_runtime);

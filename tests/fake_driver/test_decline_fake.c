@@ -12,6 +12,7 @@
 
 #include "accel/accel.h"
 #include "check.h"
+#include "fake_open.h"
 
 /* Runs one capture + replay of a pageable upload; returns the device bytes read back. */
 static void capture_upload(accel_device_t *dev, accel_stream_t *s, unsigned char *host,
@@ -34,18 +35,8 @@ static void capture_upload(accel_device_t *dev, accel_stream_t *s, unsigned char
 
 int main(void) {
   accel_device_t *dev = NULL;
-  if (accel_device_open("cuda", &dev) != ACCEL_OK) {
-    printf("SKIP: no cuda device: %s\n", accel_last_error());
-    return 77;
-  }
-  accel_device_info_t info;
-  memset(&info, 0, sizeof info);
-  OK(accel_device_get_info(dev, &info));
-  if (!strstr(info.name, "fake CUDA device")) {
-    printf("SKIP: cuda device '%s' is not tests/fake_driver's\n", info.name);
-    accel_device_close(dev);
-    return 77;
-  }
+  const int skip = fake_cuda_open(&dev);
+  if (skip) return skip;
   accel_stream_t *s = NULL;
   unsigned char *dev_buf = NULL;
   static unsigned char host[64]; /* pageable */

@@ -16,6 +16,7 @@
 
 #include "accel/accel.h"
 #include "check.h"
+#include "fake_open.h"
 
 typedef struct work {
   accel_device_t *dev;
@@ -59,18 +60,8 @@ static void replay_host_fn(void *user) {
 
 int main(void) {
   accel_device_t *dev = NULL;
-  if (accel_device_open("cuda", &dev) != ACCEL_OK) {
-    printf("SKIP: no cuda device: %s\n", accel_last_error());
-    return 77;
-  }
-  accel_device_info_t info;
-  memset(&info, 0, sizeof info);
-  OK(accel_device_get_info(dev, &info));
-  if (!strstr(info.name, "fake CUDA device")) {
-    printf("SKIP: cuda device '%s' is not tests/fake_driver's\n", info.name);
-    accel_device_close(dev);
-    return 77;
-  }
+  const int skip = fake_cuda_open(&dev);
+  if (skip) return skip;
   void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   int *not_permitted = drv ? dlsym(drv, "fake_cuda_not_permitted") : NULL;
   CHECK(not_permitted != NULL, "fake_cuda_not_permitted not found: %s", dlerror());

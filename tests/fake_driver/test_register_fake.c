@@ -12,27 +12,19 @@
 #include "accel/accel.h"
 #include "accel/accel_interop.h"
 #include "check.h"
+#include "fake_open.h"
 
 typedef void *(*alloc_fn)(size_t size, size_t mapped);
 typedef void (*free_fn)(void *p);
 
 int main(void) {
   accel_device_t *dev = NULL;
-  if (accel_device_open("cuda", &dev) != ACCEL_OK) {
-    printf("SKIP: no cuda device: %s\n", accel_last_error());
-    return 77;
-  }
-  accel_device_info_t info;
-  memset(&info, 0, sizeof info);
-  OK(accel_device_get_info(dev, &info));
+  const int skip = fake_cuda_open(&dev);
+  if (skip) return skip;
   void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   alloc_fn unowned = drv ? (alloc_fn)dlsym(drv, "fake_cuda_alloc_unowned") : NULL;
   free_fn release = drv ? (free_fn)dlsym(drv, "fake_cuda_free_unowned") : NULL;
-  if (!strstr(info.name, "fake CUDA device") || !unowned || !release) {
-    printf("SKIP: cuda device '%s' is not tests/fake_driver's\n", info.name);
-    accel_device_close(dev);
-    return 77;
-  }
+  CHECK(unowned && release, "fake_cuda_alloc_unowned / fake_cuda_free_unowned not found");
   const size_t mib = 1u << 20;
   /* a stream-ordered allocation: no context, fully mapped */
   char *pool = unowned(mib, mib);
