@@ -206,6 +206,18 @@ static accel_status_t unsafe(int stream) {
   return st;
 }
 
+/* A call illegal while any stream captures, in any mode (communicator creation): invalidates
+ * every capture (core/capture.c, accel_capture_check_none). */
+static accel_status_t unsafe_any(void) {
+  accel_status_t st = ACCEL_OK;
+  for (int g = 0; g < NG; ++g)
+    if (G[g].st == H_LIVE && G[g].state == G_CAPTURING) {
+      G[g].invalid = 1;
+      st = ACCEL_ERROR_ILLEGAL_IN_CAPTURE;
+    }
+  return st;
+}
+
 /* Status of submitting commands to stream slot s (live): recorded, or run. */
 static accel_status_t submit_status(int s) {
   if (s < 0 || S[s].cap < 0) return ACCEL_OK;
@@ -931,7 +943,7 @@ static void op_live_comm(accel_comm_t *bad) {
         C.st = H_DEAD;
       } else {
         accel_comm_t *c = NULL;
-        accel_status_t want = unsafe(-1);
+        accel_status_t want = unsafe_any();
         accel_status_t st = accel_comm_create_mpi(dev, NULL, "fuzzhost", &c);
         expect("accel_comm_create_mpi (fuzzhost)", st, want);
         if (st == ACCEL_OK) {
@@ -960,7 +972,7 @@ static void op_comm(unsigned call) {
   switch (call % 4) {
     case 0: {
       const int malformed = u8() % 2;
-      accel_status_t want = unsafe(-1);
+      accel_status_t want = unsafe_any();
       if (want == ACCEL_OK)
         want = malformed ? ACCEL_ERROR_INVALID_ARGUMENT : ACCEL_ERROR_UNAVAILABLE;
       expect("accel_comm_create_mpi",
