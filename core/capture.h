@@ -1,8 +1,20 @@
-/* Capture internals shared by graph.c and memory.c (see capture.c). */
+/*
+ * Layer 5, capture / lazy (docs/ARCHITECTURE.md, "Rooms and layers"): the checks every call
+ * makes against active captures, and the capture internals graph.c, stream.c, event.c and
+ * memory.c use (see capture.c).
+ */
 #ifndef ACCEL_CORE_CAPTURE_H
 #define ACCEL_CORE_CAPTURE_H
 
-#include "internal.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "allocator.h"
+#include "cmdlist.h"
+#include "event.h"
+#include "pool.h"
+#include "stream.h"
 
 /* Starts capturing on s (caller holds s->lock and checked every precondition). */
 accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
@@ -29,5 +41,24 @@ bool accel_capture_ended_by_caller(const accel_capture_t *c);
 accel_status_t accel_capture_keep_locked(accel_stream_t *s, accel_keepalive_t *keep);
 /* accel_free_async during capture: only blocks of the capture's pool may be freed. */
 accel_status_t accel_capture_check_free_locked(accel_stream_t *s, void *ptr);
+
+/* Called by every potentially unsafe call (synchronize, query, blocking copy, accel_malloc):
+ * if a capture covers the calling thread (per its mode) the capture is invalidated and
+ * ILLEGAL_IN_CAPTURE is returned with a message naming fn. stream may be NULL. */
+accel_status_t accel_capture_check_unsafe(const char *fn, accel_stream_t *stream);
+/* The same for a call illegal while any stream captures, in any mode and from any thread
+ * (communicator creation communicates now): every active capture is invalidated. */
+accel_status_t accel_capture_check_none(const char *fn);
+/* Records a command on a capturing stream (caller holds s->lock). */
+accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
+                                           accel_keepalive_t *keep);
+accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_t *e);
+accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_t *ec,
+                                               uint32_t slot);
+/* Invalidate the capture s belongs to (caller holds s->lock) with a reason. */
+void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Active captures in the process (fast path for the unsafe-call check). */
+extern atomic_int accel_active_captures;
 
 #endif

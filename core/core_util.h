@@ -2,6 +2,9 @@
 #ifndef ACCEL_CORE_UTIL_H
 #define ACCEL_CORE_UTIL_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "accel/accel.h"
 
 accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...)
@@ -12,5 +15,10 @@ accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...)
   do {                                                                                      \
     if (!(cond)) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s", fn, what);  \
   } while (0)
+
+/* env.c */
+const char *accel_env(const char *name);  /* getenv, "" treated as unset */
+bool accel_env_flag(const char *name, bool dflt);
+uint64_t accel_now_ns(void);
 
 #endif

@@ -155,4 +155,14 @@ size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r);
 void kop_memo_put(const kop_req_t *r, kop_entry_t *e);
 void kop_entry_release(kop_entry_t *e);
 
+/* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
+ * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a
+ * collective (comm.c). */
+accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
+                                             const accel_tensor_t *tensors, size_t n,
+                                             float norm_type, float *out_dev);
+accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
+                                               const accel_tensor_t *tensors, size_t n,
+                                               const float *total_norm_dev, float *coef_out_dev);
+
 #endif
