@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "capture.h"
-#include "internal.h"
+#include "lazy.h"
 
 #define MAX_CAPTURE_STREAMS 64
 

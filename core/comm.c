@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "comm_internal.h"
+#include "core_util.h"
+#include "log.h"
 
 #define DEFAULT_TIMEOUT_S 300.0
 

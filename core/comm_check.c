@@ -32,7 +32,9 @@
 #include <string.h>
 
 #include "comm_internal.h"
+#include "core_util.h"
 #include "hashtab.h"
+#include "log.h"
 
 typedef struct fingerprint {
   uint64_t seq;

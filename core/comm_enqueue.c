@@ -17,6 +17,9 @@
 
 #include "accel/accel_kernels.h"
 #include "comm_internal.h"
+#include "core_util.h"
+#include "kernel_ops_internal.h"
+#include "log.h"
 
 /* One issued collective: what a recording keeps alive. */
 typedef struct comm_cmd {

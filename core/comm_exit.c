@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "comm_internal.h"
+#include "log.h"
+#include "stream.h"
 
 #define EXIT_GRACE_S 10.0
 

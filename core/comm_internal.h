@@ -6,7 +6,8 @@
 
 #include "accel/accel_comm.h"
 #include "accel/accel_comm_engine.h"
-#include "internal.h"
+#include "backend.h"
+#include "handle.h"
 
 /* The engine named name, loaded and initialised once: ACCEL_OK, or UNAVAILABLE / PLUGIN (an
  * engine whose runtime is absent stays UNAVAILABLE) with a message naming fn. */

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "comm_internal.h"
+#include "core_util.h"
+#include "log.h"
 #include "plugin_loader.h"
 
 #define MAX_ENGINES 8

@@ -16,6 +16,8 @@
 #include <time.h>
 
 #include "comm_internal.h"
+#include "core_util.h"
+#include "log.h"
 
 #define WATCH_POLL_MS 5
 #define WATCH_POLL_MAX 64 /* running watches asked for asynchronous errors per round */

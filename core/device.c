@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
+#include "core_util.h"
 #include "external_memory.h"
-#include "internal.h"
+#include "lazy.h"
+#include "log.h"
 #include "trace.h"
 
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn) {

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "backend.h"
+#include "core_util.h"
+#include "log.h"
 
 enum { TIER_PLUGIN_GPU, TIER_BUILTIN, TIER_PLUGIN_CPU, TIER_PASSED_OVER };
 

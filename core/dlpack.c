@@ -9,7 +9,7 @@
  * of them was released and no graph uses it any more. An import's release is retired behind a
  * fence (retire.c); its deleter runs once nothing can use the tensor (in a shared
  * registration: when that ends), with no lock held and never inside a host function of the
- * device (internal.h, "Releases that run user code"). An export pins its allocation until the
+ * device (device.h, "Releases that run user code"). An export pins its allocation until the
  * consumer calls the deleter.
  */
 #include <inttypes.h>
@@ -17,8 +17,10 @@
 #include <string.h>
 
 #include "accel/accel_interop.h"
+#include "core_util.h"
+#include "device.h"
 #include "external_memory.h"
-#include "internal.h"
+#include "log.h"
 
 typedef struct shared_reg shared_reg_t;
 

@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "fault.h"
-#include "internal.h"
+#include "log.h"
 
 const char *accel_env(const char *name) {
   const char *v = getenv(name);

@@ -2,7 +2,8 @@
 #include <stdlib.h>
 
 #include "capture.h"
-#include "internal.h"
+#include "core_util.h"
+#include "lazy.h"
 #include "trace.h"
 
 static accel_status_t event_check(accel_event_t *e, const char *fn) {

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 
 #include "capture.h"
+#include "core_util.h"
 #include "external_memory.h"
-#include "internal.h"
+#include "log.h"
 #include "trace.h"
 
 /* The backend's check, or the core's default: host memory as is on a host-accessible device. */

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "internal.h"
+#include "allocator.h"
 
 /* Registers [ptr, ptr + size) with dev after the backend accepted it: the user's (ended
  * NULL), or shared by DLPack imports (accel_allocator_register: its first user's pin goes into

@@ -11,8 +11,11 @@
 #include <string.h>
 
 #include "capture.h"
+#include "core_util.h"
 #include "fault.h"
-#include "internal.h"
+#include "graph.h"
+#include "lazy.h"
+#include "log.h"
 #include "trace.h"
 
 static accel_status_t graph_check(accel_graph_t *g, const char *fn) {

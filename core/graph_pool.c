@@ -7,7 +7,8 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "core_util.h"
+#include "graph.h"
 
 static void collect_arena(void *ctx) {
   accel_allocator_arena_t *a = ctx;

@@ -2,7 +2,7 @@
  * Live-handle registry: a set of handle addresses with their kind, so that entry points reject
  * NULL, destroyed or foreign handles with ACCEL_ERROR_INVALID_HANDLE instead of crashing.
  *
- * The registry holds the handles the user may still name (user_refs > 0, see internal.h): an
+ * The registry holds the handles the user may still name (user_refs > 0, see handle.h): an
  * object that only internal holders keep alive is not in it. Every API call looks a handle up,
  * so reads take no lock: writers (create/destroy) serialise
  * on a mutex and bump a sequence counter around each change (a seqlock); a reader retries when
@@ -10,9 +10,12 @@
  * probing it never touches freed memory (tables only grow; the retired ones are freed at exit).
  * The table is the core hash table (hashtab.h), which is written for this use.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "core_util.h"
+#include "handle.h"
+#include "hashtab.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint seq; /* odd while a writer is changing the table */

@@ -8,8 +8,10 @@
 #include "accel_cpu_kernels.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
+#include "backend.h"
+#include "core_util.h"
 #include "fault.h"
-#include "internal.h"
+#include "log.h"
 
 static accel_status_t host_set_error(accel_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 
 #include "fault.h"
-#include "internal.h"
+#include "log.h"
+#include "stream.h"
 #include "trace.h"
 
 static bool native_allowed(const accel_device_t *dev) {

@@ -24,7 +24,8 @@
 
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
-#include "internal.h"
+#include "core_util.h"
+#include "log.h"
 #include "plugin_loader.h"
 #include "plugin_table.h"
 #include "registry.h"

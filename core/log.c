@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "core_util.h"
 
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
 static accel_log_level_t level = ACCEL_LOG_WARN;

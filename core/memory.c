@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "capture.h"
+#include "core_util.h"
 #include "external_memory.h"
 #include "fault.h"
-#include "internal.h"
 #include "trace.h"
 
 static accel_status_t check_size(const char *fn, size_t size) {

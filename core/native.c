@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "capture.h"
-#include "internal.h"
+#include "core_util.h"
+#include "lazy.h"
 #include "trace.h"
 
 /* The caller's struct must have room for every field this library writes or reads. */

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "accel_config.h"
-#include "internal.h"
+#include "core_util.h"
 
 /*
  * Refuses, before dlopen, 64-bit ELF files that dlopen would crash on or misreport: glibc maps

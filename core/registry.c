@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "accel_kernel_ids.h"
-#include "internal.h"
+#include "core_util.h"
+#include "log.h"
 #include "plugin_table.h"
 #include "registry.h"
 

@@ -1,6 +1,6 @@
 /*
  * Between the backend registry (core/registry.c) and the plugin search that fills it
- * (core/loader.c). The rest of core sees backends through internal.h (accel_backend_t,
+ * (core/loader.c). The rest of core sees backends through backend.h (accel_backend_t,
  * accel_registry_ensure_loaded, accel_backend_ensure_init).
  */
 #ifndef ACCEL_CORE_REGISTRY_H
@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "internal.h"
+#include "backend.h"
 
 #define ACCEL_MAX_BACKENDS 16
 

@@ -7,12 +7,14 @@
  * (out of events), in which case it drains the device first, holding no lock.
  *
  * Releases that run user code (DLPack deleters) wait in a list of their own, run only where a
- * deleter that waits for the device cannot deadlock (internal.h: never inside a host function
+ * deleter that waits for the device cannot deadlock (device.h: never inside a host function
  * of the device), so the allocation paths never meet them.
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "lazy.h"
+#include "log.h"
+#include "stream.h"
 
 typedef struct accel_retired {
   struct accel_retired *next;

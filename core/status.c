@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "accel_config.h"
-#include "internal.h"
+#include "log.h"
 
 static _Thread_local char last_error[1024];
 

@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "capture.h"
+#include "core_util.h"
 #include "fault.h"
-#include "internal.h"
+#include "lazy.h"
 #include "trace.h"
 
 /* Makes s (its impl already created) a live stream of dev. */
