@@ -377,3 +377,22 @@ accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {
   pthread_mutex_unlock(&g->lock);
   return ACCEL_OK;
 }
+
+/* The pool a graph holds, as a user reference (graph_pool.c keeps pools). */
+accel_status_t accel_graph_pool(accel_graph_t *g, accel_pool_t **out) {
+  accel_status_t st = accel_handle_check(g, ACCEL_HANDLE_GRAPH, __func__);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
+  pthread_mutex_lock(&g->lock);
+  accel_pool_t *p = g->pool;
+  if (p) {
+    accel_pool_retain(p);
+    accel_handle_add_user(&p->hdr); /* the caller's reference, released with accel_pool_release */
+  }
+  pthread_mutex_unlock(&g->lock);
+  if (!p)
+    return accel_set_error(ACCEL_ERROR_STATE,
+                           "%s: the graph has no pool (never captured or reset)", __func__);
+  *out = p;
+  return ACCEL_OK;
+}
