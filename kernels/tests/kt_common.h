@@ -36,7 +36,7 @@ static inline uint64_t kt_rand(uint64_t *s) {
 }
 static inline float kt_uniform(uint64_t *s) { return (float)((kt_rand(s) >> 40) * 0x1p-24) * 2.0f - 1.0f; }
 
-static int kt_failures;
+extern int kt_failures; /* defined once per test program */
 #define KT_CHECK(cond, ...)                                  \
   do {                                                       \
     if (!(cond)) {                                           \

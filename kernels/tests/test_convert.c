@@ -7,6 +7,8 @@
 #include "convert.h"
 #include "kt_common.h"
 
+int kt_failures;
+
 static uint32_t bits(float f) { return acc_as_u32(f); }
 
 /* bf16 round to nearest even by exact distances in double. */
