@@ -18,6 +18,7 @@
 #include "comm_internal.h"
 #include "core_util.h"
 #include "log.h"
+#include "service_thread.h"
 
 #define WATCH_POLL_MS 5
 #define WATCH_POLL_MAX 64 /* running watches asked for asynchronous errors per round */
@@ -126,14 +127,7 @@ accel_status_t accel_watch_stream(accel_stream_t *s, double timeout_s, const cha
     return st;
   }
   pthread_mutex_lock(&watch_lock);
-  if (!thread_started) {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    thread_started = pthread_create(&t, &attr, watchdog_main, NULL) == 0;
-    pthread_attr_destroy(&attr);
-  }
+  if (!thread_started) thread_started = accel_service_thread_start(watchdog_main, NULL);
   if (thread_started) {
     w->next = watches;
     watches = w;

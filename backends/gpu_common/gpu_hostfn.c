@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "gpu_backend.h"
+#include "service_thread.h"
 
 #define GPU_HOSTFN_IDLE_S 30
 
@@ -93,12 +94,7 @@ static void trampoline(void *arg) {
   if (pool.queued <= pool.idle) {
     pthread_cond_signal(&pool.ready);
   } else {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    spawned = pthread_create(&t, &attr, worker_main, NULL) == 0;
-    pthread_attr_destroy(&attr);
+    spawned = accel_service_thread_start(worker_main, NULL);
     if (spawned) pool.threads++;
   }
   if (!spawned && pool.threads == 0) {

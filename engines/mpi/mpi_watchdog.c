@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "mpi_internal.h"
+#include "service_thread.h"
 
 /* Every communicator is on the watchdog's list from creation to destruction. A blocking call
  * is numbered when it starts and its number stored as finished when it ends: no lock and no
@@ -83,12 +84,7 @@ static void start_watchdog(void) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&wd_cond, &attr);
   pthread_condattr_destroy(&attr);
-  pthread_t t;
-  pthread_attr_t ta;
-  pthread_attr_init(&ta);
-  pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-  wd_started = pthread_create(&t, &ta, watchdog, NULL) == 0;
-  pthread_attr_destroy(&ta);
+  wd_started = accel_service_thread_start(watchdog, NULL);
 }
 
 /* Puts c on the watchdog's list; 0 when no watchdog could be started. */
