@@ -267,6 +267,7 @@ accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t co
   const uint64_t h = r->hash;
   kop_entry_t *e = kop_find(s, r, h);
   if (e) {
+    __atomic_store_n(&e->ranges_gen, r->free_gen, __ATOMIC_RELAXED); /* r was just validated */
     *out = e;
     return ACCEL_OK;
   }
@@ -285,7 +286,7 @@ accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t co
     free(e);
     return st;
   }
-  e->ranges_gen = UINT64_MAX; /* kop_validate records the validation's generation */
+  e->ranges_gen = r->free_gen; /* r's tensors were just seen live */
   e->keep.refcount = 2; /* the cache's and the caller's */
   e->keep.release = kop_entry_last_release;
   e->dev = r->dev;
@@ -302,16 +303,6 @@ accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t co
   if (over) kop_evict(s, r->dev, e);
   *out = e;
   return ACCEL_OK;
-}
-
-int kop_touches_spans(const kop_entry_t *en, uintptr_t b, uintptr_t e) {
-  size_t lo = 0, hi = en->nspans; /* first span ending after b */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (en->spans[mid].end <= b) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < en->nspans && en->spans[lo].begin < e;
 }
 
 static int tensor_range(void *ctx, size_t k, const void **ptr, size_t *size) {

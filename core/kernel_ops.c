@@ -3,14 +3,52 @@
  * n, its scalars' pointers, its flags) for its row of the kernel table
  * (kernels/accel_kernel_list.h), which says what to check (core/kernel_validate.c), and runs a
  * constant number of launches of the shared kernels (the bodies in kernels/) over the request's
- * chunk table (core/chunk_table.c).
+ * chunk table (core/chunk_table.c). kop_prepare drives lookup -> validate -> build over the
+ * validator and the cache, which do not call each other.
  */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel_ops_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Lookup -> validate -> build
+ * ------------------------------------------------------------------------------------------- */
+
+/* Validates the stream, every list and every scalar of r, counts the chunks and, when there are
+ * any, gets the chunk table (r->entry, a reference kop_run hands to the stream's memo). There
+ * is one path: a call whose lists match a cached table (the usual case, the same lists every
+ * step; one lookup) gets the validator's checks minus what the entry proves, any other the full
+ * validation, then the cache's table (built on a miss). */
+static accel_status_t kop_prepare(kop_req_t *r) {
+  accel_status_t st = kop_check_call(r);
+  if (st != ACCEL_OK) return st;
+  r->hash = kop_hash(r);
+  /* Read before any range is looked at: a free after this point changes it, so a generation
+   * stored below never vouches for ranges freed after they were checked. */
+  r->free_gen = accel_device_free_generation(r->dev);
+  kop_entry_t *e = r->n ? kop_lookup(r) : NULL;
+  if (e) {
+    int decided = 1;
+    st = kop_check_scalars(r);
+    if (st == ACCEL_OK) decided = kop_validate_hit(r, e, kop_entry_dead_range(e, r), &st);
+    if (decided) {
+      if (st == ACCEL_OK) r->entry = e;
+      else kop_entry_release(e);
+      return st;
+    }
+    kop_entry_release(e);
+  }
+  kop_interval_t *iv = NULL;
+  size_t count = 0;
+  st = kop_validate_all(r, &iv, &count);
+  if (st == ACCEL_OK && r->num_chunks > 0) st = kop_table(r, iv, count, &r->entry);
+  free(iv);
+  return st;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Launches
@@ -113,7 +151,7 @@ accel_status_t accel_multi_tensor_norm_check(accel_stream_t *stream,
   kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {out_dev}};
   uint32_t kind;
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st == ACCEL_OK) st = norm_kind(&r, norm_type, &kind);
   return kop_checked(&r, st);
 }
@@ -122,7 +160,7 @@ accel_status_t accel_multi_tensor_norm(accel_stream_t *stream, const accel_tenso
                                        size_t n, float norm_type, float *out_dev) {
   kop_req_t r = {KOP_REQ(NORM_PARTIAL), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {out_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   norm_args_t a = {0, norm_type, out_dev};
   if (st == ACCEL_OK) st = norm_kind(&r, norm_type, &a.kind);
   if (st != ACCEL_OK) return st;
@@ -150,7 +188,7 @@ accel_status_t accel_clip_by_global_norm_check(accel_stream_t *stream,
                                                const float *total_norm_dev, float *coef_out_dev) {
   kop_req_t r = {KOP_REQ(CLIP), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {total_norm_dev, coef_out_dev}};
-  return kop_checked(&r, kop_validate(&r));
+  return kop_checked(&r, kop_prepare(&r));
 }
 
 accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_tensor_t *tensors,
@@ -158,7 +196,7 @@ accel_status_t accel_clip_by_global_norm(accel_stream_t *stream, const accel_ten
                                          float eps, float *coef_out_dev) {
   kop_req_t r = {KOP_REQ(CLIP), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {total_norm_dev, coef_out_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK) return st;
   const clip_args_t a = {max_norm, eps, total_norm_dev, coef_out_dev};
   return kop_run(&r, clip_body, &a);
@@ -175,7 +213,7 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
                                      const accel_tensor_t *hp_grads, size_t n, int zero_lp) {
   kop_req_t r = {KOP_REQ(UPDATE_HP), .stream = stream, .lists = {lp_grads, hp_grads}, .n = n,
                  .flags = zero_lp ? ACC_HP_ZERO_LP : 0u};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, update_hp_body, &zero_lp);
 }
@@ -197,7 +235,7 @@ accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tenso
                                        float *found_inf_dev) {
   kop_req_t r = {KOP_REQ(UNSCALE), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {inv_scale_dev, found_inf_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   const unscale_args_t a = {inv_scale_dev, found_inf_dev};
   return kop_run(&r, unscale_body, &a);
@@ -215,7 +253,7 @@ accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *pa
                                 const accel_adam_args_t *args_dev) {
   kop_req_t r = {KOP_REQ(ADAM), .stream = stream,
                  .lists = {params, grads, exp_avg, exp_avg_sq}, .n = n, .scalars = {args_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, adam_body, args_dev);
 }
@@ -229,7 +267,7 @@ static accel_status_t fill_body(const kop_req_t *r, kop_entry_t *e, const void *
 accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
                           float value) {
   kop_req_t r = {KOP_REQ(FILL), .stream = stream, .lists = {tensors}, .n = n};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, fill_body, &value);
 }
@@ -244,7 +282,7 @@ accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors
                            const float *scale_dev) {
   kop_req_t r = {KOP_REQ(SCALE), .stream = stream, .lists = {tensors}, .n = n,
                  .scalars = {scale_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, scale_body, scale_dev);
 }
@@ -260,7 +298,7 @@ static accel_status_t one_block_body(const kop_req_t *r, kop_entry_t *e, const v
 }
 
 static accel_status_t one_block_op(kop_req_t *r) {
-  accel_status_t st = kop_validate(r);
+  accel_status_t st = kop_prepare(r);
   if (st != ACCEL_OK) return st;
   return kop_run(r, one_block_body, &r->op);
 }
@@ -293,7 +331,7 @@ accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
                           const accel_tensor_t *dst, size_t n, const float *skip_if_dev) {
   kop_req_t r = {KOP_REQ(CAST), .stream = stream, .lists = {src, dst}, .n = n,
                  .scalars = {skip_if_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, cast_body, skip_if_dev);
 }
@@ -383,7 +421,7 @@ accel_status_t accel_adam_step_norm(accel_stream_t *stream, const accel_adam_ste
                  .lists = {d.grads, accumulate ? d.hp_grads : NULL}, .n = d.n,
                  .scalars = {d.norm_dev, d.inv_scale_dev, d.found_inf_dev, d.has_grad_dev},
                  .flags = accumulate ? ACC_STEP_ACCUMULATE : 0u};
-  st = kop_validate(&r);
+  st = kop_prepare(&r);
   grad_norm_args_t a = {&d, 0};
   if (st == ACCEL_OK && d.norm_dev) st = norm_kind(&r, d.norm_type, &a.kind);
   if (st != ACCEL_OK) return st;
@@ -428,7 +466,7 @@ accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_s
                              clip ? d.coef_out_dev : NULL, d.steps_dev, d.has_grad_dev},
                  .flags = d.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE |
                                      ACC_STEP_MAXIMIZE)};
-  st = kop_validate(&r);
+  st = kop_prepare(&r);
   if (st != ACCEL_OK) return st;
   return kop_run(&r, adam_step_body, &d);
 }
@@ -446,7 +484,7 @@ accel_status_t accel_step_counts(accel_stream_t *stream, float *steps_dev,
                                  const float *skip_if_dev) {
   kop_req_t r = {KOP_REQ(STEP_COUNTS), .stream = stream, .n = n,
                  .scalars = {steps_dev, has_grad_dev, skip_if_dev}};
-  accel_status_t st = kop_validate(&r);
+  accel_status_t st = kop_prepare(&r);
   if (st == ACCEL_OK && n > UINT32_MAX)
     st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                          "accel_step_counts: n = %zu exceeds one launch", n);

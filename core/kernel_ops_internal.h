@@ -132,21 +132,33 @@ static inline size_t kop_scalar_size(const kop_req_t *r, int s) {
 /* 1 when the call gave list l (validation sets r->present). */
 static inline int kop_has_list(const kop_req_t *r, int l) { return (int)((r->present >> l) & 1u); }
 
-/* kernel_validate.c: validates the stream, every list and every scalar of r, counts the chunks
- * and, when there are any, gets the chunk table (r->entry, a reference kop_run hands to the
- * stream's memo). */
-accel_status_t kop_validate(kop_req_t *r);
+/* kernel_ops.c drives lookup -> validate -> build over two siblings that never call each
+ * other: the validator (kernel_validate.c) and the chunk-table cache (chunk_table.c). */
 
-/* chunk_table.c */
+/* kernel_validate.c, the validator */
+/* The checks that do not look at the tensors: stream, NULL lists and scalars, n; sets the
+ * function name, the device, the given and the written lists. */
+accel_status_t kop_check_call(kop_req_t *r);
+/* Every given scalar: aligned, inside a live allocation, writable when written. */
+accel_status_t kop_check_scalars(const kop_req_t *r);
+/* The rest of a call whose key matches the cached entry e, after kop_check_scalars: dead is
+ * kop_entry_dead_range's answer (a tensor no longer live is refused); the scalars against the
+ * entry's spans and each other. 1 when that decided (*st; r->num_chunks set on success), 0
+ * when a scalar touches the tensors: kop_validate_all then finds the exact pair. */
+int kop_validate_hit(kop_req_t *r, const kop_entry_t *e, size_t dead, accel_status_t *st);
+/* Validates every tensor and scalar of r and counts the chunks (r->num_chunks). On success
+ * *out holds the *count intervals sorted by address (free() them). */
+accel_status_t kop_validate_all(kop_req_t *r, kop_interval_t **out, size_t *count);
+
+/* chunk_table.c, the cache */
 uint64_t kop_hash(const kop_req_t *r);
 /* The entry for r (the stream's memo, else the cache) with a reference, or NULL. */
 kop_entry_t *kop_lookup(const kop_req_t *r);
 /* The cached table for the validated r (built on a miss, with the spans of its sorted
- * intervals iv), with a reference for the caller. */
+ * intervals iv), with a reference for the caller; it records r->free_gen (r's tensors were
+ * just seen live). */
 accel_status_t kop_table(const kop_req_t *r, const kop_interval_t *iv, size_t count,
                          kop_entry_t **out);
-/* 1 when [b, end) meets a span of the entry. */
-int kop_touches_spans(const kop_entry_t *e, uintptr_t b, uintptr_t end);
 /* SIZE_MAX when the tensors of r (whose key matches e) lie in live allocations, else the index
  * l * n + i of the first that does not. Looked up only when something was freed since e last
  * saw them there (the free generation r->free_gen); the generation is then recorded. */

@@ -4,7 +4,8 @@
  * and scalars are written, which scalars are required) is checked here from them, for every
  * operation, so a new kernel needs no validation code of its own.
  *
- * There is one path: a call whose lists match a cached chunk table (the usual case, the same
+ * There is one path (kop_prepare in kernel_ops.c drives it; this file calls nothing of the
+ * chunk-table cache): a call whose lists match a cached chunk table (the usual case, the same
  * lists every step) runs the same checks, minus what the cache entry proves. The entry exists
  * only for lists that passed the full validation with the same key (addresses, sizes, dtypes,
  * operation, written lists), so the per-tensor rules hold again; the allocator lookups are
@@ -247,9 +248,8 @@ static int is_alias(const kop_req_t *r, int l, size_t i) {
              r->lists[k][i].numel * accel_dtype_size(r->lists[k][i].dtype);
 }
 
-/* The checks that do not look at the tensors: stream, NULL lists and scalars, n; sets the
- * function name and the written lists. */
-static accel_status_t check_call(kop_req_t *r) {
+/* kernel_ops_internal.h */
+accel_status_t kop_check_call(kop_req_t *r) {
   const kop_desc_t *d = r->desc;
   r->fn = d->fn;
   r->present = 0;
@@ -274,13 +274,16 @@ static accel_status_t check_call(kop_req_t *r) {
   return ACCEL_OK;
 }
 
-/* Validates every tensor and scalar of r and counts the chunks. On success *out holds the
- * *count intervals sorted by address (free() them). */
-static accel_status_t validate_all(kop_req_t *r, kop_interval_t **out, size_t *out_count) {
-  const kop_desc_t *d = r->desc;
+accel_status_t kop_check_scalars(const kop_req_t *r) {
   accel_status_t st = ACCEL_OK;
-  for (int s = 0; s < d->ns; ++s)
-    if ((st = check_scalar(r, s)) != ACCEL_OK) return st;
+  for (int s = 0; s < r->desc->ns && st == ACCEL_OK; ++s) st = check_scalar(r, s);
+  return st;
+}
+
+accel_status_t kop_validate_all(kop_req_t *r, kop_interval_t **out, size_t *out_count) {
+  const kop_desc_t *d = r->desc;
+  accel_status_t st = kop_check_scalars(r);
+  if (st != ACCEL_OK) return st;
   kop_interval_t *iv = malloc(((size_t)d->nl * r->n + (size_t)d->ns) * sizeof *iv + 1);
   if (!iv) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", r->fn);
   size_t count = 0;
@@ -327,17 +330,24 @@ static accel_status_t validate_all(kop_req_t *r, kop_interval_t **out, size_t *o
   return ACCEL_OK;
 }
 
-/* validate_all for a call whose key matches the cached entry e (validated with the same lists
- * and written lists): the tensor rules and the tensor-vs-tensor sweep hold again; what can
- * have changed is whether the tensors are still live (looked up only when something was freed
- * since e last saw them) and everything about the scalars, which get the same checks, with
- * the tensors' side of the sweep answered by the entry's spans. Returns 1 when that decided
- * (*st: the result), 0 when a scalar touches the tensors: the full validation then finds the
- * exact pair. */
-static int validate_hit(kop_req_t *r, kop_entry_t *e, accel_status_t *st) {
-  for (int s = 0; s < r->desc->ns; ++s)
-    if ((*st = check_scalar(r, s)) != ACCEL_OK) return 1;
-  const size_t dead = kop_entry_dead_range(e, r);
+/* 1 when [b, end) meets one of the entry's spans (sorted, disjoint): a binary search. */
+static int touches_spans(const kop_entry_t *en, uintptr_t b, uintptr_t end) {
+  size_t lo = 0, hi = en->nspans; /* first span ending after b */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (en->spans[mid].end <= b) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < en->nspans && en->spans[lo].begin < end;
+}
+
+/* kop_validate_all for a call whose key matches the cached entry e (validated with the same
+ * lists and written lists): the tensor rules and the tensor-vs-tensor sweep hold again; what
+ * can have changed is whether the tensors are still live (the cache looks them up only when
+ * something was freed since e last saw them: dead) and everything about the scalars, which get
+ * the same checks (kop_check_scalars, before), with the tensors' side of the sweep answered by
+ * the entry's spans. */
+int kop_validate_hit(kop_req_t *r, const kop_entry_t *e, size_t dead, accel_status_t *st) {
   if (dead != SIZE_MAX) {
     *st = not_live_error(r, (int)(dead / r->n), dead % r->n);
     return 1;
@@ -345,34 +355,8 @@ static int validate_hit(kop_req_t *r, kop_entry_t *e, accel_status_t *st) {
   kop_interval_t iv[KOP_MAX_SCALARS];
   const size_t count = scalar_intervals(r, iv, 0);
   for (size_t k = 0; k < count; ++k)
-    if (iv[k].end <= iv[k].begin || kop_touches_spans(e, iv[k].begin, iv[k].end)) return 0;
+    if (iv[k].end <= iv[k].begin || touches_spans(e, iv[k].begin, iv[k].end)) return 0;
   *st = check_overlaps(r, iv, count);
   if (*st == ACCEL_OK) r->num_chunks = e->num_chunks;
   return 1;
-}
-
-accel_status_t kop_validate(kop_req_t *r) {
-  accel_status_t st = check_call(r);
-  if (st != ACCEL_OK) return st;
-  r->hash = kop_hash(r);
-  /* Read before any range is looked at: a free after this point changes it, so a generation
-   * stored below never vouches for ranges freed after they were checked. */
-  r->free_gen = accel_device_free_generation(r->dev);
-  kop_entry_t *e = r->n ? kop_lookup(r) : NULL;
-  if (e) {
-    if (validate_hit(r, e, &st)) {
-      if (st == ACCEL_OK) r->entry = e;
-      else kop_entry_release(e);
-      return st;
-    }
-    kop_entry_release(e);
-  }
-  kop_interval_t *iv = NULL;
-  size_t count = 0;
-  st = validate_all(r, &iv, &count);
-  if (st == ACCEL_OK && r->num_chunks > 0) st = kop_table(r, iv, count, &r->entry);
-  if (st == ACCEL_OK && r->entry)
-    __atomic_store_n(&r->entry->ranges_gen, r->free_gen, __ATOMIC_RELAXED);
-  free(iv);
-  return st;
 }
