@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "capture.h"
-#include "lazy.h"
 
 #define MAX_CAPTURE_STREAMS 64
 

@@ -6,7 +6,6 @@
 #include "capture.h"
 #include "core_util.h"
 #include "external_memory.h"
-#include "lazy.h"
 #include "log.h"
 #include "trace.h"
 

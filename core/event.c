@@ -3,7 +3,6 @@
 
 #include "capture.h"
 #include "core_util.h"
-#include "lazy.h"
 #include "trace.h"
 
 static accel_status_t event_check(accel_event_t *e, const char *fn) {

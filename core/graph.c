@@ -14,7 +14,6 @@
 #include "core_util.h"
 #include "fault.h"
 #include "graph.h"
-#include "lazy.h"
 #include "log.h"
 #include "trace.h"
 

@@ -66,7 +66,7 @@ static accel_lazy_cache_entry_t *cache_victim(accel_stream_t *s) {
   return v;
 }
 
-accel_status_t accel_lazy_flush_locked(accel_stream_t *s) {
+static accel_status_t lazy_flush_locked(accel_stream_t *s) {
   accel_cmdlist_t *q = &s->lazy_queue;
   if (q->count == 0) return ACCEL_OK;
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, "lazy_flush");
@@ -102,4 +102,9 @@ accel_status_t accel_lazy_flush_locked(accel_stream_t *s) {
   accel_cmdlist_clear(q);
   accel_trace_end_args(&t, "\"ops\":%zu,\"cache_hit\":%d", n, hit != NULL);
   return st;
+}
+
+/* Fills the stream's slot (stream.h) when libaccel is loaded, before any call can flush. */
+__attribute__((constructor)) static void lazy_register(void) {
+  accel_lazy_flush_slot = lazy_flush_locked;
 }

@@ -14,7 +14,6 @@
 
 #include "capture.h"
 #include "core_util.h"
-#include "lazy.h"
 #include "trace.h"
 
 /* The caller's struct must have room for every field this library writes or reads. */

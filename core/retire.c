@@ -12,7 +12,6 @@
  */
 #include <stdlib.h>
 
-#include "lazy.h"
 #include "log.h"
 #include "stream.h"
 

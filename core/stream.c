@@ -10,8 +10,10 @@
 #include "capture.h"
 #include "core_util.h"
 #include "fault.h"
-#include "lazy.h"
 #include "trace.h"
+
+/* stream.h: filled by lazy.c at load. */
+accel_status_t (*accel_lazy_flush_slot)(accel_stream_t *s);
 
 /* Makes s (its impl already created) a live stream of dev. */
 static void stream_init(accel_stream_t *s, accel_device_t *dev, unsigned flags, bool is_default,

@@ -1,7 +1,7 @@
 /*
  * Layer 4, stream (docs/ARCHITECTURE.md, "Rooms and layers"): a stream with its submission
  * lock, the capture it records into (opaque here: capture.h) and its lazy queue and graph cache
- * (driven by lazy.c, lazy.h).
+ * (driven by lazy.c, through the slot below).
  */
 #ifndef ACCEL_CORE_STREAM_H
 #define ACCEL_CORE_STREAM_H
@@ -74,6 +74,14 @@ accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *
 accel_status_t accel_stream_sync_internal(accel_stream_t *s);
 /* Issues a command list on a stream as one batch (submit_batch or one by one). */
 accel_status_t accel_stream_run_batch(accel_stream_t *s, const accel_cmd_t *cmds, size_t n);
+/* Submits a queued lazy sequence (caller holds s->lock). Lazy mode is a room above the stream
+ * (lazy.c, layer 5, docs/ARCHITECTURE.md): it fills this slot when libaccel is loaded, and the
+ * stream, device, event and retire code call up through it instead of including lazy.c's
+ * header. */
+extern accel_status_t (*accel_lazy_flush_slot)(accel_stream_t *s);
+static inline accel_status_t accel_lazy_flush_locked(accel_stream_t *s) {
+  return accel_lazy_flush_slot(s);
+}
 /* Which way a copy between dst and src goes, as dev sees the two pointers. */
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src);
 
