@@ -278,6 +278,7 @@ struct accel_pool {
   accel_handle_t hdr;
   accel_device_t *dev;
   accel_allocator_arena_t *arena; /* the pool's segments inside dev->mem */
+  atomic_int graphs;              /* graphs holding it as their pool (graph memory info) */
 };
 
 struct accel_graph {
@@ -298,6 +299,7 @@ struct accel_graph {
   accel_stream_t *last_replay_stream; /* reference held */
   accel_be_event_t *replay_done;
   accel_allocator_pins_t pins;    /* allocations the recorded work uses (freeing them defers) */
+  uint64_t capture_peak_allocated, capture_peak_reserved; /* its pool's, during the capture */
 };
 
 /* Pool references (graph_pool.c): captures and graphs hold them. A pool made for a capture

@@ -1,4 +1,5 @@
 /* Public memory API over the caching allocator, plus the internal memory services. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +43,11 @@ static accel_status_t alloc_once(accel_device_t *dev, accel_stream_t *s, size_t 
 static __attribute__((noinline)) accel_status_t alloc_retry(accel_device_t *dev,
                                                             accel_stream_t *s, size_t size,
                                                             void **ptr) {
+  char reason[160];
+  snprintf(reason, sizeof reason, "%s", accel_last_error());
   empty_cache_drained(dev);
   accel_status_t st = alloc_once(dev, s, size, ptr);
-  accel_allocator_count_retry(dev->mem, st != ACCEL_OK);
+  accel_allocator_count_retry(dev->mem, st != ACCEL_OK, size, reason);
   return st;
 }
 
