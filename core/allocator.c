@@ -588,11 +588,12 @@ void accel_allocator_reset_peaks(accel_allocator_t *m) {
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
+uint64_t accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
   const uint64_t before = m->stats.reserved_bytes;
   release_free_segments(m, &m->default_arena, epoch);
-  m->cache_empties++;
-  m->cache_empty_released_bytes += before - m->stats.reserved_bytes;
+  const uint64_t released = before - m->stats.reserved_bytes;
+  accel_alloc_count_empty(m, released);
   pthread_mutex_unlock(&m->lock);
+  return released;
 }

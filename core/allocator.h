@@ -159,8 +159,9 @@ void accel_allocator_retag(accel_allocator_t *m, accel_allocator_arena_t *arena,
 void accel_allocator_stats(accel_allocator_t *m, accel_memory_stats_t *out);
 void accel_allocator_reset_peaks(accel_allocator_t *m);
 /* Returns the default arena's free segments whose blocks were all freed at or before free
- * generation epoch to the backend; the caller drained the device after reading epoch. */
-void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch);
+ * generation epoch to the backend; the caller drained the device after reading epoch. Returns
+ * the bytes released. */
+uint64_t accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch);
 /* Counts an out-of-memory retry of an allocation of size bytes (stats alloc_retries), why its
  * first attempt failed (reason: its message) and whether it failed again (ooms). */
 void accel_allocator_count_retry(accel_allocator_t *m, bool failed, size_t size,

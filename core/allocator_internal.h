@@ -114,6 +114,9 @@ void accel_alloc_block_recycle(accel_allocator_t *m, block_t *b);
 /* Returns allocated block blk to its bins under stream_key (NULL: its own), as a free does. */
 void accel_alloc_free_block(accel_allocator_t *m, block_t *blk, const void *stream_key);
 
+/* allocator_view.c: counts a cache empty that released bytes (lock held) */
+void accel_alloc_count_empty(accel_allocator_t *m, uint64_t released);
+
 /* allocator_pins.c */
 /* accel_allocator_pin with the lock held. */
 accel_status_t accel_alloc_pin_locked(accel_allocator_t *m, const void *ptr, size_t size,

@@ -26,6 +26,11 @@ void accel_allocator_count_retry(accel_allocator_t *m, bool failed, size_t size,
   pthread_mutex_unlock(&m->lock);
 }
 
+void accel_alloc_count_empty(accel_allocator_t *m, uint64_t released) {
+  m->cache_empties++;
+  m->cache_empty_released_bytes += released;
+}
+
 /* Free blocks of segments that also hold a live block: they cannot go back to the backend. */
 static void split_figures(const segment_t *s, uint64_t *bytes, uint64_t *blocks) {
   uint64_t free_bytes = 0, free_blocks = 0;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace.h"
+
 /* Copies the filled struct full (full_size bytes, struct_size first) into the caller's out,
  * whose struct_size says how many bytes it has room for; min: the first version's size. */
 static accel_status_t struct_out(const char *fn, void *out, const void *full, size_t full_size,
@@ -104,3 +106,39 @@ accel_status_t accel_memory_snapshot(accel_device_t *dev, char **json, size_t *l
 }
 
 void accel_memory_snapshot_free(char *json) { free(json); }
+
+void accel_memory_trace_counters(accel_device_t *dev) {
+  if (!accel_trace_enabled()) return;
+  accel_memory_stats_t st;
+  accel_allocator_stats(dev->mem, &st);
+  char name[64];
+  snprintf(name, sizeof name, "memory %s:%d", dev->backend->name, dev->index);
+  accel_trace_counter(name,
+                      "\"allocated\":%llu,\"reserved\":%llu,\"graph_pools\":%llu",
+                      (unsigned long long)st.allocated_bytes,
+                      (unsigned long long)st.reserved_bytes,
+                      (unsigned long long)st.graph_pool_reserved_bytes);
+}
+
+void accel_memory_trace_retry(accel_device_t *dev, size_t size, const char *reason,
+                              bool recovered) {
+  if (!accel_trace_enabled()) return;
+  char text[200]; /* the reason as a JSON string's contents */
+  size_t n = 0;
+  for (const char *c = reason; *c && n + 7 < sizeof text; ++c) {
+    if (*c == '"' || *c == '\\') text[n++] = '\\';
+    text[n++] = (unsigned char)*c < 0x20 ? ' ' : *c;
+  }
+  text[n] = 0;
+  accel_trace_instant(dev->trace_id, "out-of-memory retry",
+                      "\"bytes\":%zu,\"recovered\":%d,\"reason\":\"%s\"", size, recovered,
+                      text);
+  accel_memory_trace_counters(dev);
+}
+
+void accel_memory_trace_empty(accel_device_t *dev, uint64_t released) {
+  if (!accel_trace_enabled()) return;
+  accel_trace_instant(dev->trace_id, "empty cache", "\"released\":%llu",
+                      (unsigned long long)released);
+  accel_memory_trace_counters(dev);
+}
