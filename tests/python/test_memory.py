@@ -126,3 +126,25 @@ def test_stats_ex(dev):
     s = accel.memory_stats_ex(dev)
     assert s["allocated_bytes"] == dev.memory_stats()["allocated_bytes"]
     assert "largest_free_block" in s and isinstance(s["last_retry_reason"], str)
+
+
+def test_memviz_draws(dev, tmp_path):
+    pytest.importorskip("matplotlib")
+    import subprocess
+    import sys
+    tool = pathlib.Path(__file__).resolve().parents[2] / "tools" / "accel_memviz.py"
+    with accel.memory_tag("drawn"):
+        buf = dev.empty(1000)
+    (tmp_path / "s.json").write_text(json.dumps(accel.memory_snapshot(dev)))
+    trace = [{"ph": "C", "name": "memory cpu:0", "pid": 1, "tid": 0, "ts": t,
+              "args": {"allocated": a, "reserved": 2 << 20, "graph_pools": 0}}
+             for t, a in ((0, 0), (5, 4096), (9, 0))]
+    trace.append({"ph": "i", "name": "empty cache", "cat": "memory", "pid": 1, "tid": 1,
+                  "ts": 7, "s": "t", "args": {"released": 0}})
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    for args in (["snapshot", tmp_path / "s.json", tmp_path / "s.svg", "--color-by", "tag"],
+                 ["trace", tmp_path / "t.json", tmp_path / "t.svg"]):
+        subprocess.run([sys.executable, str(tool)] + [str(x) for x in args], check=True)
+    assert "drawn" in (tmp_path / "s.svg").read_text()
+    assert "cpu:0 allocated" in (tmp_path / "t.svg").read_text()
+    buf.close()
