@@ -1,7 +1,8 @@
 /*
  * Memory you can see (docs/MEMORY.md) on the CPU backend: accel_memory_stats_ex's
  * fragmentation figures and struct_size rules, accel_graph_memory_info for two graphs sharing
- * one pool and one with its own (checked against the allocator's own counters), and memory
+ * one pool and one with its own (checked against the allocator's own counters) and the chunk
+ * tables a graph keeps (each once), and memory
  * tags (nesting, per thread, kept by blocks after their thread ended) as the snapshot shows
  * them. The JSON's schema and its sums are tests/python/test_memory.py's.
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "accel/accel.h"
+#include "accel/accel_kernels.h"
 #include "../common/check.h"
 
 static accel_device_t *dev;
@@ -151,6 +153,34 @@ static void test_graph_info(void) {
   CHECK(accel_graph_memory_info(g1, &bad) == ACCEL_ERROR_INVALID_HANDLE, "destroyed graph");
 }
 
+/* Chunk-table bytes of a graph that fills one tensor of 3 chunks `fills` times. */
+static uint64_t chunk_bytes_of_fills(accel_stream_t *s, void *data, int fills) {
+  accel_graph_t *g = NULL;
+  OK(accel_graph_create(dev, &g));
+  accel_tensor_t t = {data, 3u * 65536u, ACCEL_F32};
+  OK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_THREAD_LOCAL));
+  for (int i = 0; i < fills; ++i) OK(accel_fill(s, &t, 1, 1.0f));
+  OK(accel_graph_capture_end(g));
+  accel_graph_memory_info_t i = info_of(g);
+  CHECK(i.pinned_bytes == 3u * 65536u * 4u, "fill graph pins %llu",
+        (unsigned long long)i.pinned_bytes);
+  OK(accel_graph_destroy(g));
+  return i.chunk_table_bytes;
+}
+
+static void test_chunk_tables(void) {
+  accel_stream_t *s = NULL;
+  OK(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
+  void *data = NULL;
+  OK(accel_malloc(dev, 3u * 65536u * 4u, &data));
+  const uint64_t once = chunk_bytes_of_fills(s, data, 1);
+  CHECK(once > 0 && once % 3 == 0, "3 chunks in %llu bytes", (unsigned long long)once);
+  /* the same table kept by two commands counts once */
+  CHECK(chunk_bytes_of_fills(s, data, 2) == once, "a shared table counted twice");
+  OK(accel_free(dev, data));
+  OK(accel_stream_destroy(s));
+}
+
 static void *tagged_thread(void *arg) {
   void **p = arg;
   OK(accel_memory_tag_push("thread"));
@@ -200,6 +230,7 @@ int main(void) {
   if (!dev) return 1;
   test_stats_ex();
   test_graph_info();
+  test_chunk_tables();
   test_tags();
   char *json = NULL;
   CHECK(accel_memory_snapshot(NULL, &json, NULL) == ACCEL_ERROR_INVALID_HANDLE, "NULL device");
