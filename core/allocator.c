@@ -7,7 +7,7 @@
  * Requests up to 1 MiB are carved from 2 MiB segments; larger ones get a segment of their size
  * rounded up to 2 MiB. Neighbouring free blocks with the same stream key coalesce.
  * Registrations of external memory are segments too; their half is registration.c. Pins are
- * allocator_pins.c's, the range queries allocator_query.c's.
+ * allocator_pins.c's, the range queries allocator_query.c's, the figures allocator_view.c's.
  */
 #include "allocator_internal.h"
 
@@ -127,6 +127,8 @@ static void stats_reserved(accel_allocator_t *m, accel_allocator_arena_t *a, int
   if (m->stats.reserved_bytes > m->stats.peak_reserved_bytes)
     m->stats.peak_reserved_bytes = m->stats.reserved_bytes;
   m->stats.segment_count = m->nsegs;
+  a->reserved = (uint64_t)((int64_t)a->reserved + delta);
+  if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
 }
 
 static void seg_release(accel_allocator_t *m, segment_t *s) {
@@ -332,13 +334,6 @@ void accel_allocator_arena_collect(accel_allocator_arena_t *a) {
   free(a);
 }
 
-void accel_allocator_count_retry(accel_allocator_t *m, bool failed) {
-  pthread_mutex_lock(&m->lock);
-  m->stats.alloc_retries++;
-  if (failed) m->stats.ooms++;
-  pthread_mutex_unlock(&m->lock);
-}
-
 static block_t *take_block(accel_allocator_t *m, bins_t *b, block_t *blk,
                            size_t size) {
   bin_remove(b, blk);
@@ -405,6 +400,9 @@ accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena
   }
   if (st == ACCEL_OK) {
     a->live_blocks++;
+    a->allocated += blk->size;
+    if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
+    blk->tag = accel_memory_tag_top;
     m->stats.allocated_bytes += blk->size;
     if (m->stats.allocated_bytes > m->stats.peak_allocated_bytes)
       m->stats.peak_allocated_bytes = m->stats.allocated_bytes;
@@ -448,6 +446,7 @@ static inline __attribute__((always_inline)) void free_block(accel_allocator_t *
                                                              accel_allocator_arena_t **zombie) {
   accel_allocator_arena_t *a = blk->seg->arena;
   m->stats.allocated_bytes -= blk->size;
+  a->allocated -= blk->size;
   m->stats.free_count++;
   m->stats.active_blocks--;
   a->live_blocks--;
@@ -589,8 +588,12 @@ void accel_allocator_reset_peaks(accel_allocator_t *m) {
   pthread_mutex_unlock(&m->lock);
 }
 
-void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
+uint64_t accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch) {
   pthread_mutex_lock(&m->lock);
+  const uint64_t before = m->stats.reserved_bytes;
   release_free_segments(m, &m->default_arena, epoch);
+  const uint64_t released = before - m->stats.reserved_bytes;
+  accel_alloc_count_empty(m, released);
   pthread_mutex_unlock(&m->lock);
+  return released;
 }

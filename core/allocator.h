@@ -159,9 +159,33 @@ void accel_allocator_retag(accel_allocator_t *m, accel_allocator_arena_t *arena,
 void accel_allocator_stats(accel_allocator_t *m, accel_memory_stats_t *out);
 void accel_allocator_reset_peaks(accel_allocator_t *m);
 /* Returns the default arena's free segments whose blocks were all freed at or before free
- * generation epoch to the backend; the caller drained the device after reading epoch. */
-void accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch);
-/* Counts an out-of-memory retry (stats alloc_retries) and whether it failed again (ooms). */
-void accel_allocator_count_retry(accel_allocator_t *m, bool failed);
+ * generation epoch to the backend; the caller drained the device after reading epoch. Returns
+ * the bytes released. */
+uint64_t accel_allocator_empty_cache(accel_allocator_t *m, uint64_t epoch);
+/* Counts an out-of-memory retry of an allocation of size bytes (stats alloc_retries), why its
+ * first attempt failed (reason: its message) and whether it failed again (ooms). */
+void accel_allocator_count_retry(accel_allocator_t *m, bool failed, size_t size,
+                                 const char *reason);
+
+/* Memory you can see (allocator_view.c) */
+/* The calling thread's innermost memory tag (memory_tags.c; NULL: none): new blocks carry it. */
+extern _Thread_local const char *accel_memory_tag_top;
+/* accel_memory_stats_ex's figures (struct_size untouched). */
+void accel_allocator_stats_ex(accel_allocator_t *m, accel_memory_stats_ex_t *out);
+/* One graph pool's figures. */
+typedef struct accel_allocator_arena_info {
+  uint64_t reserved, allocated, peak_reserved, peak_allocated;
+  size_t segments;
+} accel_allocator_arena_info_t;
+void accel_allocator_arena_info(accel_allocator_arena_t *a, accel_allocator_arena_info_t *out);
+/* Restarts the arena's peaks from its current bytes (a capture into it begins). */
+void accel_allocator_arena_reset_peaks(accel_allocator_arena_t *a);
+/* The distinct blocks of pins and their bytes. */
+void accel_allocator_pins_bytes(accel_allocator_t *m, const accel_allocator_pins_t *pins,
+                                uint64_t *bytes, uint64_t *blocks);
+/* Every segment and block as the JSON of accel_memory_snapshot (device: its "device" member);
+ * *json is malloc'ed. */
+accel_status_t accel_allocator_snapshot(accel_allocator_t *m, const char *device, char **json,
+                                        size_t *length);
 
 #endif

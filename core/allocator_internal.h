@@ -32,6 +32,7 @@ struct block {
   const void *deferred_key;
   bool allocated;
   uint8_t bin;
+  const char *tag;        /* allocated: the thread's memory tag at allocation (NULL: none) */
 };
 
 /* What a registration (external memory) adds to its segment. */
@@ -70,6 +71,8 @@ struct accel_allocator_arena {
   uint64_t last_free; /* free generation of its latest free */
   size_t live_blocks;
   size_t segments;
+  /* bytes (allocator_view.c reads them): the peaks restart at each capture into the pool */
+  uint64_t reserved, allocated, peak_reserved, peak_allocated;
   bins_t *bins;
   size_t nbins, capbins;
   accel_allocator_arena_t *next;
@@ -91,6 +94,9 @@ struct accel_allocator {
   accel_memory_stats_t stats;
   uint64_t free_generation; /* atomic: accel_allocator_free_generation */
   accel_allocator_guard_fn guard; /* asked before a free returns an unpinned block */
+  /* accel_memory_stats_ex's out-of-memory and cache figures */
+  uint64_t cache_empties, cache_empty_released_bytes, retries_recovered, last_retry_bytes;
+  char last_retry_reason[160];
 };
 
 /* The live block in slot j of the live-block table. */
@@ -107,6 +113,9 @@ const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p
 void accel_alloc_block_recycle(accel_allocator_t *m, block_t *b);
 /* Returns allocated block blk to its bins under stream_key (NULL: its own), as a free does. */
 void accel_alloc_free_block(accel_allocator_t *m, block_t *blk, const void *stream_key);
+
+/* allocator_view.c: counts a cache empty that released bytes (lock held) */
+void accel_alloc_count_empty(accel_allocator_t *m, uint64_t released);
 
 /* allocator_pins.c */
 /* accel_allocator_pin with the lock held. */

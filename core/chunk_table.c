@@ -18,6 +18,7 @@
 
 #include "hashtab.h"
 #include "kernel_ops_internal.h"
+#include "memory_view.h"
 
 /* Entries kept per device before unused ones are evicted. Per-tensor loops over a large model
  * create one entry per (op, tensor), so the cache holds many; an eviction records a fence on
@@ -101,6 +102,12 @@ static void kop_entry_free(kop_entry_t *e) {
 static void kop_entry_last_release(accel_keepalive_t *k) { kop_entry_free((kop_entry_t *)k); }
 
 void kop_entry_release(kop_entry_t *e) { accel_keepalive_release(&e->keep); }
+
+size_t accel_chunk_table_bytes(const accel_keepalive_t *k) {
+  if (k->release != kop_entry_last_release) return 0;
+  const kop_entry_t *e = (const kop_entry_t *)k;
+  return (size_t)e->num_chunks * (sizeof(acc_chunk_t) + (e->partials_addr ? sizeof(float) : 0));
+}
 
 /* The lists this call writes (validation sets r->written from the table and the flags). */
 static uint32_t written_mask(const kop_req_t *r) { return r->written; }

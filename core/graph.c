@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocator.h"
 #include "capture.h"
 #include "core_util.h"
 #include "fault.h"
@@ -103,6 +104,7 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   g->native = NULL;
   g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
+  if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1);
   g->pool = NULL;
   g->replays = 0;
   g->last_replay_stream = NULL;
@@ -152,6 +154,8 @@ accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, ac
     st = accel_lazy_flush_locked(s); /* queued lazy work is not part of the capture */
     if (st == ACCEL_OK) st = accel_capture_begin(g, s, use, mode, &g->capture);
     if (st == ACCEL_OK) {
+      atomic_fetch_add(&use->graphs, 1);
+      accel_allocator_arena_reset_peaks(use->arena);
       g->pool = use;
       g->capture_stream = s;
       g->state = ACCEL_GRAPH_CAPTURING;
@@ -198,6 +202,10 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   g->capture = NULL;
   g->capture_stream = NULL;
   if (valid) {
+    accel_allocator_arena_info_t a; /* its pool's peaks during the capture (memory info) */
+    accel_allocator_arena_info(g->pool->arena, &a);
+    g->capture_peak_allocated = a.peak_allocated;
+    g->capture_peak_reserved = a.peak_reserved;
     accel_cmdlist_free(&g->cmds); /* storage kept by an earlier graph_clear */
     g->cmds = cmds;
     g->pins = pins;

@@ -40,6 +40,7 @@ struct accel_graph {
   accel_stream_t *last_replay_stream; /* reference held */
   accel_be_event_t *replay_done;
   accel_allocator_pins_t pins;    /* allocations the recorded work uses (freeing them defers) */
+  uint64_t capture_peak_allocated, capture_peak_reserved; /* its pool's, during the capture */
 };
 
 #endif

@@ -1,4 +1,5 @@
 /* Public memory API over the caching allocator, plus the internal memory services. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +7,7 @@
 #include "core_util.h"
 #include "external_memory.h"
 #include "fault.h"
+#include "memory_view.h"
 #include "trace.h"
 
 static accel_status_t check_size(const char *fn, size_t size) {
@@ -22,7 +24,7 @@ static void empty_cache_drained(accel_device_t *dev) {
   uint64_t epoch = accel_allocator_free_generation(dev->mem);
   accel_device_drain(dev);
   accel_device_reap(dev, true);
-  accel_allocator_empty_cache(dev->mem, epoch);
+  accel_memory_trace_empty(dev, accel_allocator_empty_cache(dev->mem, epoch));
 }
 
 /* The out-of-memory protocol shared by accel_malloc and accel_malloc_async: the first failure
@@ -42,9 +44,12 @@ static accel_status_t alloc_once(accel_device_t *dev, accel_stream_t *s, size_t 
 static __attribute__((noinline)) accel_status_t alloc_retry(accel_device_t *dev,
                                                             accel_stream_t *s, size_t size,
                                                             void **ptr) {
+  char reason[160];
+  snprintf(reason, sizeof reason, "%s", accel_last_error());
   empty_cache_drained(dev);
   accel_status_t st = alloc_once(dev, s, size, ptr);
-  accel_allocator_count_retry(dev->mem, st != ACCEL_OK);
+  accel_allocator_count_retry(dev->mem, st != ACCEL_OK, size, reason);
+  accel_memory_trace_retry(dev, size, reason, st == ACCEL_OK);
   return st;
 }
 
@@ -65,7 +70,9 @@ accel_status_t accel_malloc(accel_device_t *dev, size_t size, void **ptr) {
     *ptr = NULL;
     return ACCEL_OK;
   }
-  return alloc_with_retry(dev, NULL, size, ptr);
+  st = alloc_with_retry(dev, NULL, size, ptr);
+  if (st == ACCEL_OK) accel_memory_trace_counters(dev);
+  return st;
 }
 
 accel_status_t accel_free(accel_device_t *dev, void *ptr) {
@@ -76,6 +83,7 @@ accel_status_t accel_free(accel_device_t *dev, void *ptr) {
   st = accel_allocator_free(dev->mem, ptr, NULL, &zombie);
   if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
   if (zombie) accel_pool_arena_retire(dev, zombie);
+  accel_memory_trace_counters(dev);
   return ACCEL_OK;
 }
 
@@ -92,6 +100,7 @@ accel_status_t accel_malloc_async(accel_stream_t *s, size_t size, void **ptr) {
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   st = alloc_with_retry(dev, s, size, ptr);
   accel_trace_end_args(&t, "\"bytes\":%zu", size);
+  if (st == ACCEL_OK) accel_memory_trace_counters(dev);
   return st;
 }
 
@@ -106,6 +115,7 @@ accel_status_t accel_free_async(accel_stream_t *s, void *ptr) {
   if (st == ACCEL_OK) st = accel_allocator_free(dev->mem, ptr, s, &zombie);
   pthread_mutex_unlock(&s->lock);
   if (zombie) accel_pool_arena_retire(dev, zombie);
+  if (st == ACCEL_OK) accel_memory_trace_counters(dev);
   if (st != ACCEL_OK && st != ACCEL_ERROR_ILLEGAL_IN_CAPTURE &&
       st != ACCEL_ERROR_CAPTURE_INVALIDATED)
     return accel_set_error(st, "%s: %s", __func__, accel_last_error());

@@ -17,6 +17,7 @@ struct accel_pool {
   accel_handle_t hdr;
   accel_device_t *dev;
   accel_allocator_arena_t *arena; /* the pool's segments inside dev->mem */
+  atomic_int graphs;              /* graphs holding it as their pool (graph memory info) */
 };
 
 /* Pool references (graph_pool.c): captures and graphs hold them. A pool made for a capture

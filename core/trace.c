@@ -129,3 +129,32 @@ void accel_trace_end_args(accel_trace_scope_t *s, const char *fmt, ...) {
   va_end(ap);
   end_with(s, args);
 }
+
+/* ph "C" and "i" events: ts now, args from fmt (name is ours: no escaping needed). */
+static void emit_point(const char *ph, uint64_t track, const char *name, const char *fmt,
+                      va_list ap) {
+  char args[768], buf[1024];
+  vsnprintf(args, sizeof args, fmt, ap);
+  snprintf(buf, sizeof buf,
+           "{\"ph\":\"%s\",\"name\":\"%s\",\"cat\":\"memory\",\"pid\":%d,\"tid\":%llu,"
+           "\"ts\":%.3f,%s\"args\":{%s}}",
+           ph, name, (int)getpid(), (unsigned long long)track,
+           (double)(accel_now_ns() - t_base) / 1e3, *ph == 'i' ? "\"s\":\"t\"," : "", args);
+  emit(buf);
+}
+
+void accel_trace_counter(const char *name, const char *fmt, ...) {
+  if (!accel_trace_enabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  emit_point("C", 0, name, fmt, ap);
+  va_end(ap);
+}
+
+void accel_trace_instant(uint64_t track, const char *name, const char *fmt, ...) {
+  if (!accel_trace_enabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  emit_point("i", track, name, fmt, ap);
+  va_end(ap);
+}

@@ -234,6 +234,65 @@ ACCEL_API accel_status_t accel_reset_peak_memory_stats(accel_device_t *device);
 /* Returns cached, unused segments to the backend (graph pools keep theirs). */
 ACCEL_API accel_status_t accel_empty_cache(accel_device_t *device);
 
+/* Memory you can see (docs/MEMORY.md). The structs below grow at their end: the caller sets
+ * struct_size to the sizeof it was compiled with; the library writes no byte past it, sets
+ * struct_size to the bytes it filled (less when the library is older than the caller), and
+ * refuses a size below the first version's with ACCEL_ERROR_INVALID_ARGUMENT. */
+
+/* accel_memory_stats plus fragmentation figures. */
+typedef struct accel_memory_stats_ex {
+  size_t struct_size;
+  accel_memory_stats_t stats;     /* as accel_memory_stats */
+  uint64_t largest_free_block;    /* largest cached free block of the default pool: the biggest
+                                   * allocation served without a new segment */
+  uint64_t inactive_split_bytes;  /* free bytes in segments that also hold a live block: cached
+                                   * memory that cannot go back to the backend (fragmentation) */
+  uint64_t inactive_split_blocks; /* the free blocks holding them */
+  uint64_t cache_empties;         /* cache emptied: accel_empty_cache and out-of-memory retries */
+  uint64_t cache_empty_released_bytes; /* bytes those returned to the backend */
+  uint64_t retries_recovered;     /* out-of-memory retries whose second attempt succeeded */
+  uint64_t last_retry_bytes;      /* size asked by the allocation that last retried (0: none) */
+  char last_retry_reason[160];    /* why its first attempt failed (the allocator's message) */
+  uint64_t graph_pools;           /* live graph pools (arenas) on the device */
+} accel_memory_stats_ex_t;
+
+ACCEL_API accel_status_t accel_memory_stats_ex(accel_device_t *device,
+                                               accel_memory_stats_ex_t *out);
+
+/* What one graph holds. A pool shared by several graphs is reported whole by each of them, with
+ * pool_graphs saying how many share it: count it once. */
+typedef struct accel_graph_memory_info {
+  size_t struct_size;
+  uint64_t pool_reserved_bytes;   /* segments of the graph's pool (0: no capture) */
+  uint64_t pool_allocated_bytes;  /* live blocks in them */
+  uint32_t pool_graphs;           /* graphs holding that pool now, this one included */
+  uint32_t pool_segments;
+  uint64_t pinned_bytes;          /* user memory (default pool, registrations) its recorded work
+                                   * pins: freeing it is deferred while the graph lives */
+  uint64_t pinned_blocks;
+  uint64_t chunk_table_bytes;     /* device memory of the chunk tables its commands keep */
+  uint64_t capture_peak_allocated_bytes; /* the pool's peak allocated bytes during the capture */
+  uint64_t capture_peak_reserved_bytes;  /* and its peak reserved bytes */
+} accel_graph_memory_info_t;
+
+ACCEL_API accel_status_t accel_graph_memory_info(accel_graph_t *graph,
+                                                 accel_graph_memory_info_t *out);
+
+/* Every segment and block of the device's allocator as JSON (schema: docs/memory_snapshot.schema
+ * .json): address, size, stream, pool, state, requested size and tag of each block. *json gets
+ * a NUL-terminated string (length in *length, may be NULL) to release with
+ * accel_memory_snapshot_free. */
+ACCEL_API accel_status_t accel_memory_snapshot(accel_device_t *device, char **json,
+                                               size_t *length);
+ACCEL_API void accel_memory_snapshot_free(char *json);
+
+/* Tags the allocations the calling thread makes from now on (shown by accel_memory_snapshot)
+ * until the matching pop. Tags nest (up to 64 deep; the innermost names the block) and are per
+ * thread; a tag is at most 127 bytes. Costs nothing when unused. */
+ACCEL_API accel_status_t accel_memory_tag_push(const char *tag);
+/* STATE when the calling thread has no tag pushed. */
+ACCEL_API accel_status_t accel_memory_tag_pop(void);
+
 /* ---------------------------------------------------------------------------------------------
  * Streams
  * ------------------------------------------------------------------------------------------- */

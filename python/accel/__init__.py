@@ -13,6 +13,8 @@ docs/PYTHON.md.
 from ._lib import (BackendError, CaptureInvalidated, Error, IllegalInCapture, InvalidArgument,
                    InvalidHandle, NotReady, OutOfMemory, PluginError, StateError, Unavailable,
                    Unsupported, ffi, lib)
+from ._memory import (graph_memory_info, memory_snapshot, memory_stats_ex, memory_summary,
+                      memory_tag)
 from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
                        backends, version)
 from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
@@ -25,6 +27,7 @@ __all__ = [
     "TensorList", "AdamArgs", "backends", "version",
     "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads", "unscale_and_check",
     "fused_adam", "fill", "scale",
+    "memory_stats_ex", "graph_memory_info", "memory_snapshot", "memory_summary", "memory_tag",
     "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
     "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",
     "StateError", "ffi", "lib",

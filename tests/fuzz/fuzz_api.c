@@ -1002,8 +1002,58 @@ static void op_comm(unsigned call) {
   }
 }
 
+/* Memory you can see (docs/MEMORY.md): growable stats, a graph's figures, the snapshot and
+ * tags. None is illegal during a capture; the model checks their rules and figures. */
+static void op_memory_view(unsigned call) {
+  accel_memory_stats_ex_t ex = {.struct_size = sizeof ex};
+  accel_memory_stats_t ms;
+  switch (call % 4) {
+    case 0:
+      expect("accel_memory_stats_ex", accel_memory_stats_ex(dev, &ex), ACCEL_OK);
+      expect("accel_memory_stats", accel_memory_stats(dev, &ms), ACCEL_OK);
+      if (ex.struct_size != sizeof ex || ex.stats.allocated_bytes != ms.allocated_bytes ||
+          ex.largest_free_block > ms.reserved_bytes)
+        fail("accel_memory_stats_ex disagrees with accel_memory_stats");
+      ex.struct_size = sizeof(size_t);
+      expect("accel_memory_stats_ex (short struct)", accel_memory_stats_ex(dev, &ex),
+             ACCEL_ERROR_INVALID_ARGUMENT);
+      break;
+    case 1: {
+      accel_status_t hs = ACCEL_OK;
+      int g = pick_graph(&hs);
+      if (g < 0) return;
+      accel_graph_memory_info_t gi = {.struct_size = sizeof gi};
+      expect("accel_graph_memory_info", accel_graph_memory_info(G[g].h, &gi), hs);
+      if (hs == ACCEL_OK && (G[g].state == G_EMPTY) != (gi.pool_graphs == 0))
+        fail("accel_graph_memory_info: pool_graphs %u for a graph in state %d", gi.pool_graphs,
+             (int)G[g].state);
+      break;
+    }
+    case 2: {
+      char *json = NULL;
+      size_t len = 0;
+      expect("accel_memory_snapshot", accel_memory_snapshot(dev, &json, &len), ACCEL_OK);
+      if (json && strlen(json) != len) fail("accel_memory_snapshot: length %zu", len);
+      accel_memory_snapshot_free(json);
+      expect("accel_memory_snapshot (NULL)", accel_memory_snapshot(dev, NULL, NULL),
+             ACCEL_ERROR_INVALID_ARGUMENT);
+      break;
+    }
+    default:
+      expect("accel_memory_tag_pop (none)", accel_memory_tag_pop(), ACCEL_ERROR_STATE);
+      expect("accel_memory_tag_push", accel_memory_tag_push("fuzz"), ACCEL_OK);
+      expect("accel_memory_tag_push (NULL)", accel_memory_tag_push(NULL),
+             ACCEL_ERROR_INVALID_ARGUMENT);
+      expect("accel_memory_tag_pop", accel_memory_tag_pop(), ACCEL_OK);
+  }
+}
+
 static void op_device(void) {
   unsigned raw = u8();
+  if (raw >= 228 && raw < 240) { /* below the native handles (added after them) */
+    op_memory_view(raw - 228);
+    return;
+  }
   if (raw >= 252) { /* the very top (added last): communicators */
     op_comm(raw - 252);
     return;

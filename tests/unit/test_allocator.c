@@ -140,8 +140,8 @@ int main(void) {
   /* the device's protocol: (drain,) empty the cache, retry, count the retry */
   accel_allocator_empty_cache(m, accel_allocator_free_generation(m));
   CHECK(accel_allocator_alloc(m, def, &s2, 3u << 20, &keep) == ACCEL_OK);
-  accel_allocator_count_retry(m, false);
-  accel_allocator_count_retry(m, true);
+  accel_allocator_count_retry(m, false, 3u << 20, "first");
+  accel_allocator_count_retry(m, true, 3u << 20, "second");
   accel_allocator_stats(m, &st);
   CHECK(st.alloc_retries == 2 && st.ooms == 1 && st.allocated_bytes == (3u << 20));
   CHECK(accel_allocator_free(m, keep, NULL, NULL) == ACCEL_OK);

@@ -19,6 +19,9 @@ static const struct {
     {"overhead", bench_overhead,
      "eager per-op enqueue cost (memset, host func) and caching-allocator alloc+free\n"
      "                  [--ops N (100000)] [--repeat N (5)]"},
+    {"memview", bench_memview,
+     "cost of memory you can see: alloc+free tagged vs not (paired), a snapshot of\n"
+     "                  --ops N blocks (10000), accel_memory_stats_ex [--repeat N (15)]"},
     {"graph", bench_graph,
      "eager vs captured+replayed chains of 1..1000 tiny nodes, paired rounds\n"
      "                  [--repeat N (30)]"},
