@@ -333,6 +333,14 @@ ACCEL_API accel_status_t accel_graph_reset(accel_graph_t *graph);
 ACCEL_API accel_status_t accel_graph_destroy(accel_graph_t *graph);
 /* Number of recorded operations (0 for an empty or reset graph). */
 ACCEL_API accel_status_t accel_graph_node_count(accel_graph_t *graph, size_t *count);
+/* graph (ready to replay) takes the arguments of source (a new capture of the same sequence
+ * with other pointers, scalars, sizes or tensor lists; it stays as it is) in place: later
+ * replays of graph run source's work. Replays issued before the call are not affected (the
+ * update is ordered like a replay). A topology change (another operation, kernel, stream or
+ * event edge, or operation count) is ACCEL_ERROR_GRAPH_MISMATCH naming the first differing
+ * node; graph is then unchanged and still replays. The same graph twice, graphs of two devices:
+ * INVALID_ARGUMENT; either graph not ready: STATE. See docs/GRAPHS.md, "Updating a graph". */
+ACCEL_API accel_status_t accel_graph_update(accel_graph_t *graph, accel_graph_t *source);
 
 /* ---------------------------------------------------------------------------------------------
  * Device attributes: what a device really does, queried, never assumed (docs/API.md)
