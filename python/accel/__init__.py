@@ -10,9 +10,9 @@ NumPy arrays, PyTorch tensors (zero-copy through DLPack) and accel Buffers.
 accel.torch (imported on demand: it needs PyTorch) has clip_grad_norm_ and AdamW. See
 docs/PYTHON.md.
 """
-from ._lib import (BackendError, CaptureInvalidated, Error, IllegalInCapture, InvalidArgument,
-                   InvalidHandle, NotReady, OutOfMemory, PluginError, StateError, Unavailable,
-                   Unsupported, ffi, lib)
+from ._lib import (BackendError, CaptureInvalidated, Error, GraphMismatch, IllegalInCapture,
+                   InvalidArgument, InvalidHandle, NotReady, OutOfMemory, PluginError, StateError,
+                   Unavailable, Unsupported, ffi, lib)
 from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
                        backends, version)
 from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
@@ -27,5 +27,5 @@ __all__ = [
     "fused_adam", "fill", "scale",
     "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
     "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",
-    "StateError", "ffi", "lib",
+    "StateError", "GraphMismatch", "ffi", "lib",
 ]
