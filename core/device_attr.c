@@ -49,10 +49,11 @@ static bool core_answer(accel_device_t *dev, const accel_device_info_t *info,
 
 accel_status_t accel_device_get_attribute(accel_device_t *dev, accel_device_attr_t attr,
                                           int64_t *value) {
-  accel_device_info_t info;
-  accel_status_t st = accel_device_get_info(dev, &info); /* checks dev; live memory numbers */
+  accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(value, __func__, "value is NULL");
+  accel_device_info_t info;
+  if ((st = accel_device_get_info(dev, &info)) != ACCEL_OK) return st; /* live memory numbers */
   int64_t v = 0;
   if (!core_answer(dev, &info, attr, &v))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -29,6 +29,8 @@ CTS_CASE(attr_unknown_refused, CTS_TAG_NONE) {
              ACCEL_ERROR_INVALID_ARGUMENT);
   CTS_STATUS(accel_device_get_attribute(NULL, ACCEL_ATTR_GRAPH_KIND, &v),
              ACCEL_ERROR_INVALID_HANDLE);
+  CTS_CHECK(strstr(accel_last_error(), "accel_device_get_attribute"),
+            "a NULL device: the message does not name the call: '%s'", accel_last_error());
   return CTS_PASS;
 }
 
