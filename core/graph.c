@@ -15,6 +15,7 @@
 #include "core_util.h"
 #include "fault.h"
 #include "graph.h"
+#include "graph_parts.h"
 #include "log.h"
 #include "trace.h"
 
@@ -48,7 +49,7 @@ accel_status_t accel_graph_create(accel_device_t *dev, accel_graph_t **out) {
 }
 
 /* What a graph's replays use, released together once they are finished. */
-typedef struct graph_remains {
+struct accel_graph_remains {
   accel_device_t *dev;
   accel_be_graph_t *native;
   accel_be_event_t *replay_done;
@@ -56,7 +57,8 @@ typedef struct graph_remains {
   accel_pool_t *pool;
   accel_allocator_pins_t pins;
   accel_stream_t *last_replay_stream; /* released with no lock held (its teardown waits) */
-} graph_remains_t;
+};
+typedef accel_graph_remains_t graph_remains_t;
 
 /* Releases what r holds. */
 static void remains_release(graph_remains_t *r) {
@@ -78,9 +80,25 @@ static void remains_free(void *ctx) {
   accel_device_release(dev);
 }
 
-/* Drops captured work and the pool reference (graph lock held, not capturing). What replays
- * may still use is handed to the caller as *remains, to pass to release_remains once g->lock
- * is dropped; without replays, or out of host memory (after a drain), it is released here. */
+/* Hands what replays issued so far may still use to the caller (graph lock held), for
+ * accel_graph_release_remains once g->lock is dropped; without replays, or out of host memory
+ * (after a drain), it is released here and the result is NULL. */
+static graph_remains_t *remains_hold(accel_graph_t *g, graph_remains_t held) {
+  graph_remains_t *r = g->replays ? malloc(sizeof *r) : NULL;
+  if (r) {
+    *r = held;
+    /* the holder is gone: an unregister of memory it used waits for the replays, not refuses */
+    accel_allocator_pins_retiring(g->dev->mem, &r->pins);
+    accel_device_retain(g->dev);
+  } else {
+    if (g->replays) accel_device_drain(g->dev); /* out of host memory: nothing to defer with */
+    remains_release(&held);
+  }
+  return r;
+}
+
+/* Drops captured work and the pool reference (graph lock held, not capturing); what replays
+ * may still use goes to *remains (remains_hold). */
 static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   graph_remains_t held = {.dev = g->dev,
                           .native = g->native,
@@ -91,16 +109,7 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
                           .last_replay_stream = g->last_replay_stream};
   accel_cmdlist_init(&g->flat); /* moved into held, like the rest */
   memset(&g->pins, 0, sizeof g->pins);
-  *remains = g->replays ? malloc(sizeof **remains) : NULL;
-  if (*remains) {
-    **remains = held;
-    /* the graph is gone: an unregister of memory it used waits for the replays, not refuses */
-    accel_allocator_pins_retiring(g->dev->mem, &(*remains)->pins);
-    accel_device_retain(g->dev);
-  } else {
-    if (g->replays) accel_device_drain(g->dev); /* out of host memory: nothing to defer with */
-    remains_release(&held);
-  }
+  *remains = remains_hold(g, held);
   g->native = NULL;
   g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
@@ -111,8 +120,41 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   g->state = ACCEL_GRAPH_EMPTY;
 }
 
-static void release_remains(accel_device_t *dev, graph_remains_t *r) {
+accel_graph_remains_t *accel_graph_swap_contents(accel_graph_t *g, accel_graph_contents_t *next) {
+  graph_remains_t held = {.dev = g->dev,
+                          .native = g->native != next->native ? g->native : NULL,
+                          .flat = g->flat,
+                          .pool = g->pool,
+                          .pins = g->pins};
+  accel_cmdlist_free(&g->cmds); /* replays use flat and native only */
+  g->cmds = next->cmds;
+  g->flat = next->flat;
+  g->pool = next->pool;
+  g->pins = next->pins;
+  g->native = next->native;
+  memset(next, 0, sizeof *next);
+  return remains_hold(g, held);
+}
+
+void accel_graph_release_remains(accel_device_t *dev, accel_graph_remains_t *r) {
   if (r) accel_device_retire(dev, remains_free, r);
+}
+
+accel_be_graph_t *accel_graph_instantiate_native(accel_device_t *dev, const accel_cmdlist_t *cmds) {
+  const accel_backend_vtable_t *vt = dev->backend->vt;
+  accel_be_graph_t *native = NULL;
+  if (!vt->graph_instantiate || !dev->info.native_graphs) return NULL;
+  if (vt->graph_instantiate(dev->impl, cmds->cmds, cmds->count, &native) == ACCEL_OK)
+    return native;
+  /* Results stay right but the replay is slower (a batch of the recorded commands), so the
+   * first decline of the process is a warning: a run that expects native graphs notices it
+   * (the device check counts them); later ones are INFO. capture_end's trace event says
+   * "native":0 for each. */
+  static atomic_int declined_once;
+  accel_log(atomic_exchange(&declined_once, 1) ? ACCEL_LOG_INFO : ACCEL_LOG_WARN, "graph",
+            "native graph declined (%s); replaying the recorded commands as one batch",
+            accel_last_error());
+  return NULL;
 }
 
 accel_status_t accel_graph_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_pool_t *pool,
@@ -212,20 +254,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     st = accel_cmdlist_copy(&g->flat, &g->cmds, true);
   }
   if (valid && st == ACCEL_OK) {
-    const accel_backend_vtable_t *vt = g->dev->backend->vt;
-    if (vt->graph_instantiate && g->dev->info.native_graphs &&
-        vt->graph_instantiate(g->dev->impl, g->cmds.cmds, g->cmds.count, &g->native) !=
-            ACCEL_OK) {
-      /* Results stay right but the replay is slower (a batch of the recorded commands), so
-       * the first decline of the process is a warning: a run that expects native graphs
-       * notices it (the device check counts them); later ones are INFO. capture_end's trace
-       * event says "native":0 for each. */
-      static atomic_int declined_once;
-      accel_log(atomic_exchange(&declined_once, 1) ? ACCEL_LOG_INFO : ACCEL_LOG_WARN, "graph",
-                "native graph declined (%s); replaying the recorded commands as one batch",
-                accel_last_error());
-      g->native = NULL;
-    }
+    g->native = accel_graph_instantiate_native(g->dev, &g->cmds);
     g->state = ACCEL_GRAPH_READY;
   } else {
     accel_status_t keep = st;
@@ -234,7 +263,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     graph_remains_t *r = NULL;
     graph_clear(g, &r);
     pthread_mutex_unlock(&g->lock);
-    release_remains(g->dev, r);
+    accel_graph_release_remains(g->dev, r);
     pthread_mutex_lock(&g->lock);
     st = accel_set_error(keep, "%s", msg);
   }
@@ -344,7 +373,7 @@ accel_status_t accel_graph_reset(accel_graph_t *g) {
     graph_clear(g, &r);
   }
   pthread_mutex_unlock(&g->lock);
-  release_remains(g->dev, r);
+  accel_graph_release_remains(g->dev, r);
   return st;
 }
 
@@ -366,7 +395,7 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
   graph_clear(g, &r);
   pthread_mutex_unlock(&g->lock);
   accel_device_t *dev = g->dev;
-  release_remains(dev, r);
+  accel_graph_release_remains(dev, r);
   accel_cmdlist_free(&g->cmds);
   accel_cmdlist_free(&g->flat);
   pthread_mutex_destroy(&g->lock);

@@ -22,6 +22,7 @@ const char *accel_status_name(accel_status_t status) {
     case ACCEL_ERROR_PLUGIN: return "ACCEL_ERROR_PLUGIN";
     case ACCEL_ERROR_BACKEND: return "ACCEL_ERROR_BACKEND";
     case ACCEL_ERROR_STATE: return "ACCEL_ERROR_STATE";
+    case ACCEL_ERROR_GRAPH_MISMATCH: return "ACCEL_ERROR_GRAPH_MISMATCH";
   }
   return "ACCEL_ERROR_UNKNOWN";
 }

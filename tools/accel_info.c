@@ -27,6 +27,38 @@ static const char *type_name(accel_device_type_t t) {
   return "?";
 }
 
+/* attribute value, or -1 with the reason printed when the query fails */
+static int64_t attr(accel_device_t *dev, accel_device_attr_t a) {
+  int64_t v = -1;
+  if (accel_device_get_attribute(dev, a, &v) != ACCEL_OK)
+    printf("      attribute %d: %s\n", (int)a, accel_last_error());
+  return v;
+}
+
+static const char *yes_no(int64_t v) { return v == 1 ? "yes" : v == 0 ? "no" : "?"; }
+
+/* What the device really does (accel_device_get_attribute), docs/API.md. */
+static void print_capabilities(accel_device_t *dev) {
+  int64_t kind = attr(dev, ACCEL_ATTR_GRAPH_KIND), upd = attr(dev, ACCEL_ATTR_GRAPH_UPDATE);
+  int64_t cond = attr(dev, ACCEL_ATTR_CONDITIONALS);
+  printf("      graphs           %s\n", kind == ACCEL_GRAPH_KIND_NATIVE ? "native"
+                                         : kind == ACCEL_GRAPH_KIND_RECORDED
+                                             ? "recorded (core replays the commands as a batch)"
+                                             : "?");
+  printf("      graph update     %s\n", upd == ACCEL_GRAPH_UPDATE_NATIVE ? "native (in place)"
+                                         : upd == ACCEL_GRAPH_UPDATE_EMULATED
+                                             ? "emulated (in core)"
+                                             : "?");
+  printf("      conditionals     %s\n", cond == ACCEL_CONDITIONALS_NATIVE       ? "native"
+                                         : cond == ACCEL_CONDITIONALS_PREDICATED ? "predicated"
+                                                                                 : "none");
+  printf("      lazy by default  %s\n", yes_no(attr(dev, ACCEL_ATTR_LAZY_DEFAULT)));
+  printf("      host accessible  %s\n", yes_no(attr(dev, ACCEL_ATTR_HOST_ACCESSIBLE)));
+  printf("      unified memory   %s\n", yes_no(attr(dev, ACCEL_ATTR_UNIFIED_MEMORY)));
+  printf("      DLPack device    %lld\n", (long long)attr(dev, ACCEL_ATTR_DLPACK_DEVICE_TYPE));
+  printf("      kernel forms     0x%llx\n", (unsigned long long)attr(dev, ACCEL_ATTR_KERNEL_FORMS));
+}
+
 static void print_device(const char *backend, int index) {
   char sel[64];
   snprintf(sel, sizeof sel, "%s:%d", backend, index);
@@ -47,9 +79,7 @@ static void print_device(const char *backend, int index) {
   printf("      compute units    %u\n", info.compute_units);
   printf("      fp16 / bf16      %s / %s\n", info.supports_fp16 ? "yes" : "no",
          info.supports_bf16 ? "yes" : "no");
-  printf("      native graphs    %s\n", info.native_graphs ? "yes" : "no (core recorder)");
-  printf("      lazy by default  %s\n", info.lazy_default ? "yes" : "no");
-  printf("      host accessible  %s\n", info.host_accessible ? "yes" : "no");
+  print_capabilities(dev);
   accel_device_close(dev);
 }
 

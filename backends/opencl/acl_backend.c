@@ -265,6 +265,8 @@ static const accel_backend_vtable_t acl_vtable = {
   .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the embedded OpenCL C source */
   .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
   .kernel_count = ACCEL_KERNEL_COUNT,
+  .device_attribute = acl_device_attribute,
+  .graph_update = NULL, /* PoCL 3.1 lacks cl_khr_command_buffer_mutable_dispatch: emulated */
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

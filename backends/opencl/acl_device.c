@@ -92,3 +92,13 @@ void acl_device_close(accel_be_device_t *device) {
   pthread_mutex_destroy(&dev->program_lock);
   free(dev);
 }
+
+/* Device memory is the host's memory when any host pointer is device memory (fine-grained
+ * system SVM) or the device is the host's CPU (PoCL) with fine-grained buffers. */
+int acl_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {
+  const acl_phys_t *p = ((const acl_device_t *)device)->phys;
+  if (attr != ACCEL_ATTR_UNIFIED_MEMORY) return 0;
+  *value = (p->svm_caps & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM) != 0 ||
+           ((p->type & CL_DEVICE_TYPE_CPU) && (p->svm_caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER));
+  return 1;
+}

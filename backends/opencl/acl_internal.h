@@ -156,6 +156,7 @@ int acl_wants_command_buffer(const acl_phys_t *d);
 /* --- device.c ------------------------------------------------------------------------------ */
 accel_status_t acl_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
 void acl_device_close(accel_be_device_t *device);
+int acl_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value);
 /* Sets up dev for backend device index over ctx (retained: the device holds one reference). */
 accel_status_t acl_device_init(acl_backend_t *be, int index, cl_context ctx, acl_device_t **out);
 /* In-order queue on dev, with CL_QUEUE_PROFILING_ENABLE when profiling is nonzero. */

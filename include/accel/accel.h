@@ -54,7 +54,8 @@ typedef enum accel_status {
   ACCEL_ERROR_CAPTURE_INVALIDATED = 8,/* capture_end of a capture that was invalidated */
   ACCEL_ERROR_PLUGIN = 9,            /* plugin load or ABI failure */
   ACCEL_ERROR_BACKEND = 10,          /* a vendor call failed */
-  ACCEL_ERROR_STATE = 11             /* call not valid in the object's current state */
+  ACCEL_ERROR_STATE = 11,            /* call not valid in the object's current state */
+  ACCEL_ERROR_GRAPH_MISMATCH = 12    /* accel_graph_update: the source's topology differs */
 } accel_status_t;
 
 /* Stable name of a status, e.g. "ACCEL_ERROR_INVALID_ARGUMENT". Never NULL. */
@@ -391,6 +392,58 @@ ACCEL_API accel_status_t accel_graph_reset(accel_graph_t *graph);
 ACCEL_API accel_status_t accel_graph_destroy(accel_graph_t *graph);
 /* Number of recorded operations (0 for an empty or reset graph). */
 ACCEL_API accel_status_t accel_graph_node_count(accel_graph_t *graph, size_t *count);
+/* graph (ready to replay) takes the arguments of source (a new capture of the same sequence
+ * with other pointers, scalars, sizes or tensor lists; it stays as it is) in place: later
+ * replays of graph run source's work. Replays issued before the call are not affected (the
+ * update is ordered like a replay). A topology change (another operation, kernel, stream or
+ * event edge, or operation count) is ACCEL_ERROR_GRAPH_MISMATCH naming the first differing
+ * node; graph is then unchanged and still replays. The same graph twice, graphs of two devices:
+ * INVALID_ARGUMENT; either graph not ready: STATE. See docs/GRAPHS.md, "Updating a graph". */
+ACCEL_API accel_status_t accel_graph_update(accel_graph_t *graph, accel_graph_t *source);
+
+/* ---------------------------------------------------------------------------------------------
+ * Device attributes: what a device really does, queried, never assumed (docs/API.md)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Attributes only ever get appended; an unknown one is ACCEL_ERROR_INVALID_ARGUMENT. */
+typedef enum accel_device_attr {
+  ACCEL_ATTR_GRAPH_KIND = 1,         /* ACCEL_GRAPH_KIND_*: how a replay runs */
+  ACCEL_ATTR_GRAPH_UPDATE = 2,       /* ACCEL_GRAPH_UPDATE_*: how accel_graph_update works */
+  ACCEL_ATTR_CONDITIONALS = 3,       /* ACCEL_CONDITIONALS_*: device-flag control flow */
+  ACCEL_ATTR_LAZY_DEFAULT = 4,       /* 1: a stream made without flags is lazy (backend or ACCEL_LAZY) */
+  ACCEL_ATTR_HOST_ACCESSIBLE = 5,    /* 1: the host can dereference device pointers */
+  ACCEL_ATTR_UNIFIED_MEMORY = 6,     /* 1: device memory is the host's memory (one pool) */
+  ACCEL_ATTR_DLPACK_DEVICE_TYPE = 7, /* ACCEL_DL_* of device memory (0: none) */
+  ACCEL_ATTR_KERNEL_FORMS = 8,       /* the plugin's ACCEL_KERNEL_FORM_* bits (0: no kernels) */
+  ACCEL_ATTR_DEVICE_TYPE = 9,        /* accel_device_type_t */
+  ACCEL_ATTR_INDEX = 10,             /* index within its backend */
+  ACCEL_ATTR_MEMORY_TOTAL = 11,      /* bytes */
+  ACCEL_ATTR_MEMORY_FREE = 12,       /* bytes, at the time of the call */
+  ACCEL_ATTR_COMPUTE_UNITS = 13,
+  ACCEL_ATTR_SUPPORTS_FP16 = 14,
+  ACCEL_ATTR_SUPPORTS_BF16 = 15
+} accel_device_attr_t;
+
+/* Values of ACCEL_ATTR_GRAPH_KIND. */
+enum {
+  ACCEL_GRAPH_KIND_RECORDED = 0, /* a replay submits the recorded commands as one batch */
+  ACCEL_GRAPH_KIND_NATIVE = 1    /* the backend instantiates graphs (vendor or op-list graph) */
+};
+/* Values of ACCEL_ATTR_GRAPH_UPDATE. */
+enum {
+  ACCEL_GRAPH_UPDATE_EMULATED = 1, /* the core takes source's commands and re-instantiates */
+  ACCEL_GRAPH_UPDATE_NATIVE = 2    /* the backend updates its instantiated graph in place */
+};
+/* Values of ACCEL_ATTR_CONDITIONALS. */
+enum {
+  ACCEL_CONDITIONALS_NONE = 0,
+  ACCEL_CONDITIONALS_PREDICATED = 1,
+  ACCEL_CONDITIONALS_NATIVE = 2
+};
+
+/* *value = the attribute of device. Unknown attr or NULL value: ACCEL_ERROR_INVALID_ARGUMENT. */
+ACCEL_API accel_status_t accel_device_get_attribute(accel_device_t *device,
+                                                    accel_device_attr_t attr, int64_t *value);
 
 #ifdef __cplusplus
 }

@@ -351,6 +351,21 @@ typedef struct accel_backend_vtable {
    * accel_event_native answer UNSUPPORTED with this reason where their slot is NULL), e.g.
    * "it runs on host threads". NULL: "its plugin does not offer them". */
   const char *no_native_reason;
+
+  /* --- graphs that evolve (read only when struct_size covers them; NULL: the core's answer) -- */
+  /* A device attribute (accel_device_attr_t) the plugin knows better than the core (e.g.
+   * ACCEL_ATTR_UNIFIED_MEMORY). Nonzero: *value is the answer. Zero: the core answers from
+   * device_info and the other slots (docs/PLUGINS.md, "Device attributes"). Called only for
+   * attributes the core knows, with a valid device. */
+  int (*device_attribute)(accel_be_device_t *device, uint32_t attr, int64_t *value);
+  /* Updates an instantiated graph in place to run cmds[0..n) instead of the list it was made
+   * from (accel_graph_update): the core has checked that the topology is the same (command
+   * types, kernel ids, stream slots, event edges, copy kinds; sizes, pointers, parameters and
+   * block counts may differ). Launches issued before the call must run the old arguments;
+   * params belong to the core for the duration of the call. ACCEL_OK: updated. Any error: the
+   * graph must be unchanged; the core then instantiates a new graph from cmds. NULL: the core
+   * always instantiates anew (ACCEL_GRAPH_UPDATE_EMULATED). */
+  accel_status_t (*graph_update)(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

@@ -10,9 +10,9 @@ NumPy arrays, PyTorch tensors (zero-copy through DLPack) and accel Buffers.
 accel.torch (imported on demand: it needs PyTorch) has clip_grad_norm_ and AdamW. See
 docs/PYTHON.md.
 """
-from ._lib import (BackendError, CaptureInvalidated, Error, IllegalInCapture, InvalidArgument,
-                   InvalidHandle, NotReady, OutOfMemory, PluginError, StateError, Unavailable,
-                   Unsupported, ffi, lib)
+from ._lib import (BackendError, CaptureInvalidated, Error, GraphMismatch, IllegalInCapture,
+                   InvalidArgument, InvalidHandle, NotReady, OutOfMemory, PluginError, StateError,
+                   Unavailable, Unsupported, ffi, lib)
 from ._memory import (graph_memory_info, memory_snapshot, memory_stats_ex, memory_summary,
                       memory_tag)
 from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
@@ -30,5 +30,5 @@ __all__ = [
     "memory_stats_ex", "graph_memory_info", "memory_snapshot", "memory_summary", "memory_tag",
     "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
     "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",
-    "StateError", "ffi", "lib",
+    "StateError", "GraphMismatch", "ffi", "lib",
 ]

@@ -32,6 +32,7 @@ class CaptureInvalidated(Error): pass
 class PluginError(Error): pass
 class BackendError(Error): pass
 class StateError(Error): pass
+class GraphMismatch(Error): pass
 
 
 _ERRORS = {
@@ -46,6 +47,7 @@ _ERRORS = {
     lib.ACCEL_ERROR_PLUGIN: PluginError,
     lib.ACCEL_ERROR_BACKEND: BackendError,
     lib.ACCEL_ERROR_STATE: StateError,
+    lib.ACCEL_ERROR_GRAPH_MISMATCH: GraphMismatch,
 }
 
 

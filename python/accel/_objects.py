@@ -124,6 +124,15 @@ class Device(_Handle):
         self._default_stream = None
         self.info = self._info()
 
+    def attribute(self, attr):
+        """accel_device_get_attribute: attr is an ACCEL_ATTR_* value or its name without the
+        prefix ("graph_kind", "graph_update", "unified_memory", ...)."""
+        if isinstance(attr, str):
+            attr = getattr(lib, "ACCEL_ATTR_" + attr.upper())
+        out = ffi.new("int64_t *")
+        check(lib.accel_device_get_attribute(self._handle(), attr, out))
+        return out[0]
+
     def _info(self):
         info = ffi.new("accel_device_info_t *")
         check(lib.accel_device_get_info(self._handle(), info))
@@ -349,6 +358,15 @@ class Graph(_Handle):
         ms = ffi.new("double[]", n)
         check(lib.accel_py_replay_timed(self._handle(), stream._handle(), n, ms))
         return list(ms)
+
+    def update(self, source):
+        """Takes the arguments of source (a new capture of the same sequence with other
+        buffers, scalars, sizes or tensor lists) in place; source stays as it is. Another
+        topology raises GraphMismatch naming the first differing node, and this graph is
+        unchanged. Python objects the old capture used are no longer kept by this graph: keep
+        them yourself until replays issued before the update have finished."""
+        check(lib.accel_graph_update(self._handle(), source._handle()))
+        self._keep = list(source._keep)
 
     def reset(self):
         check(lib.accel_graph_reset(self._handle()))

@@ -727,6 +727,43 @@ static void op_replay(void) {
   if (want == ACCEL_OK && s >= 0 && S[s].cap >= 0) G[S[s].cap].regs |= G[g].regs;
 }
 
+/* accel_graph_update(g, src). The model does not know the recorded topology: for two ready
+ * graphs the library's answer (OK or GRAPH_MISMATCH) decides, and an update makes g hold what
+ * src holds (its pool and its pins), dropping its own. A source whose private pool no user
+ * holds is given a pool object first (accel_graph_pool, then the user reference released), so
+ * that the two graphs share one model pool. */
+static void op_graph_update(void) {
+  accel_status_t gs, ss;
+  int g = pick_graph(&gs), src = pick_graph(&ss);
+  if (g < 0 || src < 0) return;
+  accel_status_t want = gs != ACCEL_OK ? gs : ss;
+  if (want == ACCEL_OK && g == src) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  if (want == ACCEL_OK && (G[g].state != G_READY || G[src].state != G_READY))
+    want = ACCEL_ERROR_STATE;
+  if (want == ACCEL_OK && G[src].pool < 0) {
+    int p = -1;
+    for (int i = 0; i < NP && p < 0; ++i) if (P[i].st != H_LIVE) p = i;
+    if (p < 0) return; /* no room for the shared pool object: not modelled */
+    accel_pool_t *h = NULL;
+    expect("accel_graph_pool", accel_graph_pool(G[src].h, &h), ACCEL_OK);
+    expect("accel_pool_release", accel_pool_release(h), ACCEL_OK);
+    forget_dead(h);
+    P[p] = (mpool_t){H_LIVE, h, 0, G[src].arena};
+    G[src].pool = p;
+  }
+  accel_status_t st = accel_graph_update(G[g].h, G[src].h);
+  if (want == ACCEL_OK && st == ACCEL_ERROR_GRAPH_MISMATCH) return; /* another topology */
+  expect("accel_graph_update", st, want);
+  if (st != ACCEL_OK) return;
+  int old = G[g].pool;
+  G[g].pool = G[src].pool;
+  G[g].arena = G[src].arena;
+  G[g].regs = G[src].regs;
+  pool_maybe_dead(old);
+  for (int r = 0; r < NR; ++r) /* the old contents' release may be retired: a sync decides */
+    if (R[r].st == R_ZOMBIE && !reg_pinned(r)) R[r].st = R_UNCERTAIN;
+}
+
 static void op_graph_pool(void) {
   accel_status_t hs;
   int g = pick_graph(&hs);
@@ -1355,14 +1392,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   in_size = size;
   in_pos = 0;
   for (op_index = 0; in_pos < in_size && op_index < 256; ++op_index) {
-    /* op bytes 240..255 select the operations added later (interop 240..247, mixed precision
-     * 248..255), so the corpus written before them (op bytes below 240) decodes as it did */
+    /* op bytes 240..255 select the operations added later (interop 240..245, graph update
+     * 246..247, mixed precision 248..255), so the corpus written before them (op bytes below
+     * 240) decodes as it did */
     const unsigned op = u8();
     if (op >= 248) {
       op_amp();
       continue;
     }
-    switch (op < 240 ? op % 24 : 24 + (op - 240) % 6) {
+    switch (op < 240 ? op % 24 : op < 246 ? 24 + (op - 240) : 30) {
       case 0: case 1: op_stream_create(); break;
       case 2: op_stream_destroy(); break;
       case 3: op_stream_sync_query(0); break;
@@ -1388,7 +1426,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 26: op_kernel_reg(); break;
       case 27: op_import(); break;
       case 28: op_release(); break;
-      default: op_free_reg(); break;
+      case 29: op_free_reg(); break;
+      default: op_graph_update(); break; /* op bytes 246, 247 */
     }
   }
   teardown_input();

@@ -79,6 +79,39 @@ def test_graph_capture_replay(dev, stream):
     g.close()
 
 
+def test_graph_update_and_attributes(dev, stream):
+    a, b = dev.empty(100), dev.empty(300)
+    graphs = []
+    for buf, value in ((a, 1.5), (b, -2.0)):
+        g = dev.graph()
+        with g.capture(stream):
+            accel.fill(accel.TensorList(dev, [buf]), value, stream=stream)
+        graphs.append(g)
+    a.numpy()[:] = 0.0
+    b.numpy()[:] = 0.0
+    graphs[0].update(graphs[1])  # other pointer, size and fill value
+    graphs[0].replay(stream)
+    stream.synchronize()
+    assert np.all(a.numpy() == 0.0) and np.all(b.numpy() == -2.0)
+    other = dev.graph()
+    with other.capture(stream):
+        accel.fill(accel.TensorList(dev, [a]), 1.0, stream=stream)
+        accel.fill(accel.TensorList(dev, [a]), 2.0, stream=stream)
+    with pytest.raises(accel.GraphMismatch) as e:
+        graphs[0].update(other)
+    assert "node 1" in e.value.message
+    assert dev.attribute("graph_update") in (lib_value("EMULATED"), lib_value("NATIVE"))
+    assert dev.attribute(accel.lib.ACCEL_ATTR_HOST_ACCESSIBLE) == 1
+    with pytest.raises(accel.InvalidArgument):
+        dev.attribute(9999)
+    for g in graphs + [other]:
+        g.close()
+
+
+def lib_value(name):
+    return getattr(accel.lib, "ACCEL_GRAPH_UPDATE_" + name)
+
+
 def test_illegal_in_capture_raises(dev, stream):
     g = dev.graph()
     with pytest.raises(accel.IllegalInCapture) as e:

@@ -25,6 +25,10 @@ static const struct {
     {"graph", bench_graph,
      "eager vs captured+replayed chains of 1..1000 tiny nodes, paired rounds\n"
      "                  [--repeat N (30)]"},
+    {"graph-update", bench_graph_update,
+     "new arguments for a captured chain of 10..1000 fills: reset + re-capture vs capture +\n"
+     "                  accel_graph_update vs update alone, each + replay, paired rounds\n"
+     "                  [--repeat N (30)]"},
     {"kernels", bench_kernels,
      "norm / lp->hp grads / AdamW vs their bounds, norm+clip vs PyTorch, paired\n"
      "                  rounds [--size-mb MB (1024)] [--repeat N (7)] [--no-torch]"},
