@@ -600,16 +600,9 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
     else if (strcmp(argv[i], "--mode") == 0) mode = argv[i + 1];
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t c = {.graph = strcmp(mode, "graph") == 0, .lazy = strcmp(mode, "lazy") == 0};
-  MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-  const int early = comm_test_open(device, c.rank, &c.dev, &c.comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, device, &c.rank, &c.size, &c.dev, &c.comm);
+  if (early >= 0) return early;
   OK(accel_stream_create_ex(c.dev, c.lazy ? ACCEL_STREAM_LAZY : ACCEL_STREAM_EAGER, &c.s));
   for (size_t d = 0; d < 3; ++d) {
     for (int op = 0; op < 3; ++op) {

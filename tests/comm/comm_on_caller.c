@@ -195,17 +195,10 @@ int main(int argc, char **argv) {
                     "(under mpirun)\n");
     return 2;
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t *c = calloc(1, sizeof *c);
   c->caller = strcmp(mode, "caller") == 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c->size);
-  const int early = comm_test_open("cpu", c->rank, &c->dev, &c->comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, "cpu", &c->rank, &c->size, &c->dev, &c->comm);
+  if (early >= 0) return early;
   const char *env = getenv("ACCEL_CPU_RUN_ON_CALLER");
   CHECK(env && strcmp(env, c->caller ? "1" : "0") == 0,
         "ACCEL_CPU_RUN_ON_CALLER=%s does not match the mode %s", env ? env : "(unset)", mode);

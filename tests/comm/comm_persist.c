@@ -206,16 +206,9 @@ int main(int argc, char **argv) {
   const char *device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2)
     if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t c = {0};
-  MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-  const int early = comm_test_open(device, c.rank, &c.dev, &c.comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, device, &c.rank, &c.size, &c.dev, &c.comm);
+  if (early >= 0) return early;
   c.live = find_live();
   CHECK(c.live != NULL, "accel_comm_mpi_prepared_live not found in the MPI engine: %s",
         dlerror());

@@ -71,12 +71,17 @@ static inline float rough_value(int rank, size_t i) {
   return ((float)(x & 0xffffffu) / 16777216.0f - 0.5f) * 16.0f;
 }
 
-/* Opens device and an MPI communicator on every rank (MPI initialised). Returns -1 when all
- * ranks succeeded, else the exit status every rank must return after MPI_Finalize: 77 (meson
- * SKIP) when some rank's device or engine is unavailable and none failed otherwise, 1 when one
- * failed; every rank agrees. */
-static inline int comm_test_open(const char *device, int rank, accel_device_t **dev,
-                                 accel_comm_t **comm) {
+/* Initialises MPI (MPI_THREAD_MULTIPLE), gives this rank and the size of MPI_COMM_WORLD, and
+ * opens device and an MPI communicator on every rank. Returns -1 when all ranks succeeded, else
+ * (MPI already finalised) the exit status every rank must return: 77 (meson SKIP) when some
+ * rank's device or engine is unavailable and none failed otherwise, 1 when one failed; every
+ * rank agrees. */
+static inline int comm_test_start(int *argc, char ***argv, const char *device, int *rank,
+                                  int *size, accel_device_t **dev, accel_comm_t **comm) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
   accel_status_t st = accel_device_open(device, dev);
   if (st == ACCEL_OK) st = accel_comm_create_mpi(*dev, NULL, "mpi", comm);
   int skip = st == ACCEL_ERROR_UNAVAILABLE || st == ACCEL_ERROR_UNSUPPORTED, any_skip = 0;
@@ -84,9 +89,10 @@ static inline int comm_test_open(const char *device, int rank, accel_device_t **
   MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (!any_skip && !any_err) return -1;
-  if (rank == 0 || st != ACCEL_OK)
-    fprintf(stderr, "rank %d: %s: %s: %s\n", rank, any_skip ? "SKIP" : "FAIL",
+  if (*rank == 0 || st != ACCEL_OK)
+    fprintf(stderr, "rank %d: %s: %s: %s\n", *rank, any_skip ? "SKIP" : "FAIL",
             accel_status_name(st), accel_last_error());
+  MPI_Finalize();
   return any_skip && !any_err ? 77 : 1;
 }
 

@@ -703,10 +703,5 @@ int main(int argc, char **argv) {
     return 2;
   }
   expect_cpu_fallback();
-  if (failures) {
-    fprintf(stderr, "test_loader %s: %d check(s) failed\n", scenario, failures);
-    return 1;
-  }
-  printf("test_loader %s: ok\n", scenario);
-  return 0;
+  return CHECK_EXIT("test_loader %s", scenario);
 }
