@@ -52,21 +52,17 @@ BOUNDS = (("pct_of_bound", "bound", ""), ("pct_of_cl_bound", "cl_bound", " (Open
 
 def bound_rows(docs):
     """(label, [(median, min, max, achieved GB/s, bound GB/s) per run]) in display order."""
+    # (label, the row with the percentages and GB/s, the row that holds its bounds)
+    measured = [(f"kernel: {r['name']}", r, r) for d in docs["kernels"] for r in d["bandwidth"]]
+    measured += [(f"step {run['preset']}: {v['name']}", v, run)
+                 for d in docs["optstep"] for run in d["runs"] for v in run["variants"]]
     rows = {}
     for pct, bound, suffix in BOUNDS:
-        for d in docs["kernels"]:
-            for r in d["bandwidth"]:
-                if pct in r:
-                    p = r[pct]
-                    rows.setdefault(f"kernel: {r['name']}{suffix}", []).append(
-                        (p["median"], p["min"], p["max"], r["gbps"], r[bound]["gbps"]))
-        for d in docs["optstep"]:
-            for run in d["runs"]:
-                for v in run["variants"]:
-                    if pct in v:
-                        p = v[pct]
-                        rows.setdefault(f"step {run['preset']}: {v['name']}{suffix}", []).append(
-                            (p["median"], p["min"], p["max"], v["gbps"], run[bound]["gbps"]))
+        for label, r, bounds in measured:
+            if pct in r:
+                p = r[pct]
+                rows.setdefault(label + suffix, []).append(
+                    (p["median"], p["min"], p["max"], r["gbps"], bounds[bound]["gbps"]))
     return list(rows.items())
 
 
