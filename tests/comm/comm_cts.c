@@ -156,6 +156,15 @@ static void case_reduce_scatter(ctx_t *c, accel_dtype_t dt, int op) {
   accel_free(c->dev, recv);
 }
 
+/* On rank 0: how many elements of every rank's output (outs: len a rank, gathered) differ
+ * from want (len elements). */
+static int wrong_on_any_rank(const ctx_t *c, const float *outs, const float *want, size_t len) {
+  int bad = 0;
+  for (int r = 0; r < c->size; ++r)
+    for (size_t i = 0; i < len; ++i) bad += outs[(size_t)r * len + i] != want[i];
+  return bad;
+}
+
 static void case_all_gather(ctx_t *c, accel_dtype_t dt, int in_place) {
   const size_t n = 333, es = accel_dtype_size(dt), total = n * (size_t)c->size;
   void *recv = dev_alloc(c, total * es);
@@ -166,13 +175,9 @@ static void case_all_gather(ctx_t *c, accel_dtype_t dt, int in_place) {
   case_end(c, g);
   float *out = dev_floats(c, recv, dt, total);
   float *ins = gather0(c, in, n), *outs = gather0(c, out, total);
-  if (c->rank == 0) {
-    int bad = 0;
-    for (int r = 0; r < c->size; ++r)
-      for (size_t i = 0; i < total; ++i) bad += outs[(size_t)r * total + i] != ins[i];
-    CHECK(bad == 0, "all_gather%s %s: %d wrong elements", in_place ? "(in place)" : "",
-          accel_dtype_name(dt), bad);
-  }
+  const int bad = c->rank == 0 ? wrong_on_any_rank(c, outs, ins, total) : 0;
+  CHECK(bad == 0, "all_gather%s %s: %d wrong elements", in_place ? "(in place)" : "",
+        accel_dtype_name(dt), bad);
   free(ins), free(outs), free(in), free(out);
   if (!in_place) accel_free(c->dev, send);
   accel_free(c->dev, recv);
@@ -188,12 +193,8 @@ static void case_broadcast(ctx_t *c, accel_dtype_t dt) {
   case_end(c, g);
   float *out = dev_floats(c, buf, dt, n);
   float *ins = gather0(c, in, n), *outs = gather0(c, out, n);
-  if (c->rank == 0) {
-    int bad = 0;
-    for (int r = 0; r < c->size; ++r)
-      for (size_t i = 0; i < n; ++i) bad += outs[(size_t)r * n + i] != ins[(size_t)root * n + i];
-    CHECK(bad == 0, "broadcast %s: %d wrong elements", accel_dtype_name(dt), bad);
-  }
+  const int bad = c->rank == 0 ? wrong_on_any_rank(c, outs, ins + (size_t)root * n, n) : 0;
+  CHECK(bad == 0, "broadcast %s: %d wrong elements", accel_dtype_name(dt), bad);
   free(ins), free(outs), free(in), free(out);
   accel_free(c->dev, buf);
 }
@@ -629,11 +630,7 @@ int main(int argc, char **argv) {
     case_bad_arguments(&c);
     case_count_mismatch(&c);
   }
-  OK(accel_stream_destroy(c.s));
-  OK(accel_comm_destroy(c.comm));
-  OK(accel_device_close(c.dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c.s, c.comm, c.dev);
   if (c.rank == 0)
     printf("comm_cts %s %s, %d ranks: %s\n", device, mode, c.size, any ? "FAIL" : "PASS");
   MPI_Finalize();

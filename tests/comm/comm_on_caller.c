@@ -215,11 +215,7 @@ int main(int argc, char **argv) {
   }
   OK(accel_free(c->dev, c->send));
   OK(accel_free(c->dev, c->recv));
-  OK(accel_stream_destroy(c->s));
-  OK(accel_comm_destroy(c->comm));
-  OK(accel_device_close(c->dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c->s, c->comm, c->dev);
   if (c->rank == 0)
     printf("comm_on_caller %s, %d ranks: %s\n", mode, c->size, any ? "FAIL" : "PASS");
   free(c);

@@ -214,11 +214,7 @@ int main(int argc, char **argv) {
         dlerror());
   OK(accel_stream_create(c.dev, &c.s));
   if (c.live) run_all(&c);
-  OK(accel_stream_destroy(c.s));
-  OK(accel_comm_destroy(c.comm));
-  OK(accel_device_close(c.dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c.s, c.comm, c.dev);
   if (c.rank == 0)
     printf("comm_persist %s, %d ranks, %d replays per case: %s\n", device, c.size, REPLAYS,
            any ? "FAIL" : "PASS");

@@ -1,7 +1,7 @@
 /*
  * Helpers shared by the communicator tests (run under mpirun): an independent reference
  * conversion for F16/BF16 (the compiler's _Float16 and plain bit rounding, not accel's code),
- * deterministic inputs, and device buffers.
+ * deterministic inputs, device buffers, and the start and end of a test's main.
  */
 #ifndef ACCEL_TESTS_COMM_UTIL_H
 #define ACCEL_TESTS_COMM_UTIL_H
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../common/check.h"
 
 static inline float ref_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
@@ -94,6 +96,17 @@ static inline int comm_test_start(int *argc, char ***argv, const char *device, i
             accel_status_name(st), accel_last_error());
   MPI_Finalize();
   return any_skip && !any_err ? 77 : 1;
+}
+
+/* The end of a test's main, on every rank: destroys s, comm and dev (each an OK check), then
+ * returns 1 when a check failed on any rank, else 0 (every rank agrees); MPI stays up. */
+static inline int comm_test_finish(accel_stream_t *s, accel_comm_t *comm, accel_device_t *dev) {
+  OK(accel_stream_destroy(s));
+  OK(accel_comm_destroy(comm));
+  OK(accel_device_close(dev));
+  int any = 0;
+  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any;
 }
 
 #endif

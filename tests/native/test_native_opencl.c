@@ -190,6 +190,30 @@ static float *device_scalar(accel_device_t *dev, float v) {
   return p;
 }
 
+/* x (N floats of accel memory) uploaded from host (x0_of) on s, the device scalars 3 and 0.5,
+ * and x as a tensor: what the cases that interleave accel and native work on x share. */
+typedef struct {
+  float host[N];
+  float *x, *three, *half;
+  accel_tensor_t t;
+} operands_t;
+
+static void operands_upload(accel_device_t *dev, accel_stream_t *s, operands_t *o) {
+  for (int i = 0; i < N; i++) o->host[i] = x0_of(i);
+  o->x = NULL;
+  A_OK(accel_malloc(dev, sizeof o->host, (void **)&o->x));
+  o->three = device_scalar(dev, 3.0f);
+  o->half = device_scalar(dev, 0.5f);
+  o->t = (accel_tensor_t){o->x, N, ACCEL_F32};
+  A_OK(accel_memcpy_async(s, o->x, o->host, sizeof o->host));
+}
+
+static void operands_free(accel_device_t *dev, operands_t *o) {
+  A_OK(accel_free(dev, o->x));
+  A_OK(accel_free(dev, o->three));
+  A_OK(accel_free(dev, o->half));
+}
+
 /* 1 + 3: the runtime's context and queue, wrapped. */
 static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q,
                                accel_device_t *dev) {
@@ -206,25 +230,21 @@ static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q
             out.platform == rt->platform && strcmp(out.backend, "opencl") == 0,
         "accel_stream_native of a wrapped stream gives back the runtime's objects");
 
-  float host[N], result[N];
-  for (int i = 0; i < N; i++) host[i] = x0_of(i);
-  float *x = NULL;
-  A_OK(accel_malloc(dev, sizeof host, (void **)&x));
-  float *three = device_scalar(dev, 3.0f), *half = device_scalar(dev, 0.5f);
-  accel_tensor_t t = {x, N, ACCEL_F32};
+  float result[N];
+  operands_t o;
+  operands_upload(dev, s, &o);
   cl_int err;
-  cl_mem snap = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof host, NULL, &err);
+  cl_mem snap = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof o.host, NULL, &err);
   CL_OK(err);
 
   /* accel copy -> native affine -> accel scale -> native snapshot -> native affine ->
    * accel scale -> accel copy back: one queue, one order */
-  A_OK(accel_memcpy_async(s, x, host, sizeof host));
-  native_affine(rt, q, x, 2.0f, 1.0f);
-  A_OK(accel_scale(s, &t, 1, three));
-  native_snapshot(rt, q, x, snap, NULL);
-  native_affine(rt, q, x, 1.0f, -5.0f);
-  A_OK(accel_scale(s, &t, 1, half));
-  A_OK(accel_memcpy_async(s, result, x, sizeof result));
+  native_affine(rt, q, o.x, 2.0f, 1.0f);
+  A_OK(accel_scale(s, &o.t, 1, o.three));
+  native_snapshot(rt, q, o.x, snap, NULL);
+  native_affine(rt, q, o.x, 1.0f, -5.0f);
+  A_OK(accel_scale(s, &o.t, 1, o.half));
+  A_OK(accel_memcpy_async(s, result, o.x, sizeof result));
   A_OK(accel_stream_synchronize(s));
   check_values("runtime queue: x", result, want_case1);
   float snapped[N];
@@ -235,8 +255,8 @@ static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q
   cl_event gate = clCreateUserEvent(ctx, &err);
   CL_OK(err);
   A_OK(accel_stream_wait_native_event(s, gate));
-  A_OK(accel_memcpy_async(s, x, host, sizeof host));
-  A_OK(accel_scale(s, &t, 1, three));
+  A_OK(accel_memcpy_async(s, o.x, o.host, sizeof o.host));
+  A_OK(accel_scale(s, &o.t, 1, o.three));
   accel_event_t *done = NULL;
   A_OK(accel_event_create(dev, ACCEL_EVENT_DISABLE_TIMING, &done));
   accel_native_t en = native_init();
@@ -250,7 +270,7 @@ static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q
   cl_command_queue q2 = make_queue(rt, ctx, 0);
   cl_event accel_ev = en.event, snap_done = NULL;
   CL_OK(clEnqueueBarrierWithWaitList(q2, 1, &accel_ev, NULL));
-  native_snapshot(rt, q2, x, snap, &snap_done);
+  native_snapshot(rt, q2, o.x, snap, &snap_done);
   CL_OK(clFlush(q2));
   sleep_ms(50);
   CHECK(accel_stream_query(s) == ACCEL_ERROR_NOT_READY,
@@ -268,9 +288,7 @@ static void case_runtime_queue(runtime_t *rt, cl_context ctx, cl_command_queue q
   clReleaseCommandQueue(q2);
   A_OK(accel_event_destroy(done));
   clReleaseMemObject(snap);
-  A_OK(accel_free(dev, x));
-  A_OK(accel_free(dev, three));
-  A_OK(accel_free(dev, half));
+  operands_free(dev, &o);
   A_OK(accel_stream_destroy(s));
 }
 
@@ -349,21 +367,17 @@ static void case_accel_queue(accel_device_t *dev) {
   build_kernels(&rt2, dn.context, dn.device);
   accel_stream_t *s = NULL;
   A_OK(accel_stream_create(dev, &s));
-  float host[N], result[N];
-  for (int i = 0; i < N; i++) host[i] = x0_of(i);
-  float *x = NULL;
-  A_OK(accel_malloc(dev, sizeof host, (void **)&x));
-  float *three = device_scalar(dev, 3.0f), *half = device_scalar(dev, 0.5f);
-  accel_tensor_t t = {x, N, ACCEL_F32};
-  A_OK(accel_memcpy_async(s, x, host, sizeof host));
-  A_OK(accel_scale(s, &t, 1, three));
+  float result[N];
+  operands_t o;
+  operands_upload(dev, s, &o);
+  A_OK(accel_scale(s, &o.t, 1, o.three));
   /* a lazy stream is flushed here: the native kernel below must see the scaled values */
   accel_native_t sn = native_init();
   A_OK(accel_stream_native(s, &sn));
   CHECK(sn.queue && sn.context == dn.context, "accel_stream_native gives the stream's queue");
-  native_affine(&rt2, sn.queue, x, 2.0f, 1.0f);
-  A_OK(accel_scale(s, &t, 1, half));
-  A_OK(accel_memcpy_async(s, result, x, sizeof result));
+  native_affine(&rt2, sn.queue, o.x, 2.0f, 1.0f);
+  A_OK(accel_scale(s, &o.t, 1, o.half));
+  A_OK(accel_memcpy_async(s, result, o.x, sizeof result));
   A_OK(accel_stream_synchronize(s));
   check_values("accel's queue used natively", result, want_case2);
   /* a timed record on a queue handed out keeps that queue (no profiling switch) */
@@ -375,9 +389,7 @@ static void case_accel_queue(accel_device_t *dev) {
   CHECK(again.queue == sn.queue, "the queue handed out stays the stream's queue");
   A_OK(accel_event_destroy(a));
   release_kernels(&rt2);
-  A_OK(accel_free(dev, x));
-  A_OK(accel_free(dev, three));
-  A_OK(accel_free(dev, half));
+  operands_free(dev, &o);
   A_OK(accel_stream_destroy(s));
 }
 
