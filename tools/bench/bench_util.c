@@ -94,6 +94,16 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
   return 0;
 }
 
+int bench_rounds_ab(int rounds, bench_sample_fn fa, void *ca, bench_sample_fn fb, void *cb,
+                    double *ms, bench_stats_t *a, bench_stats_t *b) {
+  const bench_sample_fn fns[2] = {fa, fb};
+  void *const ctx[2] = {ca, cb};
+  if (rounds < 1 || bench_rounds(rounds, 2, fns, ctx, ms)) return 1;
+  *a = bench_stats_copy(ms, rounds, ms + 2 * rounds);
+  *b = bench_stats_copy(ms + rounds, rounds, ms + 2 * rounds);
+  return 0;
+}
+
 void bench_json_stats(bench_json_t *j, const char *key, const bench_stats_t *s) {
   bench_json_begin_object(j, key);
   bench_json_num(j, "median", s->median);
@@ -189,6 +199,14 @@ void bench_json_machine(bench_json_t *j, const bench_machine_t *m) {
   bench_json_str(j, "device", m->device_name);
   bench_json_str(j, "backend", m->device_backend);
   bench_json_end_object(j);
+}
+
+void bench_json_begin_report(bench_json_t *j, const bench_opts_t *o, const char *scenario,
+                             const bench_machine_t *m) {
+  bench_json_init(j, o->json ? stdout : NULL);
+  bench_json_begin_object(j, NULL);
+  bench_json_str(j, "scenario", scenario);
+  bench_json_machine(j, m);
 }
 
 int bench_open_device(const bench_opts_t *o, accel_device_t **dev) {

@@ -559,10 +559,7 @@ int bench_kernels(const bench_opts_t *o) {
   for (int i = 0; i < 2; i++) print_torch(f, &tr[i]);
 
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "kernels");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "kernels", &m);
   bench_json_num(&j, "size_mb", size_mb);
   bench_json_int(&j, "rounds", repeat);
   bench_json_int(&j, "bound_threads", bench_baseline_threads());

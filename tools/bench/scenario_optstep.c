@@ -469,10 +469,7 @@ int bench_optstep(const bench_opts_t *o) {
   bench_machine_t m;
   FILE *f = bench_report_begin(o, dev, &m);
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "optstep");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "optstep", &m);
   bench_json_begin_array(&j, "runs");
   int agree = 1, rc = 0;
   for (size_t i = 0; i < npresets && rc == 0; i++)

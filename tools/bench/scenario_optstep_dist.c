@@ -431,10 +431,7 @@ int bench_optstep_dist(const bench_opts_t *o) {
                 ? (bitwise_single ? "equal" : "DIFFERENT")
                 : (rel_rms <= tol ? "met" : "MISSED"));
     bench_json_t j;
-    bench_json_init(&j, o->json ? stdout : NULL);
-    bench_json_begin_object(&j, NULL);
-    bench_json_str(&j, "scenario", "optstep-dist");
-    bench_json_machine(&j, &m);
+    bench_json_begin_report(&j, o, "optstep-dist", &m);
     bench_json_int(&j, "ranks", d.size);
     bench_json_str(&j, "engine", accel_comm_engine_name(d.comm));
     bench_json_int(&j, "tensors", (long long)dm.n);
