@@ -34,8 +34,6 @@
 #include "optstep_model.h"
 #include "scenario_ampstep.h"
 
-#define MAX_NORM 1.0f
-#define CLIP_EPS 1e-6f
 /* Steps per variant of the agreement run (the digests compare these). */
 #define AGREE_STEPS 3
 /* Rounds of the multi-tensor graph against the PyTorch peer (a process each). */
@@ -90,7 +88,8 @@ static accel_status_t enqueue_separate(os_model_t *md, accel_stream_t *s, size_t
     st = accel_unscale_and_check(s, &md->HP[i], k, &sc->inv_scale, &sc->args.found_inf);
   if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, md->HP, md->n, 2.0f, &sc->norm);
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++)
-    st = accel_clip_by_global_norm(s, &md->HP[i], k, MAX_NORM, &sc->norm, CLIP_EPS, &sc->coef);
+    st = accel_clip_by_global_norm(s, &md->HP[i], k, OS_MAX_NORM, &sc->norm, OS_CLIP_EPS,
+                                   &sc->coef);
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++)
     st = accel_fused_adam(s, &md->P[i], &md->HP[i], &md->M[i], &md->V[i], k, &sc->args);
   return st;
@@ -99,12 +98,7 @@ static accel_status_t enqueue_separate(os_model_t *md, accel_stream_t *s, size_t
 /* The same step as the fused step's two sweeps. */
 static accel_status_t enqueue_fused(os_model_t *md, accel_stream_t *s) {
   os_scalars_t *sc = md->scalars;
-  const accel_adam_step_t step = {
-      .struct_size = sizeof step, .n = md->n, .grads = md->LP, .hp_grads = md->HP,
-      .params = md->P, .exp_avg = md->M, .exp_avg_sq = md->V, .args_dev = &sc->args,
-      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
-      .norm_dev = &sc->norm, .max_norm = MAX_NORM, .clip_eps = CLIP_EPS,
-      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+  const accel_adam_step_t step = os_adam_step(sc, md->n, md->LP, md->HP, md->P, md->M, md->V);
   accel_status_t st = accel_adam_step_norm(s, &step);
   return st == ACCEL_OK ? accel_adam_step_update(s, &step) : st;
 }
