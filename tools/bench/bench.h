@@ -79,6 +79,8 @@ typedef struct bench_loop {
 void bench_loop_run(const bench_loop_t *loop, int prefetch, int threads);
 /* Its bytes moved per run (read + written). */
 double bench_loop_bytes(const bench_loop_t *loop);
+/* One bound sample of the loop on the host: bench_bound_best over bench_loop_run (ms). */
+double bench_loop_sample(const bench_loop_t *loop);
 
 /* The same loops through an OpenCL device (bench_cl_bound.c, bench_cl_bound.cl): built in the
  * accel device's own context and run on its SVM buffers, so a kernel can be compared with the

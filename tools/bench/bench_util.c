@@ -71,6 +71,14 @@ double bench_loop_bytes(const bench_loop_t *l) {
   return per_elem[l->kind] * (double)l->n;
 }
 
+static void run_loop(void *ctx, int prefetch, int threads) {
+  bench_loop_run(ctx, prefetch, threads);
+}
+
+double bench_loop_sample(const bench_loop_t *loop) {
+  return bench_bound_best(bench_loop_bytes(loop), run_loop, (void *)loop);
+}
+
 bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,
                                     double *tmp) {
   for (int r = 0; r < rounds; r++) {

@@ -153,14 +153,7 @@ fail:
   return -1.0;
 }
 
-/* One run of the row's bound loop on the host (bench_bound_best). */
-static void run_bound(void *ctx, int prefetch, int threads) {
-  bench_loop_run(&((bw_row_t *)ctx)->loop, prefetch, threads);
-}
-
-static double sample_bound(void *ctx) {
-  return bench_bound_best(((bw_row_t *)ctx)->bytes, run_bound, ctx);
-}
+static double sample_bound(void *ctx) { return bench_loop_sample(&((bw_row_t *)ctx)->loop); }
 static double sample_cl_bound(void *ctx) {
   bw_row_t *r = ctx;
   return bench_cl_bound_sample(r->clb, &r->dev_loop);

@@ -132,15 +132,8 @@ fail:
   return -1.0;
 }
 
-/* One run of the step's compulsory-traffic loop on the host (bench_bound_best). */
-static void run_bound(void *ctx, int prefetch, int threads) {
-  bench_loop_run(&((step_bound_t *)ctx)->loop, prefetch, threads);
-}
-
-static double sample_bound(void *ctx) {
-  step_bound_t *b = ctx;
-  return bench_bound_best(bench_loop_bytes(&b->loop), run_bound, b);
-}
+/* One sample of the step's compulsory-traffic loop on the host. */
+static double sample_bound(void *ctx) { return bench_loop_sample(&((step_bound_t *)ctx)->loop); }
 static double sample_cl_bound(void *ctx) {
   step_bound_t *b = ctx;
   return bench_cl_bound_sample(b->clb, &b->dev_loop);
