@@ -79,15 +79,20 @@ def unscale_and_check(torch, grads, inv_scale, found_inf):
         return "torch._foreach_mul_ + isfinite().all() per tensor"
 
 
+def master_state(torch, params):
+    """Zero fp32 gradients on params (the hp grads) and the AdamW(foreach=True) both steps use."""
+    for p in params:
+        p.grad = torch.zeros_like(p)
+    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                            foreach=True)
+    return [p.grad for p in params], opt
+
+
 def bench_optstep(torch, sizes, count):
     params = [torch.nn.Parameter(t) for t in make_tensors(torch, sizes, torch.float32, 2)]
     pristine = make_tensors(torch, sizes, torch.bfloat16, 3)
     lp_grads = [torch.empty_like(t) for t in pristine]
-    for p in params:
-        p.grad = torch.zeros_like(p)
-    hp_grads = [p.grad for p in params]
-    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                            foreach=True)
+    hp_grads, opt = master_state(torch, params)
     found_inf = torch.zeros(1)
     times = []
     how = ""
@@ -125,11 +130,7 @@ def bench_ampstep(torch, sizes, count, fp16):
     pristine[max(range(len(sizes)), key=sizes.__getitem__)][5] = 1.0  # as accel-bench
     lp_grads = [torch.empty_like(t) for t in pristine]
     model = [p.detach().to(lp_dtype) for p in params]
-    for p in params:
-        p.grad = torch.zeros_like(p)
-    hp_grads = [p.grad for p in params]
-    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                            foreach=True)
+    hp_grads, opt = master_state(torch, params)
     found_inf = torch.zeros(1)
     scale, tracker, interval = 32768.0, 0, 9
     times = []

@@ -11,8 +11,11 @@ step 10 of 12 overflows in fp16 (1.0 * 2^16 > 65504); bf16 has no loss scale and
 """
 import json
 import math
+import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from problems import report  # noqa: E402
 
 VARIANTS = ["host scalars", "device, sync/step", "device loop"]
 
@@ -51,11 +54,7 @@ def main():
     problems = []
     check(sys.argv[1], "tiny-fp16", 1, problems)
     check(sys.argv[1], "tiny-bf16", 0, problems)
-    for p in problems:
-        print("FAIL:", p)
-    if not problems:
-        print("ampstep JSON OK (tiny-fp16, tiny-bf16)")
-    return 1 if problems else 0
+    return report(problems, "ampstep JSON OK (tiny-fp16, tiny-bf16)")
 
 
 if __name__ == "__main__":

@@ -81,13 +81,19 @@ def check_pcts(where, row, keys, problems, over):
             over.append(f"{where}: {pct:.1f}% ({key})")
 
 
-def kernels(doc, problems, over):
+def machine_and_rows(doc, scenario, key, want, problems):
+    """Checks the machine member, then returns the list doc[key], a problem when it does not
+    hold want rows."""
     check_machine(doc, problems)
+    rows = doc.get(key, [])
+    if len(rows) != want:
+        problems.append(f"{scenario}: {len(rows)} {key} rows, want {want}")
+    return rows
+
+
+def kernels(doc, problems, over):
     keys = bound_keys(doc)
-    rows = doc.get("bandwidth", [])
-    if len(rows) != 7:
-        problems.append(f"kernels: {len(rows)} bandwidth rows, want 7")
-    for row in rows:
+    for row in machine_and_rows(doc, "kernels", "bandwidth", 7, problems):
         where = f"kernels {row.get('name')}"
         check_stats(f"{where}: ms", row.get("ms"), problems)
         check_bound(where, row, problems)
@@ -124,11 +130,7 @@ def optstep(doc, problems, over):
 
 
 def graph(doc, problems, over):
-    check_machine(doc, problems)
-    rows = doc.get("rows", [])
-    if len(rows) != 8:
-        problems.append(f"graph: {len(rows)} rows, want 8")
-    for row in rows:
+    for row in machine_and_rows(doc, "graph", "rows", 8, problems):
         where = f"graph {row.get('node')} N={row.get('n')}"
         check_stats(f"{where}: eager", row.get("eager_ns_per_node"), problems)
         check_stats(f"{where}: replay", row.get("replay_ns_per_node"), problems)

@@ -17,6 +17,8 @@ import math
 import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from problems import report  # noqa: E402
 
 ADAMW = ["accel_list", "accel_flat", "ds_per_tensor", "ds_flat"]
 STEP = ["accel_step", "ds_step", "ds_step_host"]
@@ -93,11 +95,7 @@ def main():
     if p.returncode != 2:
         problems.append(f"--peer nope: exit status {p.returncode}, want 2")
 
-    for msg in problems:
-        print("FAIL:", msg)
-    if not problems:
-        print("DeepSpeed peer OK:", what)
-    return 1 if problems else 0
+    return report(problems, "DeepSpeed peer OK:", what)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ with a node count, the same digest everywhere, and agreement true (exit status 0
 """
 import json
 import math
+import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from problems import report  # noqa: E402
 
 VARIANTS = ["per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph",
             "unfused graph"]
@@ -60,12 +63,8 @@ def main():
                     problems.append(f"{v.get('name')}: missing {key}.median")
         if "torch" not in run:
             problems.append("no torch member")
-    for msg in problems:
-        print("FAIL:", msg)
-    if not problems:
-        print("optstep JSON OK:", ", ".join(f"{v['name']} {v['ms']['median']:.3f} ms"
-                                           for v in runs[0]["variants"]))
-    return 1 if problems else 0
+    return report(problems, "optstep JSON OK:",
+                  ", ".join(f"{v['name']} {v['ms']['median']:.3f} ms" for v in runs[0]["variants"]))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from problems import report  # noqa: E402
 
 REQUIRED = {
     "launch": {"launch"},
@@ -79,11 +81,7 @@ def main():
             problems.append(f"trace_program {mode}: exit status {rc}, want {want_rc}")
             continue
         check(path, problems)
-    for p in problems:
-        print("FAIL:", p)
-    if not problems:
-        print("trace OK (normal exit and exit(1) error path)")
-    return 1 if problems else 0
+    return report(problems, "trace OK (normal exit and exit(1) error path)")
 
 
 if __name__ == "__main__":

@@ -10,16 +10,9 @@
 
 #include "accel/accel.h"
 #include "accel/accel_kernels.h"
+#include "require.h"
 
-#define TRY(call)                                                                             \
-  do {                                                                                        \
-    accel_status_t st_ = (call);                                                              \
-    if (st_ != ACCEL_OK) {                                                                    \
-      fprintf(stderr, "trace_program: %s: %s: %s\n", #call, accel_status_name(st_),           \
-              accel_last_error());                                                            \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
+#define TRY(call) REQUIRE_OK(call, exit(2))
 
 int main(int argc, char **argv) {
   const int error_exit = argc > 1 && !strcmp(argv[1], "error");

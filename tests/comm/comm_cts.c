@@ -122,19 +122,34 @@ static int check_reduced(ctx_t *c, const char *what, accel_dtype_t dt, int op, c
   return bad;
 }
 
+/* What rank 0 checks after a case: every rank's input and output, gathered (NULL elsewhere). */
+typedef struct {
+  float *ins, *outs;
+} gathered_t;
+
+/* Ends the case's collective (case_end), reads its output (out_n elements of dt at recv) and
+ * gathers that and the rank's input (in: in_n floats, freed here) to rank 0. */
+static gathered_t case_gather(ctx_t *c, accel_graph_t *g, float *in, size_t in_n, const void *recv,
+                              accel_dtype_t dt, size_t out_n) {
+  case_end(c, g);
+  float *out = dev_floats(c, recv, dt, out_n);
+  gathered_t r = {gather0(c, in, in_n), gather0(c, out, out_n)};
+  free(in);
+  free(out);
+  return r;
+}
+
 static void case_all_reduce(ctx_t *c, accel_dtype_t dt, int op, int in_place) {
   const size_t n = 1001, es = accel_dtype_size(dt);
   void *send = dev_alloc(c, n * es), *recv = in_place ? send : dev_alloc(c, n * es);
   float *in = dev_fill(c, send, dt, n, 1u + (unsigned)op);
   accel_graph_t *g = case_begin(c);
   OK(accel_all_reduce(c->comm, c->s, send, recv, n, dt, (accel_reduce_op_t)op));
-  case_end(c, g);
-  float *out = dev_floats(c, recv, dt, n);
-  float *ins = gather0(c, in, n), *outs = gather0(c, out, n);
+  gathered_t r = case_gather(c, g, in, n, recv, dt, n);
   if (c->rank == 0)
-    CHECK(check_reduced(c, in_place ? "all_reduce(in place)" : "all_reduce", dt, op, ins, n,
-                        outs, n, 0) == 0, "all_reduce %s %s", accel_dtype_name(dt), op_names[op]);
-  free(ins), free(outs), free(in), free(out);
+    CHECK(check_reduced(c, in_place ? "all_reduce(in place)" : "all_reduce", dt, op, r.ins, n,
+                        r.outs, n, 0) == 0, "all_reduce %s %s", accel_dtype_name(dt), op_names[op]);
+  free(r.ins), free(r.outs);
   accel_free(c->dev, send);
   if (!in_place) accel_free(c->dev, recv);
 }
@@ -145,15 +160,22 @@ static void case_reduce_scatter(ctx_t *c, accel_dtype_t dt, int op) {
   float *in = dev_fill(c, send, dt, total, 7u + (unsigned)op);
   accel_graph_t *g = case_begin(c);
   OK(accel_reduce_scatter(c->comm, c->s, send, recv, n, dt, (accel_reduce_op_t)op));
-  case_end(c, g);
-  float *out = dev_floats(c, recv, dt, n);
-  float *ins = gather0(c, in, total), *outs = gather0(c, out, n);
+  gathered_t r = case_gather(c, g, in, total, recv, dt, n);
   if (c->rank == 0)
-    CHECK(check_reduced(c, "reduce_scatter", dt, op, ins, total, outs, n, 1) == 0,
+    CHECK(check_reduced(c, "reduce_scatter", dt, op, r.ins, total, r.outs, n, 1) == 0,
           "reduce_scatter %s %s", accel_dtype_name(dt), op_names[op]);
-  free(ins), free(outs), free(in), free(out);
+  free(r.ins), free(r.outs);
   accel_free(c->dev, send);
   accel_free(c->dev, recv);
+}
+
+/* On rank 0: how many elements of every rank's output (outs: len a rank, gathered) differ
+ * from want (len elements). */
+static int wrong_on_any_rank(const ctx_t *c, const float *outs, const float *want, size_t len) {
+  int bad = 0;
+  for (int r = 0; r < c->size; ++r)
+    for (size_t i = 0; i < len; ++i) bad += outs[(size_t)r * len + i] != want[i];
+  return bad;
 }
 
 static void case_all_gather(ctx_t *c, accel_dtype_t dt, int in_place) {
@@ -163,17 +185,11 @@ static void case_all_gather(ctx_t *c, accel_dtype_t dt, int in_place) {
   float *in = dev_fill(c, send, dt, n, 11u);
   accel_graph_t *g = case_begin(c);
   OK(accel_all_gather(c->comm, c->s, send, recv, n, dt));
-  case_end(c, g);
-  float *out = dev_floats(c, recv, dt, total);
-  float *ins = gather0(c, in, n), *outs = gather0(c, out, total);
-  if (c->rank == 0) {
-    int bad = 0;
-    for (int r = 0; r < c->size; ++r)
-      for (size_t i = 0; i < total; ++i) bad += outs[(size_t)r * total + i] != ins[i];
-    CHECK(bad == 0, "all_gather%s %s: %d wrong elements", in_place ? "(in place)" : "",
-          accel_dtype_name(dt), bad);
-  }
-  free(ins), free(outs), free(in), free(out);
+  gathered_t r = case_gather(c, g, in, n, recv, dt, total);
+  const int bad = c->rank == 0 ? wrong_on_any_rank(c, r.outs, r.ins, total) : 0;
+  CHECK(bad == 0, "all_gather%s %s: %d wrong elements", in_place ? "(in place)" : "",
+        accel_dtype_name(dt), bad);
+  free(r.ins), free(r.outs);
   if (!in_place) accel_free(c->dev, send);
   accel_free(c->dev, recv);
 }
@@ -185,16 +201,10 @@ static void case_broadcast(ctx_t *c, accel_dtype_t dt) {
   float *in = dev_fill(c, buf, dt, n, 13u);
   accel_graph_t *g = case_begin(c);
   OK(accel_broadcast(c->comm, c->s, buf, n, dt, root));
-  case_end(c, g);
-  float *out = dev_floats(c, buf, dt, n);
-  float *ins = gather0(c, in, n), *outs = gather0(c, out, n);
-  if (c->rank == 0) {
-    int bad = 0;
-    for (int r = 0; r < c->size; ++r)
-      for (size_t i = 0; i < n; ++i) bad += outs[(size_t)r * n + i] != ins[(size_t)root * n + i];
-    CHECK(bad == 0, "broadcast %s: %d wrong elements", accel_dtype_name(dt), bad);
-  }
-  free(ins), free(outs), free(in), free(out);
+  gathered_t r = case_gather(c, g, in, n, buf, dt, n);
+  const int bad = c->rank == 0 ? wrong_on_any_rank(c, r.outs, r.ins + (size_t)root * n, n) : 0;
+  CHECK(bad == 0, "broadcast %s: %d wrong elements", accel_dtype_name(dt), bad);
+  free(r.ins), free(r.outs);
   accel_free(c->dev, buf);
 }
 
@@ -600,16 +610,9 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
     else if (strcmp(argv[i], "--mode") == 0) mode = argv[i + 1];
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t c = {.graph = strcmp(mode, "graph") == 0, .lazy = strcmp(mode, "lazy") == 0};
-  MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-  const int early = comm_test_open(device, c.rank, &c.dev, &c.comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, device, &c.rank, &c.size, &c.dev, &c.comm);
+  if (early >= 0) return early;
   OK(accel_stream_create_ex(c.dev, c.lazy ? ACCEL_STREAM_LAZY : ACCEL_STREAM_EAGER, &c.s));
   for (size_t d = 0; d < 3; ++d) {
     for (int op = 0; op < 3; ++op) {
@@ -636,11 +639,7 @@ int main(int argc, char **argv) {
     case_bad_arguments(&c);
     case_count_mismatch(&c);
   }
-  OK(accel_stream_destroy(c.s));
-  OK(accel_comm_destroy(c.comm));
-  OK(accel_device_close(c.dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c.s, c.comm, c.dev);
   if (c.rank == 0)
     printf("comm_cts %s %s, %d ranks: %s\n", device, mode, c.size, any ? "FAIL" : "PASS");
   MPI_Finalize();

@@ -195,17 +195,10 @@ int main(int argc, char **argv) {
                     "(under mpirun)\n");
     return 2;
   }
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t *c = calloc(1, sizeof *c);
   c->caller = strcmp(mode, "caller") == 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c->size);
-  const int early = comm_test_open("cpu", c->rank, &c->dev, &c->comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, "cpu", &c->rank, &c->size, &c->dev, &c->comm);
+  if (early >= 0) return early;
   const char *env = getenv("ACCEL_CPU_RUN_ON_CALLER");
   CHECK(env && strcmp(env, c->caller ? "1" : "0") == 0,
         "ACCEL_CPU_RUN_ON_CALLER=%s does not match the mode %s", env ? env : "(unset)", mode);
@@ -222,11 +215,7 @@ int main(int argc, char **argv) {
   }
   OK(accel_free(c->dev, c->send));
   OK(accel_free(c->dev, c->recv));
-  OK(accel_stream_destroy(c->s));
-  OK(accel_comm_destroy(c->comm));
-  OK(accel_device_close(c->dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c->s, c->comm, c->dev);
   if (c->rank == 0)
     printf("comm_on_caller %s, %d ranks: %s\n", mode, c->size, any ? "FAIL" : "PASS");
   free(c);

@@ -206,26 +206,15 @@ int main(int argc, char **argv) {
   const char *device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2)
     if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx_t c = {0};
-  MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &c.size);
-  const int early = comm_test_open(device, c.rank, &c.dev, &c.comm);
-  if (early >= 0) {
-    MPI_Finalize();
-    return early;
-  }
+  const int early = comm_test_start(&argc, &argv, device, &c.rank, &c.size, &c.dev, &c.comm);
+  if (early >= 0) return early;
   c.live = find_live();
   CHECK(c.live != NULL, "accel_comm_mpi_prepared_live not found in the MPI engine: %s",
         dlerror());
   OK(accel_stream_create(c.dev, &c.s));
   if (c.live) run_all(&c);
-  OK(accel_stream_destroy(c.s));
-  OK(accel_comm_destroy(c.comm));
-  OK(accel_device_close(c.dev));
-  int any = 0;
-  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int any = comm_test_finish(c.s, c.comm, c.dev);
   if (c.rank == 0)
     printf("comm_persist %s, %d ranks, %d replays per case: %s\n", device, c.size, REPLAYS,
            any ? "FAIL" : "PASS");

@@ -1,7 +1,7 @@
 /*
  * Helpers shared by the communicator tests (run under mpirun): an independent reference
  * conversion for F16/BF16 (the compiler's _Float16 and plain bit rounding, not accel's code),
- * deterministic inputs, and device buffers.
+ * deterministic inputs, device buffers, and the start and end of a test's main.
  */
 #ifndef ACCEL_TESTS_COMM_UTIL_H
 #define ACCEL_TESTS_COMM_UTIL_H
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../common/check.h"
 
 static inline float ref_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
@@ -71,12 +73,17 @@ static inline float rough_value(int rank, size_t i) {
   return ((float)(x & 0xffffffu) / 16777216.0f - 0.5f) * 16.0f;
 }
 
-/* Opens device and an MPI communicator on every rank (MPI initialised). Returns -1 when all
- * ranks succeeded, else the exit status every rank must return after MPI_Finalize: 77 (meson
- * SKIP) when some rank's device or engine is unavailable and none failed otherwise, 1 when one
- * failed; every rank agrees. */
-static inline int comm_test_open(const char *device, int rank, accel_device_t **dev,
-                                 accel_comm_t **comm) {
+/* Initialises MPI (MPI_THREAD_MULTIPLE), gives this rank and the size of MPI_COMM_WORLD, and
+ * opens device and an MPI communicator on every rank. Returns -1 when all ranks succeeded, else
+ * (MPI already finalised) the exit status every rank must return: 77 (meson SKIP) when some
+ * rank's device or engine is unavailable and none failed otherwise, 1 when one failed; every
+ * rank agrees. */
+static inline int comm_test_start(int *argc, char ***argv, const char *device, int *rank,
+                                  int *size, accel_device_t **dev, accel_comm_t **comm) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
   accel_status_t st = accel_device_open(device, dev);
   if (st == ACCEL_OK) st = accel_comm_create_mpi(*dev, NULL, "mpi", comm);
   int skip = st == ACCEL_ERROR_UNAVAILABLE || st == ACCEL_ERROR_UNSUPPORTED, any_skip = 0;
@@ -84,10 +91,22 @@ static inline int comm_test_open(const char *device, int rank, accel_device_t **
   MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (!any_skip && !any_err) return -1;
-  if (rank == 0 || st != ACCEL_OK)
-    fprintf(stderr, "rank %d: %s: %s: %s\n", rank, any_skip ? "SKIP" : "FAIL",
+  if (*rank == 0 || st != ACCEL_OK)
+    fprintf(stderr, "rank %d: %s: %s: %s\n", *rank, any_skip ? "SKIP" : "FAIL",
             accel_status_name(st), accel_last_error());
+  MPI_Finalize();
   return any_skip && !any_err ? 77 : 1;
+}
+
+/* The end of a test's main, on every rank: destroys s, comm and dev (each an OK check), then
+ * returns 1 when a check failed on any rank, else 0 (every rank agrees); MPI stays up. */
+static inline int comm_test_finish(accel_stream_t *s, accel_comm_t *comm, accel_device_t *dev) {
+  OK(accel_stream_destroy(s));
+  OK(accel_comm_destroy(comm));
+  OK(accel_device_close(dev));
+  int any = 0;
+  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any;
 }
 
 #endif

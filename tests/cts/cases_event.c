@@ -48,7 +48,7 @@ CTS_CASE(event_query_synchronize, CTS_TAG_NONE) {
             accel_status_name(pending));
   CTS_OK(accel_event_synchronize(e));
   CTS_OK(accel_event_query(e));
-  CTS_CHECK(!atomic_load(&gate.timed_out), "the host function was not released in time");
+  CTS_CHECK_GATE_RELEASED(&gate);
   /* Re-recording moves the event to the new point. */
   atomic_int flag;
   atomic_init(&flag, 0);

@@ -66,6 +66,9 @@ typedef struct cts_gate {
 void cts_gate_init(cts_gate_t *gate);
 void cts_gate_host_fn(void *gate);
 void cts_gate_open(cts_gate_t *gate);
+/* The gate's host function was released by cts_gate_open, not by its safety timeout. */
+#define CTS_CHECK_GATE_RELEASED(gate) \
+  CTS_CHECK(!atomic_load(&(gate)->timed_out), "the host function was not released in time")
 
 /* A host function that sleeps for (uintptr_t)user milliseconds. */
 void cts_sleep_host_fn(void *ms);

@@ -18,19 +18,10 @@
 
 #include "accel/accel.h"
 #include "accel/accel_comm_engine.h"
+#include "check.h"
 #include "fake_host.h"
 
 #define N 4096
-static int failures;
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (!(cond)) {                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);     \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-      failures++;                                              \
-    }                                                          \
-  } while (0)
 
 static accel_status_t one_rank_gather(void *ctx, const void *send, void *recv, size_t bytes) {
   (void)ctx;

@@ -1,6 +1,7 @@
 /* The checks of the interop tests: EXPECT(call, status) checks the status an accel call
  * returned; EXPECT_MSG(fn, what) that accel_last_error() names fn and contains what;
- * open_device opens the device under test or says why not. */
+ * open_device opens the device under test or says why not; graph_scaling captures a graph
+ * that uses a tensor. */
 #ifndef ACCEL_TESTS_INTEROP_CHECK_H
 #define ACCEL_TESTS_INTEROP_CHECK_H
 
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "accel/accel.h"
+#include "accel/accel_kernels.h"
 #include "check.h"
 
 #define EXPECT(call, status)                                                                  \
@@ -33,6 +35,18 @@ static inline int open_device(const char *selector, accel_device_t **dev) {
     return 1;
   }
   return 0;
+}
+
+/* A new graph that scales t by *scale_dev on s (a RELAXED capture): a graph that uses t's memory
+ * until it is destroyed. */
+static inline accel_graph_t *graph_scaling(accel_device_t *dev, accel_stream_t *s,
+                                           const accel_tensor_t *t, const float *scale_dev) {
+  accel_graph_t *g = NULL;
+  EXPECT(accel_graph_create(dev, &g), ACCEL_OK);
+  EXPECT(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_RELAXED), ACCEL_OK);
+  EXPECT(accel_scale(s, t, 1, scale_dev), ACCEL_OK);
+  EXPECT(accel_graph_capture_end(g), ACCEL_OK);
+  return g;
 }
 
 #endif

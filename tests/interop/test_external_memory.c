@@ -410,14 +410,10 @@ static void test_dlpack_graph(void) {
   accel_tensor_t v;
   accel_dlpack_import_t *imp = NULL;
   accel_stream_t *s = NULL;
-  accel_graph_t *g = NULL;
   deleted = 0;
   EXPECT(accel_dlpack_import(dev, &m, 0, &v, &imp), ACCEL_OK);
   EXPECT(accel_stream_create(dev, &s), ACCEL_OK);
-  EXPECT(accel_graph_create(dev, &g), ACCEL_OK);
-  EXPECT(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_RELAXED), ACCEL_OK);
-  EXPECT(accel_scale(s, &v, 1, scale_dev), ACCEL_OK);
-  EXPECT(accel_graph_capture_end(g), ACCEL_OK);
+  accel_graph_t *g = graph_scaling(dev, s, &v, scale_dev);
   EXPECT(accel_dlpack_release(imp), ACCEL_OK);
   EXPECT(accel_device_synchronize(dev), ACCEL_OK);
   CHECK(deleted == 0, "deleter ran while a graph uses the tensor");

@@ -229,11 +229,7 @@ static void case_shared_imports(void) {
   EXPECT(accel_memory_unregister(dev, host), ACCEL_ERROR_INVALID_ARGUMENT);
   EXPECT_MSG("accel_memory_unregister", "accel_dlpack_release");
   /* a graph over it keeps it after every import is released */
-  accel_graph_t *g = NULL;
-  EXPECT(accel_graph_create(dev, &g), ACCEL_OK);
-  EXPECT(accel_graph_capture_begin(g, stream, NULL, ACCEL_CAPTURE_MODE_RELAXED), ACCEL_OK);
-  EXPECT(accel_scale(stream, &vb, 1, scale_dev), ACCEL_OK);
-  EXPECT(accel_graph_capture_end(g), ACCEL_OK);
+  accel_graph_t *g = graph_scaling(dev, stream, &vb, scale_dev);
   EXPECT(accel_dlpack_release(b), ACCEL_OK);
   EXPECT(accel_dlpack_release(c), ACCEL_OK);
   EXPECT(accel_device_synchronize(dev), ACCEL_OK);

@@ -12,16 +12,6 @@
 #include "accel/accel_kernels.h"
 #include "check.h"
 
-#define EXPECT(call, want, sub)                                                                \
-  do {                                                                                         \
-    accel_status_t got_ = (call);                                                              \
-    const char *msg_ = accel_last_error();                                                     \
-    CHECK(got_ == (want) && msg_ && strstr(msg_, (sub)),                                       \
-          "%s -> %s, want %s with '%s' (message: '%s')", #call, accel_status_name(got_),       \
-          accel_status_name(want), (sub), msg_ ? msg_ : "(null)");                             \
-    accel_clear_error();                                                                       \
-  } while (0)
-
 int main(void) {
   accel_device_t *dev = NULL;
   if (accel_device_open("cpu", &dev) != ACCEL_OK) {
@@ -40,31 +30,32 @@ int main(void) {
   n.queue = &n; /* any non-NULL value: the backend refuses before looking at it */
   n.context = &n;
   int marker = 0;
-  EXPECT(accel_device_native(dev, &n), ACCEL_ERROR_UNSUPPORTED, "accel_device_native: the cpu");
-  EXPECT(accel_stream_native(s, &n), ACCEL_ERROR_UNSUPPORTED, "accel_stream_native: the cpu");
-  EXPECT(accel_event_native(e, &n), ACCEL_ERROR_UNSUPPORTED, "accel_event_native: the cpu");
+  EXPECT_ERROR(accel_device_native(dev, &n), ACCEL_ERROR_UNSUPPORTED,
+               "accel_device_native: the cpu");
+  EXPECT_ERROR(accel_stream_native(s, &n), ACCEL_ERROR_UNSUPPORTED, "accel_stream_native: the cpu");
+  EXPECT_ERROR(accel_event_native(e, &n), ACCEL_ERROR_UNSUPPORTED, "accel_event_native: the cpu");
   /* the reason is the backend's own (vtable no_native_reason), not a name core compares */
-  EXPECT(accel_device_native(dev, &n), ACCEL_ERROR_UNSUPPORTED, "it runs on host threads");
-  EXPECT(accel_stream_wait_native_event(s, &marker), ACCEL_ERROR_UNSUPPORTED,
-         "accel_stream_wait_native_event: the cpu");
+  EXPECT_ERROR(accel_device_native(dev, &n), ACCEL_ERROR_UNSUPPORTED, "it runs on host threads");
+  EXPECT_ERROR(accel_stream_wait_native_event(s, &marker), ACCEL_ERROR_UNSUPPORTED,
+               "accel_stream_wait_native_event: the cpu");
   accel_stream_t *w = NULL;
   n.queue = &marker;
-  EXPECT(accel_stream_wrap_native(dev, &n, &w), ACCEL_ERROR_UNSUPPORTED,
-         "accel_stream_wrap_native: the cpu");
+  EXPECT_ERROR(accel_stream_wrap_native(dev, &n, &w), ACCEL_ERROR_UNSUPPORTED,
+               "accel_stream_wrap_native: the cpu");
   accel_device_t *d = NULL;
-  EXPECT(accel_device_wrap_native("cpu", &n, &d), ACCEL_ERROR_UNSUPPORTED,
-         "accel_device_wrap_native: the cpu");
+  EXPECT_ERROR(accel_device_wrap_native("cpu", &n, &d), ACCEL_ERROR_UNSUPPORTED,
+               "accel_device_wrap_native: the cpu");
   CHECK(w == NULL && d == NULL, "nothing is returned on failure");
   /* argument checks come first */
   n.struct_size = 4;
-  EXPECT(accel_device_native(dev, &n), ACCEL_ERROR_INVALID_ARGUMENT, "struct_size is 4");
-  EXPECT(accel_stream_native(s, NULL), ACCEL_ERROR_INVALID_ARGUMENT, "out is NULL");
-  EXPECT(accel_stream_wait_native_event(s, NULL), ACCEL_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(accel_device_native(dev, &n), ACCEL_ERROR_INVALID_ARGUMENT, "struct_size is 4");
+  EXPECT_ERROR(accel_stream_native(s, NULL), ACCEL_ERROR_INVALID_ARGUMENT, "out is NULL");
+  EXPECT_ERROR(accel_stream_wait_native_event(s, NULL), ACCEL_ERROR_INVALID_ARGUMENT, "NULL");
   n.struct_size = sizeof n;
-  EXPECT(accel_event_native((accel_event_t *)s, &n), ACCEL_ERROR_INVALID_HANDLE,
-         "accel_event_native");
-  EXPECT(accel_stream_native((accel_stream_t *)dev, &n), ACCEL_ERROR_INVALID_HANDLE,
-         "accel_stream_native");
+  EXPECT_ERROR(accel_event_native((accel_event_t *)s, &n), ACCEL_ERROR_INVALID_HANDLE,
+               "accel_event_native");
+  EXPECT_ERROR(accel_stream_native((accel_stream_t *)dev, &n), ACCEL_ERROR_INVALID_HANDLE,
+               "accel_stream_native");
   /* still usable */
   float *x = NULL;
   float h[64];

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "rel_common.h"
+#include "require.h"
 
 enum { WORKERS = 4, SHARED_STREAMS = 2, SHARED_GRAPHS = 3, SHARED_EVENTS = 2, TEMPS = 3 };
 enum { REGION = 512, SHARED_OUT = 512, MAX_FAILURES = 30, SCALARS = 64 };
@@ -1021,15 +1022,7 @@ static void *watchdog_main(void *arg) {
   return NULL;
 }
 
-#define SETUP(call)                                                                 \
-  do {                                                                              \
-    accel_status_t st_ = (call);                                                    \
-    if (st_ != ACCEL_OK) {                                                          \
-      fprintf(stderr, "setup: %s -> %s: %s\n", #call, accel_status_name(st_),       \
-              accel_last_error());                                                  \
-      exit(1);                                                                      \
-    }                                                                               \
-  } while (0)
+#define SETUP(call) REQUIRE_OK(call, exit(1))
 
 static void setup_lane(worker_t *w, int li) {
   lane_t *l = &w->lane[li];

@@ -36,18 +36,11 @@
 
 #include "accel/accel.h"
 #include "accel/accel_kernels.h"
+#include "require.h"
 
 #define MAX_TENSORS 16
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    accel_status_t st_ = (call);                                                        \
-    if (st_ != ACCEL_OK) {                                                              \
-      fprintf(stderr, "line %d: %s: %s: %s\n", __LINE__, #call, accel_status_name(st_), \
-              accel_last_error());                                                      \
-      return st_;                                                                       \
-    }                                                                                   \
-  } while (0)
+#define CHECK(call) REQUIRE_OK(call, return st_)
 
 /* Device scalars of the step. */
 typedef struct step_dev {

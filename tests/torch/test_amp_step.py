@@ -26,6 +26,8 @@ import os
 import struct
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from problems import report  # noqa: E402
 
 NUMEL = [1000, 333, 70000]  # one tensor spans two chunks
 STEPS = 100
@@ -152,13 +154,9 @@ def sequence(prog, device, out):
     moved = (master - master0).abs().max().item()
     if not moved > 1e-3:
         problems.append(f"master weights barely moved ({moved:g}): the steps did not run")
-    for p in problems:
-        print("FAIL:", p)
-    if not problems:
-        print(f"{device}: eager == graph == lazy bitwise over {STEPS} steps; "
-              f"{skipped} overflowed steps skipped; scale/tracker/step exact vs torch; "
-              f"final scale {records[-1][0]:g}, step {records[-1][2]}")
-    return 1 if problems else 0
+    return report(problems, f"{device}: eager == graph == lazy bitwise over {STEPS} steps; "
+                  f"{skipped} overflowed steps skipped; scale/tracker/step exact vs torch; "
+                  f"final scale {records[-1][0]:g}, step {records[-1][2]}")
 
 
 # Host calls that must not appear in the replay loop (on any track: the program runs nothing
@@ -209,13 +207,9 @@ def replay(prog, device, out):
         if inside:
             problems.append(f"host calls inside the replay loop: {sorted(set(inside))} "
                             f"({len(inside)} events)")
-    for p in problems:
-        print("FAIL:", p)
-    if not problems:
-        print(f"{device}: {REPLAY_STEPS} replays with no host write or sync in the loop; "
-              f"replay == eager bitwise; {skipped} overflowed steps skipped, "
-              f"final scale {scale:g}, tracker {tracker}, step {step}")
-    return 1 if problems else 0
+    return report(problems, f"{device}: {REPLAY_STEPS} replays with no host write or sync in the "
+                  f"loop; replay == eager bitwise; {skipped} overflowed steps skipped, "
+                  f"final scale {scale:g}, tracker {tracker}, step {step}")
 
 
 def main():

@@ -7,7 +7,6 @@
  * operation. The core services validation uses are faked here (every host range is "live"); the
  * validator calls nothing of the chunk-table cache (kernel_ops.c drives both), so none is here.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +17,7 @@
 #error "build with -DACCEL_TEST_EXTRA_KERNEL"
 #endif
 
-static char g_msg[512];
 static int failures;
-
-accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
-  va_end(ap);
-  return status;
-}
 
 static int g_device;
 accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn, accel_device_t **dev) {
@@ -61,18 +51,18 @@ static void expect(const accel_tensor_t *out, const accel_tensor_t *in, const ac
   kop_req_t r = {.desc = &accel_kop_descs[ACCEL_KERNEL_TEST_EXTRA],
                  .op = ACCEL_KERNEL_TEST_EXTRA, .stream = (accel_stream_t *)&g_device,
                  .lists = {out, in, acc}, .n = n, .scalars = {scale}};
-  g_msg[0] = 0;
+  accel_clear_error();
   accel_status_t st = kop_check_call(&r);
   kop_interval_t *iv = NULL;
   size_t count = 0;
   if (st == ACCEL_OK) st = kop_validate_all(&r, &iv, &count);
   free(iv);
   if (!want_sub)
-    CHECK(st == ACCEL_OK, "line %d: refused: %s", line, g_msg);
+    CHECK(st == ACCEL_OK, "line %d: refused: %s", line, accel_last_error());
   else
-    CHECK(st == ACCEL_ERROR_INVALID_ARGUMENT && strstr(g_msg, want_sub),
+    CHECK(st == ACCEL_ERROR_INVALID_ARGUMENT && strstr(accel_last_error(), want_sub),
           "line %d: status %d, message '%s', want INVALID_ARGUMENT with '%s'", line, (int)st,
-          g_msg, want_sub);
+          accel_last_error(), want_sub);
 }
 #define EXPECT_OK(o, i, a, n, s) expect(o, i, a, n, s, NULL, __LINE__)
 #define EXPECT_REFUSED(o, i, a, n, s, sub) expect(o, i, a, n, s, sub, __LINE__)

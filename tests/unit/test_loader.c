@@ -320,15 +320,15 @@ static void scenario_bad_count(const char *plugin, int reported) {
   expect_open_refused("fake", "device count");
 }
 
-/* Creates `path` as a text file ("junk" for the loader). */
-static int make_junk(const char *path) {
+/* Creates `path` holding text ("junk" for the loader); 0 on failure. */
+static int make_text_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   if (!f) {
     perror(path);
     return 0;
   }
   remember(path);
-  fputs("not a plugin\n", f);
+  fputs(text, f);
   return fclose(f) == 0;
 }
 
@@ -641,14 +641,7 @@ int main(int argc, char **argv) {
   }
   if (is_not_elf) {
     snprintf(first, sizeof(first), "%s/libaccel-bogus.so", a);
-    FILE *f = fopen(first, "w");
-    if (!f) {
-      perror(first);
-      return 1;
-    }
-    remember(first);
-    fputs("this is a text file, not a shared object\n", f);
-    fclose(f);
+    if (!make_text_file(first, "this is a text file, not a shared object\n")) return 1;
   } else if (strcmp(scenario, "fifo") == 0 || strcmp(scenario, "many_junk") == 0) {
     /* the odd files in a, the plugin in b */
     if (!copy_file(plugin, second)) return 1;
@@ -663,7 +656,7 @@ int main(int argc, char **argv) {
     } else {
       for (int i = 0; i < NJUNK; i++) {
         snprintf(first, sizeof(first), "%s/libaccel-junk%03d.so", a, i);
-        if (!make_junk(first)) return 1;
+        if (!make_text_file(first, "not a plugin\n")) return 1;
       }
     }
   } else {
@@ -703,10 +696,5 @@ int main(int argc, char **argv) {
     return 2;
   }
   expect_cpu_fallback();
-  if (failures) {
-    fprintf(stderr, "test_loader %s: %d check(s) failed\n", scenario, failures);
-    return 1;
-  }
-  printf("test_loader %s: ok\n", scenario);
-  return 0;
+  return CHECK_EXIT("test_loader %s", scenario);
 }

@@ -167,10 +167,5 @@ int main(int argc, char **argv) {
     accel_free(cpu, p);
   }
   accel_device_close(cpu);
-  if (failures) {
-    fprintf(stderr, "test_plugin_files %s: %d check(s) failed\n", scenario, failures);
-    return 1;
-  }
-  printf("test_plugin_files %s: ok\n", scenario);
-  return 0;
+  return CHECK_EXIT("test_plugin_files %s", scenario);
 }

@@ -91,10 +91,5 @@ int main(void) {
   test_names();
   test_thread_local_error();
   CHECK(accel_version_string() && accel_version_string()[0], "no version string");
-  if (failures) {
-    fprintf(stderr, "test_status: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("test_status: ok\n");
-  return 0;
+  return CHECK_EXIT("test_status");
 }

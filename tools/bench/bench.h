@@ -81,6 +81,8 @@ typedef struct bench_loop {
 void bench_loop_run(const bench_loop_t *loop, int prefetch, int threads);
 /* Its bytes moved per run (read + written). */
 double bench_loop_bytes(const bench_loop_t *loop);
+/* One bound sample of the loop on the host: bench_bound_best over bench_loop_run (ms). */
+double bench_loop_sample(const bench_loop_t *loop);
 
 /* The same loops through an OpenCL device (bench_cl_bound.c, bench_cl_bound.cl): built in the
  * accel device's own context and run on its SVM buffers, so a kernel can be compared with the
@@ -115,6 +117,10 @@ typedef double (*bench_sample_fn)(void *ctx);
  * same state as the others of its round; ms[i * rounds + r] is measurement i's time in round r.
  * Returns 0, or 1 when a sample failed. */
 int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx, double *ms);
+/* bench_rounds of two measurements, a then b, and the statistics of each (ms: 3 * rounds
+ * doubles, the third part scratch); 1 when a sample failed or rounds < 1. */
+int bench_rounds_ab(int rounds, bench_sample_fn fa, void *ca, bench_sample_fn fb, void *cb,
+                    double *ms, bench_stats_t *a, bench_stats_t *b);
 /* Statistics of the per-round ratios num[r] / den[r] * scale (tmp: rounds doubles). */
 bench_stats_t bench_ratio_stats(const double *num, const double *den, int rounds, double scale,
                                 double *tmp);
@@ -162,6 +168,10 @@ typedef struct bench_machine {
  * returns that stream: the opening of every scenario's report. */
 FILE *bench_report_begin(const bench_opts_t *o, accel_device_t *dev, bench_machine_t *m);
 void bench_json_machine(bench_json_t *j, const bench_machine_t *m);
+/* Starts a scenario's JSON document, on stdout when o->json (else j writes nothing): the
+ * top-level object with its "scenario" name and "machine". */
+void bench_json_begin_report(bench_json_t *j, const bench_opts_t *o, const char *scenario,
+                             const bench_machine_t *m);
 
 /* Opens o->device (and prints nothing); reports failures like bench_fail. */
 int bench_open_device(const bench_opts_t *o, accel_device_t **dev);

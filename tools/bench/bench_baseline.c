@@ -100,28 +100,25 @@ BOUND_CLONES static float sumsq_bf16_range(const uint16_t *x, size_t lo, size_t 
   return s;
 }
 
-double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int threads) {
+/* Sum of squares over n elements of x (bf16 when bf16, else f32), one slab a task. */
+static double sumsq_slabs(const void *x, int bf16, size_t n, int prefetch, int threads) {
   double total = 0.0;
   const size_t ns = slabs(n);
 #pragma omp parallel for reduction(+ : total) schedule(dynamic, 1) num_threads(threads)
   for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
     slab(n, k, &lo, &hi);
-    total += sumsq_bf16_range(x, lo, hi, prefetch);
+    total += bf16 ? sumsq_bf16_range(x, lo, hi, prefetch) : sumsq_range(x, lo, hi, prefetch);
   }
   return total;
 }
 
+double bench_bound_read_bf16(const uint16_t *x, size_t n, int prefetch, int threads) {
+  return sumsq_slabs(x, 1, n, prefetch, threads);
+}
+
 double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
-  double total = 0.0;
-  const size_t ns = slabs(n);
-#pragma omp parallel for reduction(+ : total) schedule(dynamic, 1) num_threads(threads)
-  for (size_t k = 0; k < ns; k++) {
-    size_t lo, hi;
-    slab(n, k, &lo, &hi);
-    total += sumsq_range(x, lo, hi, prefetch);
-  }
-  return total;
+  return sumsq_slabs(x, 0, n, prefetch, threads);
 }
 
 /* The element functions every variant of a loop shares (inlined into each ISA copy). */

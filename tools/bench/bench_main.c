@@ -79,27 +79,22 @@ static int parse_size(const char *opt, const char *v, size_t *out) {
   return 1;
 }
 
+/* The options without a value; 0 when a is none of them. */
+static int parse_flag(const char *a, bench_opts_t *o) {
+  if (!strcmp(a, "--json")) o->json = 1;
+  else if (!strcmp(a, "--torch")) o->torch = 1;
+  else if (!strcmp(a, "--dist")) o->dist = 1;
+  else if (!strcmp(a, "--no-torch")) o->torch = 0;
+  else return 0;
+  return 1;
+}
+
 static int parse_args(int argc, char **argv, bench_opts_t *o) {
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     size_t n;
-    if (!strcmp(a, "--json")) {
-      o->json = 1;
-      continue;
-    }
-    if (!strcmp(a, "--torch")) {
-      o->torch = 1;
-      continue;
-    }
-    if (!strcmp(a, "--dist")) {
-      o->dist = 1;
-      continue;
-    }
-    if (!strcmp(a, "--no-torch")) {
-      o->torch = 0;
-      continue;
-    }
+    if (parse_flag(a, o)) continue;
     if (!v) {
       fprintf(stderr, "accel-bench: unknown option or missing value: %s\n", a);
       return 0;

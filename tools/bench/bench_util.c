@@ -71,6 +71,14 @@ double bench_loop_bytes(const bench_loop_t *l) {
   return per_elem[l->kind] * (double)l->n;
 }
 
+static void run_loop(void *ctx, int prefetch, int threads) {
+  bench_loop_run(ctx, prefetch, threads);
+}
+
+double bench_loop_sample(const bench_loop_t *loop) {
+  return bench_bound_best(bench_loop_bytes(loop), run_loop, (void *)loop);
+}
+
 bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,
                                     double *tmp) {
   for (int r = 0; r < rounds; r++) {
@@ -91,6 +99,16 @@ int bench_rounds(int rounds, int k, const bench_sample_fn *fns, void *const *ctx
       if (r >= 0) ms[i * rounds + r] = t;
     }
   }
+  return 0;
+}
+
+int bench_rounds_ab(int rounds, bench_sample_fn fa, void *ca, bench_sample_fn fb, void *cb,
+                    double *ms, bench_stats_t *a, bench_stats_t *b) {
+  const bench_sample_fn fns[2] = {fa, fb};
+  void *const ctx[2] = {ca, cb};
+  if (rounds < 1 || bench_rounds(rounds, 2, fns, ctx, ms)) return 1;
+  *a = bench_stats_copy(ms, rounds, ms + 2 * rounds);
+  *b = bench_stats_copy(ms + rounds, rounds, ms + 2 * rounds);
   return 0;
 }
 
@@ -189,6 +207,14 @@ void bench_json_machine(bench_json_t *j, const bench_machine_t *m) {
   bench_json_str(j, "device", m->device_name);
   bench_json_str(j, "backend", m->device_backend);
   bench_json_end_object(j);
+}
+
+void bench_json_begin_report(bench_json_t *j, const bench_opts_t *o, const char *scenario,
+                             const bench_machine_t *m) {
+  bench_json_init(j, o->json ? stdout : NULL);
+  bench_json_begin_object(j, NULL);
+  bench_json_str(j, "scenario", scenario);
+  bench_json_machine(j, m);
 }
 
 int bench_open_device(const bench_opts_t *o, accel_device_t **dev) {

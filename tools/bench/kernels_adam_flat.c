@@ -55,13 +55,9 @@ int bench_adam_flat(accel_stream_t *s, float *const pgmv[4], size_t cap,
     list.l[k] = l;
     flat.l[k] = l + md.n;
   }
-  const bench_sample_fn fns[2] = {sample, sample};
-  void *const ctx[2] = {&list, &flat};
-  if (bench_rounds(rounds, 2, fns, ctx, buf)) goto done;
-  double *tmp = buf + 2 * rounds;
-  out->list_ms = bench_stats_copy(buf, rounds, tmp);
-  out->flat_ms = bench_stats_copy(buf + rounds, rounds, tmp);
-  out->ratio = bench_ratio_stats(buf, buf + rounds, rounds, 1.0, tmp);
+  if (bench_rounds_ab(rounds, sample, &list, sample, &flat, buf, &out->list_ms, &out->flat_ms))
+    goto done;
+  out->ratio = bench_ratio_stats(buf, buf + rounds, rounds, 1.0, buf + 2 * rounds);
   rc = 0;
 done:
   free(lists);

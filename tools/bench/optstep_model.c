@@ -214,3 +214,15 @@ void os_model_free(os_model_t *md) {
   free(md->offsets);
   memset(md, 0, sizeof *md);
 }
+
+accel_adam_step_t os_adam_step(os_scalars_t *sc, size_t n, const accel_tensor_t *grads,
+                               const accel_tensor_t *hp, const accel_tensor_t *params,
+                               const accel_tensor_t *exp_avg, const accel_tensor_t *exp_avg_sq) {
+  const accel_adam_step_t step = {
+      .struct_size = sizeof step, .n = n, .grads = grads, .hp_grads = hp, .params = params,
+      .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq, .args_dev = &sc->args,
+      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
+      .norm_dev = &sc->norm, .max_norm = OS_MAX_NORM, .clip_eps = OS_CLIP_EPS,
+      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+  return step;
+}

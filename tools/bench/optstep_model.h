@@ -21,6 +21,9 @@ typedef struct os_scalars {
   float reserved;
 } os_scalars_t;
 #define OS_UPLOAD_BYTES (sizeof(accel_adam_args_t) + sizeof(float))
+/* The optstep's clipping (accel_clip_by_global_norm's max_norm and eps). */
+#define OS_MAX_NORM 1.0f
+#define OS_CLIP_EPS 1e-6f
 
 typedef struct os_model {
   char name[64];
@@ -47,5 +50,10 @@ int os_model_reset(os_model_t *md, accel_stream_t *s);
 /* A 64-bit digest of params, exp_avg, exp_avg_sq and the scalar block (bitwise comparison). */
 int os_model_digest(os_model_t *md, uint64_t *digest);
 void os_model_free(os_model_t *md);
+/* The fused step (accel_adam_step_norm, then _update) over n tensors of each list with sc's
+ * scalars: loss scale, found_inf, the L2 norm clipped at OS_MAX_NORM, grads zeroed after. */
+accel_adam_step_t os_adam_step(os_scalars_t *sc, size_t n, const accel_tensor_t *grads,
+                               const accel_tensor_t *hp, const accel_tensor_t *params,
+                               const accel_tensor_t *exp_avg, const accel_tensor_t *exp_avg_sq);
 
 #endif

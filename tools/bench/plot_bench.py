@@ -50,23 +50,27 @@ def machine_line(docs):
 BOUNDS = (("pct_of_bound", "bound", ""), ("pct_of_cl_bound", "cl_bound", " (OpenCL loop)"))
 
 
+def save(fig, ax, path, docs, title):
+    """Title (with the machine line under it), layout, the file, and the figure closed."""
+    ax.set_title(f"{title}\n{machine_line(docs)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, metadata=METADATA)
+    plt.close(fig)
+
+
 def bound_rows(docs):
     """(label, [(median, min, max, achieved GB/s, bound GB/s) per run]) in display order."""
+    # (label, the row with the percentages and GB/s, the row that holds its bounds)
+    measured = [(f"kernel: {r['name']}", r, r) for d in docs["kernels"] for r in d["bandwidth"]]
+    measured += [(f"step {run['preset']}: {v['name']}", v, run)
+                 for d in docs["optstep"] for run in d["runs"] for v in run["variants"]]
     rows = {}
     for pct, bound, suffix in BOUNDS:
-        for d in docs["kernels"]:
-            for r in d["bandwidth"]:
-                if pct in r:
-                    p = r[pct]
-                    rows.setdefault(f"kernel: {r['name']}{suffix}", []).append(
-                        (p["median"], p["min"], p["max"], r["gbps"], r[bound]["gbps"]))
-        for d in docs["optstep"]:
-            for run in d["runs"]:
-                for v in run["variants"]:
-                    if pct in v:
-                        p = v[pct]
-                        rows.setdefault(f"step {run['preset']}: {v['name']}{suffix}", []).append(
-                            (p["median"], p["min"], p["max"], v["gbps"], run[bound]["gbps"]))
+        for label, r, bounds in measured:
+            if pct in r:
+                p = r[pct]
+                rows.setdefault(label + suffix, []).append(
+                    (p["median"], p["min"], p["max"], r["gbps"], bounds[bound]["gbps"]))
     return list(rows.items())
 
 
@@ -97,12 +101,9 @@ def plot_bounds(docs, path):
     ax.set_xlabel("% of bound = bound ms / accel ms in each paired round (dot: a run's median, "
                   "line: its rounds' range; right: median of the runs, accel of bound GB/s)",
                   fontsize=7)
-    ax.set_title(f"accel against its bandwidth bounds ({len(docs['kernels'])} kernels run(s), "
-                 f"{len(docs['optstep'])} optstep run(s))\n{machine_line(docs)}", fontsize=9)
     ax.grid(axis="x", color="0.9")
-    fig.tight_layout()
-    fig.savefig(path, metadata=METADATA)
-    plt.close(fig)
+    save(fig, ax, path, docs, f"accel against its bandwidth bounds ({len(docs['kernels'])} "
+         f"kernels run(s), {len(docs['optstep'])} optstep run(s))")
 
 
 def plot_graph(docs, path):
@@ -127,12 +128,9 @@ def plot_graph(docs, path):
     ax.set_yscale("log")
     ax.set_xlabel("nodes in the chain (N)")
     ax.set_ylabel("host ns per node (submit + synchronize) / N")
-    ax.set_title(f"eager vs captured + replayed, {len(docs['graph'])} run(s) "
-                 f"(line: median, band: p10..p90)\n{machine_line(docs)}", fontsize=9)
     ax.grid(color="0.9", which="both")
-    fig.tight_layout()
-    fig.savefig(path, metadata=METADATA)
-    plt.close(fig)
+    save(fig, ax, path, docs, f"eager vs captured + replayed, {len(docs['graph'])} run(s) "
+         "(line: median, band: p10..p90)")
 
 
 def main():

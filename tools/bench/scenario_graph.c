@@ -76,13 +76,10 @@ static int measure(accel_device_t *dev, accel_stream_t *s, float *buf, int repea
   BENCH_TRY(enqueue_chain(s, res->kind, buf, res->n));
   BENCH_TRY(accel_graph_capture_end(c.g));
   BENCH_TRY(accel_graph_node_count(c.g, &res->nodes_recorded));
-  const bench_sample_fn fns[2] = {sample_eager, sample_replay};
-  void *const ctx[2] = {&c, &c};
-  if (bench_rounds(repeat, 2, fns, ctx, ab)) goto fail;
-  double *tmp = ab + 2 * repeat;
-  res->eager_ns = bench_stats_copy(ab, repeat, tmp);
-  res->replay_ns = bench_stats_copy(ab + repeat, repeat, tmp);
-  res->ratio = bench_ratio_stats(ab + repeat, ab, repeat, 1.0, tmp);
+  if (bench_rounds_ab(repeat, sample_eager, &c, sample_replay, &c, ab, &res->eager_ns,
+                      &res->replay_ns))
+    goto fail;
+  res->ratio = bench_ratio_stats(ab + repeat, ab, repeat, 1.0, ab + 2 * repeat);
   rc = 0;
 fail:
   if (c.g) accel_graph_destroy(c.g);
@@ -123,10 +120,7 @@ int bench_graph(const bench_opts_t *o) {
   fprintf(f, "%-13s %5s %6s %-29s %-29s %7s  %s\n", "node", "N", "nodes", "eager ns/node",
           "replay ns/node", "replay/eager", "target");
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "graph");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "graph", &m);
   bench_json_int(&j, "repeat", repeat);
   bench_json_begin_array(&j, "rows");
   for (size_t i = 0; i < 2 * NUM_LENGTHS; i++) {

@@ -153,14 +153,7 @@ fail:
   return -1.0;
 }
 
-/* One run of the row's bound loop on the host (bench_bound_best). */
-static void run_bound(void *ctx, int prefetch, int threads) {
-  bench_loop_run(&((bw_row_t *)ctx)->loop, prefetch, threads);
-}
-
-static double sample_bound(void *ctx) {
-  return bench_bound_best(((bw_row_t *)ctx)->bytes, run_bound, ctx);
-}
+static double sample_bound(void *ctx) { return bench_loop_sample(&((bw_row_t *)ctx)->loop); }
 static double sample_cl_bound(void *ctx) {
   bw_row_t *r = ctx;
   return bench_cl_bound_sample(r->clb, &r->dev_loop);
@@ -559,10 +552,7 @@ int bench_kernels(const bench_opts_t *o) {
   for (int i = 0; i < 2; i++) print_torch(f, &tr[i]);
 
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "kernels");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "kernels", &m);
   bench_json_num(&j, "size_mb", size_mb);
   bench_json_int(&j, "rounds", repeat);
   bench_json_int(&j, "bound_threads", bench_baseline_threads());

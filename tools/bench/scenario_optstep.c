@@ -34,8 +34,6 @@
 #include "optstep_model.h"
 #include "scenario_ampstep.h"
 
-#define MAX_NORM 1.0f
-#define CLIP_EPS 1e-6f
 /* Steps per variant of the agreement run (the digests compare these). */
 #define AGREE_STEPS 3
 /* Rounds of the multi-tensor graph against the PyTorch peer (a process each). */
@@ -90,7 +88,8 @@ static accel_status_t enqueue_separate(os_model_t *md, accel_stream_t *s, size_t
     st = accel_unscale_and_check(s, &md->HP[i], k, &sc->inv_scale, &sc->args.found_inf);
   if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, md->HP, md->n, 2.0f, &sc->norm);
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++)
-    st = accel_clip_by_global_norm(s, &md->HP[i], k, MAX_NORM, &sc->norm, CLIP_EPS, &sc->coef);
+    st = accel_clip_by_global_norm(s, &md->HP[i], k, OS_MAX_NORM, &sc->norm, OS_CLIP_EPS,
+                                   &sc->coef);
   for (size_t i = 0; i < calls && st == ACCEL_OK; i++)
     st = accel_fused_adam(s, &md->P[i], &md->HP[i], &md->M[i], &md->V[i], k, &sc->args);
   return st;
@@ -99,12 +98,7 @@ static accel_status_t enqueue_separate(os_model_t *md, accel_stream_t *s, size_t
 /* The same step as the fused step's two sweeps. */
 static accel_status_t enqueue_fused(os_model_t *md, accel_stream_t *s) {
   os_scalars_t *sc = md->scalars;
-  const accel_adam_step_t step = {
-      .struct_size = sizeof step, .n = md->n, .grads = md->LP, .hp_grads = md->HP,
-      .params = md->P, .exp_avg = md->M, .exp_avg_sq = md->V, .args_dev = &sc->args,
-      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
-      .norm_dev = &sc->norm, .max_norm = MAX_NORM, .clip_eps = CLIP_EPS,
-      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+  const accel_adam_step_t step = os_adam_step(sc, md->n, md->LP, md->HP, md->P, md->M, md->V);
   accel_status_t st = accel_adam_step_norm(s, &step);
   return st == ACCEL_OK ? accel_adam_step_update(s, &step) : st;
 }
@@ -138,15 +132,8 @@ fail:
   return -1.0;
 }
 
-/* One run of the step's compulsory-traffic loop on the host (bench_bound_best). */
-static void run_bound(void *ctx, int prefetch, int threads) {
-  bench_loop_run(&((step_bound_t *)ctx)->loop, prefetch, threads);
-}
-
-static double sample_bound(void *ctx) {
-  step_bound_t *b = ctx;
-  return bench_bound_best(bench_loop_bytes(&b->loop), run_bound, b);
-}
+/* One sample of the step's compulsory-traffic loop on the host. */
+static double sample_bound(void *ctx) { return bench_loop_sample(&((step_bound_t *)ctx)->loop); }
 static double sample_cl_bound(void *ctx) {
   step_bound_t *b = ctx;
   return bench_cl_bound_sample(b->clb, &b->dev_loop);
@@ -469,10 +456,7 @@ int bench_optstep(const bench_opts_t *o) {
   bench_machine_t m;
   FILE *f = bench_report_begin(o, dev, &m);
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "optstep");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "optstep", &m);
   bench_json_begin_array(&j, "runs");
   int agree = 1, rc = 0;
   for (size_t i = 0; i < npresets && rc == 0; i++)

@@ -24,23 +24,12 @@
 #include "bench_dist.h"
 #include "optstep_model.h"
 
-#define MAX_NORM 1.0f
-#define CLIP_EPS 1e-6f
 #define LR 1e-3f
 #define GRAD_SCALE 8.0f
 
 enum { V_PT_EAGER, V_MT_EAGER, V_MT_GRAPH, V_COMM, NUM_VARIANTS };
 static const char *const variant_names[NUM_VARIANTS] = {
     "per-tensor eager", "multi-tensor eager", "multi-tensor graph", "communication only"};
-
-typedef struct step_scalars {
-  accel_adam_args_t args;
-  float inv_scale;
-  float norm;
-  float coef;
-  float reserved;
-} step_scalars_t;
-#define UPLOAD_BYTES (sizeof(accel_adam_args_t) + sizeof(float))
 
 typedef struct dist_model {
   size_t n;           /* tensors */
@@ -53,7 +42,7 @@ typedef struct dist_model {
   uint16_t *rs;       /* reduce-scatter output (bf16 shard) */
   uint16_t *model_tm, *model_rm; /* all-gathered bf16 params in both layouts */
   float *params, *hp, *m, *v;    /* fp32 shards */
-  step_scalars_t *sc;
+  os_scalars_t *sc;
   accel_tensor_t *RS, *HP, *P, *M, *V; /* shard lists */
 } dist_model_t;
 
@@ -95,7 +84,7 @@ static int model_open(bench_dist_t *d, dist_model_t *dm, const os_model_t *sizes
                    (void **)&dm->model_tm, (void **)&dm->model_rm, (void **)&dm->params,
                    (void **)&dm->hp, (void **)&dm->m, (void **)&dm->v, (void **)&dm->sc};
   const size_t bytes[] = {full * 2, full * 2, S * 2, full * 2, full * 2, S * 4, S * 4, S * 4,
-                          S * 4, sizeof(step_scalars_t)};
+                          S * 4, sizeof(os_scalars_t)};
   for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; ++i)
     BENCH_TRY(accel_malloc(d->dev, bytes[i], bufs[i]));
   accel_tensor_t **lists[] = {&dm->RS, &dm->HP, &dm->P, &dm->M, &dm->V};
@@ -160,7 +149,7 @@ static void model_close(bench_dist_t *d, dist_model_t *dm) {
 static accel_status_t enqueue_step(bench_dist_t *d, dist_model_t *dm, int variant) {
   accel_comm_t *c = d->comm;
   accel_stream_t *s = d->s;
-  step_scalars_t *sc = dm->sc;
+  os_scalars_t *sc = dm->sc;
   const size_t R = (size_t)d->size;
   accel_status_t st = ACCEL_OK;
   if (variant == V_COMM) { /* the collectives of the multi-tensor step alone */
@@ -181,7 +170,7 @@ static accel_status_t enqueue_step(bench_dist_t *d, dist_model_t *dm, int varian
     STEP_TRY(accel_comm_overflow_reduce(c, s, &sc->args.found_inf));
     STEP_TRY(accel_comm_global_norm(c, s, dm->HP, dm->n, 2.0f, &sc->norm));
     for (size_t t = 0; t < dm->n; ++t)
-      STEP_TRY(accel_clip_by_global_norm(s, &dm->HP[t], 1, MAX_NORM, &sc->norm, CLIP_EPS,
+      STEP_TRY(accel_clip_by_global_norm(s, &dm->HP[t], 1, OS_MAX_NORM, &sc->norm, OS_CLIP_EPS,
                                          &sc->coef));
     for (size_t t = 0; t < dm->n; ++t)
       STEP_TRY(accel_fused_adam(s, &dm->P[t], &dm->HP[t], &dm->M[t], &dm->V[t], 1, &sc->args));
@@ -192,12 +181,7 @@ static accel_status_t enqueue_step(bench_dist_t *d, dist_model_t *dm, int varian
     return ACCEL_OK;
   }
   /* multi-tensor: the fused step on the shards, its norm and overflow flag across ranks */
-  const accel_adam_step_t step = {
-      .struct_size = sizeof step, .n = dm->n, .grads = dm->RS, .hp_grads = dm->HP,
-      .params = dm->P, .exp_avg = dm->M, .exp_avg_sq = dm->V, .args_dev = &sc->args,
-      .inv_scale_dev = &sc->inv_scale, .found_inf_dev = &sc->args.found_inf, .norm_type = 2.0f,
-      .norm_dev = &sc->norm, .max_norm = MAX_NORM, .clip_eps = CLIP_EPS,
-      .coef_out_dev = &sc->coef, .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
+  const accel_adam_step_t step = os_adam_step(sc, dm->n, dm->RS, dm->HP, dm->P, dm->M, dm->V);
   STEP_TRY(accel_reduce_scatter(c, s, dm->lp_rm, dm->rs, dm->S, ACCEL_BF16, ACCEL_REDUCE_SUM));
   STEP_TRY(accel_comm_adam_step_norm(c, s, &step));
   STEP_TRY(accel_adam_step_update(s, &step));
@@ -238,7 +222,7 @@ static int digests(bench_dist_t *d, dist_model_t *dm, int variant, uint64_t *mod
 
 /* Runs steps of a variant; per-step times (slowest rank) in ms. */
 static int run_variant(bench_dist_t *d, dist_model_t *dm, int variant, int steps,
-                       const step_scalars_t *host_steps, double *ms, double *capture_ms) {
+                       const os_scalars_t *host_steps, double *ms, double *capture_ms) {
   accel_graph_t *g = NULL;
   accel_status_t st = ACCEL_OK;
   if (model_reset(d, dm)) return 1;
@@ -253,7 +237,7 @@ static int run_variant(bench_dist_t *d, dist_model_t *dm, int variant, int steps
   for (int k = 0; k < steps; ++k) {
     bench_dist_barrier();
     uint64_t t0 = bench_now_ns();
-    BENCH_TRY(accel_memcpy_async(d->s, dm->sc, &host_steps[k], UPLOAD_BYTES));
+    BENCH_TRY(accel_memcpy_async(d->s, dm->sc, &host_steps[k], OS_UPLOAD_BYTES));
     BENCH_TRY(g ? accel_graph_replay(g, d->s) : enqueue_step(d, dm, variant));
     BENCH_TRY(accel_stream_synchronize(d->s));
     ms[k] = bench_dist_max((double)(bench_now_ns() - t0) / 1e6);
@@ -274,7 +258,7 @@ fail:
  * reduction, and Adam turns a rounding that changes a tiny gradient's sign into a full step of
  * difference for that element, so the max alone says little), and bitwise equality. */
 static int single_process(bench_dist_t *d, dist_model_t *dm, int steps,
-                          const step_scalars_t *host_steps, const float *all_shards,
+                          const os_scalars_t *host_steps, const float *all_shards,
                           double *max_diff, double *rel_rms, int *bitwise) {
   const size_t R = (size_t)d->size;
   size_t total = 0;
@@ -284,7 +268,7 @@ static int single_process(bench_dist_t *d, dist_model_t *dm, int steps,
   accel_tensor_t *P = calloc(dm->n, sizeof *P), *G = calloc(dm->n, sizeof *G),
                  *M = calloc(dm->n, sizeof *M), *V = calloc(dm->n, sizeof *V),
                  *H = calloc(dm->n, sizeof *H);
-  step_scalars_t *sc = NULL;
+  os_scalars_t *sc = NULL;
   int rc = 1;
   size_t o = 0;
   for (size_t t = 0; t < dm->n; ++t)
@@ -312,11 +296,11 @@ static int single_process(bench_dist_t *d, dist_model_t *dm, int steps,
   BENCH_TRY(accel_memcpy(d->dev, dev + 4 * total, hostg, total * 4));
   BENCH_TRY(accel_memset_async(d->s, dev + 2 * total, 0, total * 8));
   for (int k = 0; k < steps; ++k) {
-    BENCH_TRY(accel_memcpy_async(d->s, sc, &host_steps[k], UPLOAD_BYTES));
+    BENCH_TRY(accel_memcpy_async(d->s, sc, &host_steps[k], OS_UPLOAD_BYTES));
     BENCH_TRY(accel_memcpy_async(d->s, dev + total, dev + 4 * total, total * 4));
     BENCH_TRY(accel_unscale_and_check(d->s, G, dm->n, &sc->inv_scale, &sc->args.found_inf));
     BENCH_TRY(accel_multi_tensor_norm(d->s, G, dm->n, 2.0f, &sc->norm));
-    BENCH_TRY(accel_clip_by_global_norm(d->s, G, dm->n, MAX_NORM, &sc->norm, CLIP_EPS,
+    BENCH_TRY(accel_clip_by_global_norm(d->s, G, dm->n, OS_MAX_NORM, &sc->norm, OS_CLIP_EPS,
                                         &sc->coef));
     BENCH_TRY(accel_fused_adam(d->s, P, G, M, V, dm->n, &sc->args));
   }
@@ -363,7 +347,7 @@ int bench_optstep_dist(const bench_opts_t *o) {
   const int steps = o->steps ? o->steps : 20;
   os_model_t sizes = {0};
   dist_model_t dm = {0};
-  step_scalars_t *host_steps = calloc((size_t)steps, sizeof *host_steps);
+  os_scalars_t *host_steps = calloc((size_t)steps, sizeof *host_steps);
   double *ms = calloc((size_t)steps, sizeof *ms);
   bench_stats_t stats[NUM_VARIANTS];
   double capture_ms = 0;
@@ -377,7 +361,7 @@ int bench_optstep_dist(const bench_opts_t *o) {
     goto done;
   if (model_open(&d, &dm, &sizes)) goto done;
   for (int k = 0; k < steps; ++k)
-    host_steps[k] = (step_scalars_t){
+    host_steps[k] = (os_scalars_t){
         .args = {.lr = LR, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f,
                  .step = (uint32_t)k + 1, .adamw = 1, .found_inf = 0.0f},
         .inv_scale = 1.0f / GRAD_SCALE};
@@ -431,10 +415,7 @@ int bench_optstep_dist(const bench_opts_t *o) {
                 ? (bitwise_single ? "equal" : "DIFFERENT")
                 : (rel_rms <= tol ? "met" : "MISSED"));
     bench_json_t j;
-    bench_json_init(&j, o->json ? stdout : NULL);
-    bench_json_begin_object(&j, NULL);
-    bench_json_str(&j, "scenario", "optstep-dist");
-    bench_json_machine(&j, &m);
+    bench_json_begin_report(&j, o, "optstep-dist", &m);
     bench_json_int(&j, "ranks", d.size);
     bench_json_str(&j, "engine", accel_comm_engine_name(d.comm));
     bench_json_int(&j, "tensors", (long long)dm.n);

@@ -208,10 +208,7 @@ int bench_overhead(const bench_opts_t *o) {
   fprintf(f, "baselines: memset(4 B) / a plain function call in a loop; malloc+free (glibc)\n");
 
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "overhead");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "overhead", &m);
   bench_json_int(&j, "ops", (long long)n);
   bench_json_int(&j, "repeat", repeat);
   bench_json_begin_array(&j, "rows");
