@@ -1,8 +1,8 @@
 /*
  * A stand-in for libcuda.so.1 (tests only): the driver calls the CUDA plugin makes, on the
  * CPU, with the driver's rules that a plugin can get wrong without a GPU. It proves the
- * plugin's logic, not the GPU: nothing here runs a kernel (cuLaunchKernel reports
- * CUDA_ERROR_NOT_SUPPORTED), and timing, memory and concurrency are the host's.
+ * plugin's logic, not the GPU: kernels run through their CPU build (fake_kernels.c), and
+ * timing, memory and concurrency are the host's.
  *
  * Rules enforced:
  *  - no CUDA call from a host function (cuLaunchHostFunc's callback): CUDA_ERROR_NOT_PERMITTED;
@@ -37,19 +37,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards everything be
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;  /* any progress of any stream */
 
 typedef struct graph graph_t;
-typedef enum { OP_HOSTFN, OP_COPY, OP_SET, OP_RECORD, OP_WAIT_EVENT, OP_WAIT32, OP_WRITE32 } op_kind_t;
-typedef struct op {
-  op_kind_t kind;
-  void (*fn)(void *);
-  void *user, *dst;
-  const void *src;
-  size_t size;
-  uint32_t value;
-  struct CUevent_st *event;
-  uint64_t seq;
-  struct op *next;
-} op_t;
-
 struct graph { op_t *head, *tail; int invalid; };
 struct CUgraphExec_st { graph_t *graph; };
 
@@ -73,6 +60,7 @@ struct CUevent_st {
 
 static void run_op(op_t *o) {
   switch (o->kind) {
+    case OP_KERNEL: fake_run_kernel(o); break;
     case OP_HOSTFN:
       fake_in_callback = 1;
       o->fn(o->user);
@@ -143,7 +131,7 @@ static gpuError_t submit(struct CUstream_st *s, op_t *o) {
   return GPU_SUCCESS;
 }
 
-static gpuError_t submit_new(gpuStream_t s, op_t proto) {
+gpuError_t fake_submit(gpuStream_t s, op_t proto) {
   if (!s) return E_INVALID_HANDLE; /* the plugin never uses the legacy NULL stream */
   op_t *o = malloc(sizeof *o);
   if (!o) return E_OUT_OF_MEMORY;
@@ -285,7 +273,7 @@ static gpuError_t fake_StreamWaitEvent(gpuStream_t s, gpuEvent_t e, unsigned fla
   }
   uint64_t seq = e->recorded;
   pthread_mutex_unlock(&lock);
-  return submit_new(s, (op_t){.kind = OP_WAIT_EVENT, .event = e, .seq = seq});
+  return fake_submit(s, (op_t){.kind = OP_WAIT_EVENT, .event = e, .seq = seq});
 }
 static gpuError_t fake_EventCreate(gpuEvent_t *out, unsigned flags) {
   NEED_CONTEXT();
@@ -313,7 +301,7 @@ static gpuError_t fake_EventRecord(gpuEvent_t e, gpuStream_t s) {
   e->captured = NULL;
   uint64_t seq = ++e->recorded;
   pthread_mutex_unlock(&lock);
-  return submit_new(s, (op_t){.kind = OP_RECORD, .event = e, .seq = seq});
+  return fake_submit(s, (op_t){.kind = OP_RECORD, .event = e, .seq = seq});
 }
 static gpuError_t fake_EventSynchronize(gpuEvent_t e) {
   NEED_CONTEXT();
@@ -350,54 +338,29 @@ static gpuError_t fake_MemcpyAsync(gpuDevicePtr_t dst, gpuDevicePtr_t src, size_
     return r;
   }
   pthread_mutex_unlock(&lock);
-  return submit_new(s, (op_t){.kind = OP_COPY, .dst = GPU_VPTR(dst), .src = GPU_VPTR(src),
+  return fake_submit(s, (op_t){.kind = OP_COPY, .dst = GPU_VPTR(dst), .src = GPU_VPTR(src),
                               .size = size});
 }
 static gpuError_t fake_MemsetD8Async(gpuDevicePtr_t dst, unsigned char v, size_t size,
                                      gpuStream_t s) {
   NEED_CONTEXT();
-  return submit_new(s, (op_t){.kind = OP_SET, .dst = GPU_VPTR(dst), .value = v, .size = size});
+  return fake_submit(s, (op_t){.kind = OP_SET, .dst = GPU_VPTR(dst), .value = v, .size = size});
 }
 static gpuError_t fake_LaunchHostFunc(gpuStream_t s, gpuHostFn_t fn, void *user) {
   NEED_CONTEXT();
-  return submit_new(s, (op_t){.kind = OP_HOSTFN, .fn = fn, .user = user});
+  return fake_submit(s, (op_t){.kind = OP_HOSTFN, .fn = fn, .user = user});
 }
 static gpuError_t fake_StreamWaitValue32(gpuStream_t s, gpuDevicePtr_t addr, uint32_t value,
                                          unsigned flags) {
   NEED_CONTEXT();
   if (flags != GPU_WAIT_VALUE_EQ) return E_NOT_SUPPORTED; /* only what the plugin uses */
-  return submit_new(s, (op_t){.kind = OP_WAIT32, .dst = GPU_VPTR(addr), .value = value});
+  return fake_submit(s, (op_t){.kind = OP_WAIT32, .dst = GPU_VPTR(addr), .value = value});
 }
 static gpuError_t fake_StreamWriteValue32(gpuStream_t s, gpuDevicePtr_t addr, uint32_t value,
                                           unsigned flags) {
   NEED_CONTEXT();
   (void)flags;
-  return submit_new(s, (op_t){.kind = OP_WRITE32, .dst = GPU_VPTR(addr), .value = value});
-}
-struct CUmod_st { int unused; };
-static struct CUmod_st the_module;
-static gpuError_t fake_ModuleLoadData(gpuModule_t *m, const void *image) {
-  NEED_CONTEXT();
-  if (!image) return E_INVALID_VALUE;
-  *m = &the_module;
-  return GPU_SUCCESS;
-}
-static gpuError_t fake_ModuleUnload(gpuModule_t m) { NEED_CONTEXT(); (void)m; return GPU_SUCCESS; }
-struct CUfunc_st { int unused; };
-static struct CUfunc_st the_function;
-static gpuError_t fake_ModuleGetFunction(gpuFunction_t *f, gpuModule_t m, const char *name) {
-  NEED_CONTEXT();
-  if (!m || !name) return E_INVALID_VALUE;
-  *f = &the_function;
-  return GPU_SUCCESS;
-}
-static gpuError_t fake_LaunchKernel(gpuFunction_t f, unsigned gx, unsigned gy, unsigned gz,
-                                    unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                                    gpuStream_t s, void **params, void **extra) {
-  NEED_CONTEXT();
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)s;
-  (void)params, (void)extra;
-  return E_NOT_SUPPORTED; /* this fake runs no kernel */
+  return fake_submit(s, (op_t){.kind = OP_WRITE32, .dst = GPU_VPTR(addr), .value = value});
 }
 static gpuError_t fake_StreamBeginCapture(gpuStream_t s, unsigned mode) {
   NEED_CONTEXT();
@@ -441,7 +404,7 @@ static gpuError_t fake_GraphInstantiate(gpuGraphExec_t *exec, gpuGraph_t graph,
 static gpuError_t fake_GraphLaunch(gpuGraphExec_t exec, gpuStream_t s) {
   NEED_CONTEXT();
   for (op_t *o = exec->graph->head; o; o = o->next) {
-    gpuError_t r = submit_new(s, *o);
+    gpuError_t r = fake_submit(s, *o);
     if (r != GPU_SUCCESS) return r;
   }
   return GPU_SUCCESS;
