@@ -1,6 +1,6 @@
 /*
- * Kernels on the fake driver (see fake_cuda.c): the module must be the plugin's real kernel
- * image (a fatbin, by its magic), a function is found by its symbol name in the kernel table,
+ * Kernels on the fake driver (see fake_driver.c): the module must be the plugin's real kernel
+ * image (by its magic), a function is found by its symbol name in the kernel table,
  * and a launch runs the kernel's CPU build (kernels/cpu: the same bodies, the same bits as
  * every backend) on the stream's thread, in stream order and in captured graphs. So the CTS's
  * kernel cases check the plugin's launch path (parameter blocks, chunk tables, device scalars,
@@ -12,10 +12,16 @@
  */
 #include <string.h>
 
-#include "fake_cuda.h"
+#include "fake_driver.h"
 
-/* The image the plugin embeds: an nvcc fatbin. */
+/* The image the plugin embeds: an nvcc fatbin, or a clang offload bundle of code objects. */
+#if GPU_VENDOR_HIP
+static const char image_magic[] = "__CLANG_OFFLOAD_BUNDLE__";
+#define IMAGE_MAGIC_SIZE (sizeof image_magic - 1)
+#else
 static const unsigned char image_magic[] = {0x50, 0xed, 0x55, 0xba};
+#define IMAGE_MAGIC_SIZE sizeof image_magic
+#endif
 
 struct CUmod_st { int loaded; };
 static struct CUmod_st the_module;
@@ -32,7 +38,7 @@ static const size_t params_size[ACCEL_KERNEL_COUNT] = {
 gpuError_t fake_ModuleLoadData(gpuModule_t *m, const void *image) {
   NEED_CONTEXT();
   if (!m || !image) return E_INVALID_VALUE;
-  if (memcmp(image, image_magic, sizeof image_magic) != 0) return E_INVALID_IMAGE;
+  if (memcmp(image, image_magic, IMAGE_MAGIC_SIZE) != 0) return E_INVALID_IMAGE;
   __atomic_add_fetch(&the_module.loaded, 1, __ATOMIC_SEQ_CST);
   *m = &the_module;
   return GPU_SUCCESS;
