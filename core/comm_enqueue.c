@@ -108,7 +108,7 @@ static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
 /* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). After
  * comm_cancel the engine's communicator is gone (ncclCommAbort frees it): the other watches of
  * the same communicator are not polled any more (the communicator has already failed; they end
- * when their host function runs or at their deadline). Only the watchdog thread polls and
+ * when their marker is reached or at their deadline). Only the watchdog thread polls and
  * cancels, so the check needs no lock. */
 static accel_status_t watch_async_error(void *owner) {
   accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
