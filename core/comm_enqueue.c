@@ -111,7 +111,7 @@ static accel_status_t cmd_enqueue(void *ctx, const accel_native_t *stream) {
 /* The watchdog's view of an eager stream-engine collective (core/comm_watchdog.c). After
  * comm_cancel the engine's communicator is gone (ncclCommAbort frees it): the other watches of
  * the same communicator are not polled any more (the communicator has already failed; they end
- * when their host function runs or at their deadline). Only the watchdog thread polls and
+ * when their marker is reached or at their deadline). Only the watchdog thread polls and
  * cancels, so the check needs no lock. */
 static accel_status_t watch_async_error(void *owner) {
   accel_comm_t *c = ((comm_cmd_t *)owner)->comm;
@@ -297,21 +297,22 @@ static void run_direct(void *ctx) {
 
 /* A host engine's collective on a stream the backend lets us hold while it is idle
  * (accel_stream_run_on_caller): run here, with no command to allocate and no reference to c
- * beyond the caller's for the length of the call. Not send/recv: a pipeline's ranks may both
- * send before they receive, which needs the sends to wait on streams, not in their calls.
+ * beyond the caller's for the length of the call. Not point to point (send, recv, sendrecv):
+ * a pipeline's ranks may both send before they receive, which needs the sends to wait on
+ * streams, not in their calls.
  * false: not run, nothing done. */
 static bool run_on_caller(accel_comm_t *c, accel_stream_t *s, const char *fn,
                           const accel_comm_op_t *cop, accel_dtype_t downcast,
                           const float *downcast_src) {
-  if (!c->ev->host_engine || cop->kind == ACCEL_COMM_SEND || cop->kind == ACCEL_COMM_RECV)
-    return false;
+  if (!c->ev->host_engine || cop->kind >= ACCEL_COMM_SEND) return false;
   direct_run_t d = {c, cop, downcast, downcast_src};
   return accel_stream_run_on_caller(s, fn, run_direct, &d);
 }
 
 static bool same_op(const accel_comm_op_t *a, const accel_comm_op_t *b) {
   return a->kind == b->kind && a->dtype == b->dtype && a->reduce == b->reduce &&
-         a->peer == b->peer && a->send == b->send && a->recv == b->recv && a->count == b->count;
+         a->peer == b->peer && a->send == b->send && a->recv == b->recv &&
+         a->count == b->count && a->recv_peer == b->recv_peer && a->recv_count == b->recv_count;
 }
 
 /* The call this thread validated last, again (valid_cache): run on the caller without
@@ -457,16 +458,21 @@ accel_status_t accel_broadcast(accel_comm_t *c, accel_stream_t *s, void *buf, si
   return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
 }
 
+static accel_status_t check_peer(accel_comm_t *c, const char *fn, const char *what, int peer) {
+  if (peer < 0 || peer >= c->size || peer == c->rank)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s %d is not another rank of [0, %d) (this rank is %d)", fn, what,
+                           peer, c->size, c->rank);
+  return ACCEL_OK;
+}
+
 static accel_status_t point_to_point(accel_comm_t *c, accel_stream_t *s, const char *fn,
                                      accel_comm_op_kind_t kind, const void *buf, size_t count,
                                      accel_dtype_t dtype, int peer) {
   size_t es = 0, bytes = 0;
   accel_status_t st = check_args(c, s, dtype, fn, &es);
   if (st != ACCEL_OK) return st;
-  if (peer < 0 || peer >= c->size || peer == c->rank)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: peer %d is not another rank of [0, %d) (this rank is %d)", fn,
-                           peer, c->size, c->rank);
+  if ((st = check_peer(c, fn, "peer", peer)) != ACCEL_OK) return st;
   if ((st = check_buffer(fn, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
   accel_comm_op_t cop = {.kind = kind, .dtype = dtype, .peer = peer, .count = count};
   if (kind == ACCEL_COMM_SEND) cop.send = buf;
@@ -483,6 +489,27 @@ accel_status_t accel_send(accel_comm_t *c, accel_stream_t *s, const void *buf, s
 accel_status_t accel_recv(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
                           accel_dtype_t dtype, int peer) {
   return point_to_point(c, s, __func__, ACCEL_COMM_RECV, buf, count, dtype, peer);
+}
+
+accel_status_t accel_sendrecv(accel_comm_t *c, accel_stream_t *s, const void *send_buf,
+                              size_t send_count, int dest, void *recv_buf, size_t recv_count,
+                              int source, accel_dtype_t dtype) {
+  size_t es = 0, sbytes = 0, rbytes = 0;
+  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  if (st != ACCEL_OK) return st;
+  if ((st = check_peer(c, __func__, "dest", dest)) != ACCEL_OK ||
+      (st = check_peer(c, __func__, "source", source)) != ACCEL_OK ||
+      (st = check_buffer(__func__, "send_buf", send_buf, send_count, es, &sbytes)) != ACCEL_OK ||
+      (st = check_buffer(__func__, "recv_buf", recv_buf, recv_count, es, &rbytes)) != ACCEL_OK)
+    return st;
+  if (overlap(send_buf, sbytes, recv_buf, rbytes))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: send_buf and recv_buf overlap",
+                           __func__);
+  accel_comm_op_t cop = {.kind = ACCEL_COMM_SENDRECV, .dtype = dtype, .peer = dest,
+                         .send = send_buf, .count = send_count, .recv = recv_buf,
+                         .recv_peer = source, .recv_count = recv_count};
+  cmd_ranges_t r = {{send_buf, recv_buf}, {sbytes, rbytes}, {1, 2}, {"send_buf", "recv_buf"}};
+  return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -173,3 +173,38 @@ accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end, 
                            "outside a capture", __func__);
   return start->dev->backend->vt->event_elapsed_ms(start->impl, end->impl, ms);
 }
+
+accel_status_t accel_stream_marker_record(accel_stream_t *s, accel_stream_marker_t *out) {
+  static const char fn[] = "accel_stream_marker_record";
+  accel_device_t *dev = NULL;
+  accel_status_t st = accel_stream_check(s, fn, &dev);
+  if (st != ACCEL_OK) return st;
+  const accel_backend_vtable_t *vt = dev->backend->vt;
+  accel_be_event_t *impl = NULL;
+  if ((st = vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &impl)) != ACCEL_OK)
+    return st;
+  pthread_mutex_lock(&s->lock);
+  if (s->capture)
+    st = accel_set_error(ACCEL_ERROR_STATE, "%s: the stream is capturing", fn);
+  else if ((st = accel_lazy_flush_locked(s)) == ACCEL_OK)
+    st = vt->event_record(impl, s->impl);
+  pthread_mutex_unlock(&s->lock);
+  if (st != ACCEL_OK) {
+    vt->event_destroy(impl);
+    return st;
+  }
+  accel_device_retain(dev);
+  *out = (accel_stream_marker_t){dev, impl};
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_marker_query(const accel_stream_marker_t *m) {
+  return m->dev->backend->vt->event_query(m->impl);
+}
+
+void accel_stream_marker_release(accel_stream_marker_t *m) {
+  m->dev->backend->vt->event_destroy(m->impl);
+  accel_device_release(m->dev);
+  m->dev = NULL;
+  m->impl = NULL;
+}

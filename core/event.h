@@ -35,4 +35,19 @@ struct accel_event {
 void accel_event_retain(accel_event_t *e);
 void accel_event_release(accel_event_t *e);
 
+/* A point in a stream for core's own watchers (the ACCEL_COMM_TIMEOUT watchdog): the backend's
+ * event recorded after everything submitted to the stream so far. Neither a user handle nor
+ * subject to the capture rules, so another thread may query it while a user captures (in
+ * GLOBAL mode too), and nothing is enqueued that a runtime's capture of a wrapped stream would
+ * keep (a backend event record is captured as a mere dependency and then queries as done). */
+typedef struct accel_stream_marker {
+  accel_device_t *dev; /* referenced until the release */
+  accel_be_event_t *impl;
+} accel_stream_marker_t;
+/* STATE while the stream captures (an accel capture: its work runs at replays, not now). */
+accel_status_t accel_stream_marker_record(accel_stream_t *s, accel_stream_marker_t *out);
+/* OK when the stream got past the marker, NOT_READY before, another status on a device error. */
+accel_status_t accel_stream_marker_query(const accel_stream_marker_t *m);
+void accel_stream_marker_release(accel_stream_marker_t *m);
+
 #endif

@@ -124,12 +124,16 @@ accel_status_t mpi_wait_req(mpi_comm_t *c, MPI_Request *req, const char *call,
 
 accel_status_t mpi_check_count(mpi_comm_t *c, const accel_comm_op_t *op,
                                const MPI_Status *status) {
+  const int sendrecv = op->kind == ACCEL_COMM_SENDRECV;
+  const size_t want = sendrecv ? op->recv_count : op->count;
   int got = 0;
   MPI_Get_count(status, mpi_type(op->dtype), &got);
-  if ((size_t)got == op->count) return ACCEL_OK;
+  if ((size_t)got == want) return ACCEL_OK;
   return mpi_host->set_error(ACCEL_ERROR_BACKEND,
-                             "accel_recv on rank %d: %d elements arrived from rank %d, %zu were "
-                             "expected (mismatched count)", c->rank, got, op->peer, op->count);
+                             "%s on rank %d: %d elements arrived from rank %d, %zu were "
+                             "expected (mismatched count)", sendrecv ? "accel_sendrecv" :
+                             "accel_recv", c->rank, got, sendrecv ? op->recv_peer : op->peer,
+                             want);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -76,12 +76,10 @@ int mpi_calls_in_flight(void);
 
 /* The blocking calls by op kind, then (kind + NUM_KINDS) the persistent requests, which are
  * waited for with MPI_Wait (block) or polled with MPI_Test (poll): named by their request. */
-#define NUM_KINDS 6
+#define NUM_KINDS 7
 extern const char *const mpi_call_names[2 * NUM_KINDS];
 
-static inline int mpi_is_p2p(unsigned kind) {
-  return kind == ACCEL_COMM_SEND || kind == ACCEL_COMM_RECV;
-}
+static inline int mpi_is_p2p(unsigned kind) { return kind >= ACCEL_COMM_SEND; }
 
 /* Numbers a blocking call of `kind` (its name: `name`) as it starts; returns its number. */
 static inline uint64_t mpi_wd_begin(mpi_comm_t *c, unsigned kind, unsigned name) {

@@ -43,28 +43,59 @@ static accel_status_t run_blocking(mpi_comm_t *c, const accel_comm_op_t *op, dou
     case ACCEL_COMM_SEND:
       rc = MPI_Send(op->send, n, t, op->peer, 0, c->comm);
       break;
-    default: /* ACCEL_COMM_RECV */
+    case ACCEL_COMM_RECV:
       rc = MPI_Recv(op->recv, n, t, op->peer, 0, c->comm, status);
+      break;
+    default: /* ACCEL_COMM_SENDRECV */
+      rc = MPI_Sendrecv(op->send, n, t, op->peer, 0, op->recv, (int)op->recv_count, t,
+                        op->recv_peer, 0, c->comm, status);
       break;
   }
   mpi_wd_end(c, op->kind, call);
   return rc == MPI_SUCCESS ? ACCEL_OK : mpi_error(mpi_call_names[op->kind], rc);
 }
 
+/* Whether a completed op received a message whose count is to be checked. */
+static int receives(unsigned kind) {
+  return kind == ACCEL_COMM_RECV || kind == ACCEL_COMM_SENDRECV;
+}
+
+/* Polled sendrecv: both requests posted before either is waited for, so they progress
+ * together as MPI_Sendrecv's do. */
+static accel_status_t sendrecv_polled(mpi_comm_t *c, const accel_comm_op_t *op,
+                                      double timeout_s, MPI_Status *status) {
+  const MPI_Datatype t = mpi_type(op->dtype);
+  MPI_Request sreq = MPI_REQUEST_NULL, rreq = MPI_REQUEST_NULL;
+  int rc = MPI_Irecv(op->recv, (int)op->recv_count, t, op->recv_peer, 0, c->comm, &rreq);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Irecv", rc);
+  rc = MPI_Isend(op->send, (int)op->count, t, op->peer, 0, c->comm, &sreq);
+  if (rc != MPI_SUCCESS) {
+    MPI_Cancel(&rreq);
+    MPI_Request_free(&rreq);
+    return mpi_error("MPI_Isend", rc);
+  }
+  MPI_Status sent;
+  accel_status_t st = mpi_wait_req(c, &rreq, "MPI_Irecv (sendrecv)", timeout_s, status);
+  /* a failed receive leaves the send to the communicator's failure (it is marked stuck) */
+  return st == ACCEL_OK ? mpi_wait_req(c, &sreq, "MPI_Isend (sendrecv)", timeout_s, &sent) : st;
+}
+
 accel_status_t mpi_run(accel_ce_comm_t *cc, const accel_comm_op_t *op, double timeout_s) {
   mpi_comm_t *c = cc;
-  if (op->count > (size_t)INT32_MAX)
+  if (op->count > (size_t)INT32_MAX ||
+      (op->kind == ACCEL_COMM_SENDRECV && op->recv_count > (size_t)INT32_MAX))
     return mpi_host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: count %zu exceeds an MPI int",
-                               op->count);
-  if (op->kind > ACCEL_COMM_RECV)
+                               op->count > (size_t)INT32_MAX ? op->count : op->recv_count);
+  if (op->kind > ACCEL_COMM_SENDRECV)
     return mpi_host->set_error(ACCEL_ERROR_UNSUPPORTED, "MPI: unknown collective %u", op->kind);
   const int n = (int)op->count;
   const MPI_Datatype t = mpi_type(op->dtype);
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_Status status;
-  if (!mpi_poll_mode) {
-    accel_status_t st = run_blocking(c, op, timeout_s, &status);
-    return st == ACCEL_OK && op->kind == ACCEL_COMM_RECV ? mpi_check_count(c, op, &status) : st;
+  if (!mpi_poll_mode || op->kind == ACCEL_COMM_SENDRECV) {
+    accel_status_t st = !mpi_poll_mode ? run_blocking(c, op, timeout_s, &status)
+                                       : sendrecv_polled(c, op, timeout_s, &status);
+    return st == ACCEL_OK && receives(op->kind) ? mpi_check_count(c, op, &status) : st;
   }
   const char *call = "?";
   int rc = MPI_SUCCESS;
@@ -100,7 +131,7 @@ accel_status_t mpi_run(accel_ce_comm_t *cc, const accel_comm_op_t *op, double ti
   }
   if (rc != MPI_SUCCESS) return mpi_error(call, rc);
   accel_status_t st = mpi_wait_req(c, &req, call, timeout_s, &status);
-  return st == ACCEL_OK && op->kind == ACCEL_COMM_RECV ? mpi_check_count(c, op, &status) : st;
+  return st == ACCEL_OK && receives(op->kind) ? mpi_check_count(c, op, &status) : st;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -151,7 +182,8 @@ accel_status_t mpi_prepare(accel_ce_comm_t *cc, const accel_comm_op_t *op,
                                   void **handle) {
   mpi_comm_t *c = cc;
   *handle = NULL;
-  /* counts past an int and unknown kinds stay on `run`, which reports them */
+  /* counts past an int and unknown kinds stay on `run`, which reports them; so does sendrecv
+   * (two requests: MPI_Sendrecv itself is as fast a replay) */
   if (!persistent_enabled() || op->count > (size_t)INT32_MAX || op->kind > ACCEL_COMM_RECV)
     return ACCEL_OK;
   if (!PERSISTENT_COLLECTIVES && op->kind < ACCEL_COMM_SEND) return ACCEL_OK;

@@ -121,9 +121,10 @@ void mpi_watch_timeout(mpi_comm_t *c, double timeout_s) {
 
 const char *const mpi_call_names[2 * NUM_KINDS] = {
     "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Send",
-    "MPI_Recv", "the persistent allreduce request", "the persistent reduce_scatter_block request",
-    "the persistent allgather request", "the persistent bcast request",
-    "the MPI_Send_init request", "the MPI_Recv_init request"};
+    "MPI_Recv", "MPI_Sendrecv", "the persistent allreduce request",
+    "the persistent reduce_scatter_block request", "the persistent allgather request",
+    "the persistent bcast request", "the MPI_Send_init request", "the MPI_Recv_init request",
+    "(no persistent sendrecv: replays call MPI_Sendrecv)"};
 
 /* Whether a blocking call is in flight on some communicator: a thread is inside MPI. */
 int mpi_calls_in_flight(void) {

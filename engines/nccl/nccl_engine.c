@@ -237,6 +237,24 @@ static ccl_datatype_t dtype_of(uint32_t dt) {
   return dt == ACCEL_F32 ? CCL_FLOAT32 : dt == ACCEL_F16 ? CCL_FLOAT16 : CCL_BFLOAT16;
 }
 
+/* accel_sendrecv: the send and the receive in one group, so NCCL progresses them together (a
+ * ring or pairwise exchange whose ranks all send first would deadlock otherwise). The group is
+ * ended even when a call in it failed, as NCCL requires. */
+static accel_status_t ccl_sendrecv(ccl_engine_comm_t *c, const accel_comm_op_t *op,
+                                   ccl_datatype_t t, ccl_stream_t s) {
+  ccl_result_t r = ccl.GroupStart();
+  if (r != CCL_SUCCESS) return ccl_error("ncclGroupStart", r);
+  const char *call = "ncclSend";
+  r = ccl.Send(op->send, op->count, t, op->peer, c->comm, s);
+  if (r == CCL_SUCCESS) {
+    call = "ncclRecv";
+    r = ccl.Recv(op->recv, op->recv_count, t, op->recv_peer, c->comm, s);
+  }
+  const ccl_result_t end = ccl.GroupEnd();
+  if (r != CCL_SUCCESS) return ccl_error(call, r);
+  return end == CCL_SUCCESS ? ACCEL_OK : ccl_error("ncclGroupEnd", end);
+}
+
 static accel_status_t ccl_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op,
                                   const accel_native_t *stream) {
   ccl_engine_comm_t *c = cc;
@@ -278,10 +296,12 @@ static accel_status_t ccl_enqueue(accel_ce_comm_t *cc, const accel_comm_op_t *op
       call = "ncclSend";
       r = ccl.Send(op->send, op->count, t, op->peer, c->comm, s);
       break;
-    default:
+    case ACCEL_COMM_RECV:
       call = "ncclRecv";
       r = ccl.Recv(op->recv, op->count, t, op->peer, c->comm, s);
       break;
+    default:
+      return ccl_sendrecv(c, op, t, s);
   }
   return r == CCL_SUCCESS ? ACCEL_OK : ccl_error(call, r);
 }

@@ -62,6 +62,9 @@ typedef struct { char internal[CCL_UNIQUE_ID_BYTES]; } ccl_unique_id_t;
   REQ(Recv, "ncclRecv", ccl_result_t,                                                          \
       (void *recv, size_t count, ccl_datatype_t dt, int peer, ccl_comm_t comm,                 \
        ccl_stream_t stream))                                                                   \
+  /* ncclSend + ncclRecv of accel_sendrecv progress together only inside one group */          \
+  REQ(GroupStart, "ncclGroupStart", ccl_result_t, (void))                                      \
+  REQ(GroupEnd, "ncclGroupEnd", ccl_result_t, (void))                                          \
   OPT(CommSplit, "ncclCommSplit", ccl_result_t,                                                \
       (ccl_comm_t comm, int color, int key, ccl_comm_t *newcomm, void *config))
 

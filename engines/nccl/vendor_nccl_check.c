@@ -45,6 +45,8 @@ SAME_PROTO(AllGather, ncclAllGather);
 SAME_PROTO(Broadcast, ncclBroadcast);
 SAME_PROTO(Send, ncclSend);
 SAME_PROTO(Recv, ncclRecv);
+SAME_PROTO(GroupStart, ncclGroupStart);
+SAME_PROTO(GroupEnd, ncclGroupEnd);
 /* the two that take ncclUniqueId (a distinct struct type of the same layout) */
 SAME_TYPE(__typeof__(&ncclGetUniqueId), ccl_result_t (*)(ncclUniqueId *));
 SAME_TYPE(__typeof__(&ncclCommInitRank), ccl_result_t (*)(ccl_comm_t *, int, ncclUniqueId, int));

@@ -180,6 +180,10 @@ accel_status_t bridge_enqueue(void *cv, const accel_comm_op_t *op, const accel_n
       case ACCEL_COMM_RECV:
         ccl::recv(op->recv, op->count, t, op->peer, c->comm, s);
         break;
+      case ACCEL_COMM_SENDRECV: /* oneCCL has no group of point-to-point calls */
+        std::snprintf(err, n, "accel_sendrecv is not supported by oneCCL (no grouped send and "
+                              "receive): order accel_send / accel_recv by rank instead");
+        return ACCEL_ERROR_UNSUPPORTED;
       default:
         std::snprintf(err, n, "unknown collective kind %u", op->kind);
         return ACCEL_ERROR_INVALID_ARGUMENT;

@@ -111,6 +111,16 @@ ACCEL_API accel_status_t accel_send(accel_comm_t *comm, accel_stream_t *stream, 
                                     size_t count, accel_dtype_t dtype, int peer);
 ACCEL_API accel_status_t accel_recv(accel_comm_t *comm, accel_stream_t *stream, void *buf,
                                     size_t count, accel_dtype_t dtype, int peer);
+/* One exchange: send_count elements of send_buf to dest and recv_count elements into recv_buf
+ * from source, the two progressing together (MPI_Sendrecv; NCCL and RCCL: one ncclGroupStart/
+ * End), so a pairwise or ring exchange in which every rank sends before it receives cannot
+ * deadlock, as accel_send + accel_recv can once a message outgrows the transport's buffers.
+ * Matched in order with the peers' accel_send / accel_recv / accel_sendrecv like those. dest
+ * and source may be the same rank (not this one); the buffers must not overlap. */
+ACCEL_API accel_status_t accel_sendrecv(accel_comm_t *comm, accel_stream_t *stream,
+                                        const void *send_buf, size_t send_count, int dest,
+                                        void *recv_buf, size_t recv_count, int source,
+                                        accel_dtype_t dtype);
 
 /* ---------------------------------------------------------------------------------------------
  * Distributed kernels: built from the single-device kernels and the collectives above, so they

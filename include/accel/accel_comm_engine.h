@@ -48,7 +48,10 @@ typedef enum accel_comm_op_kind {
   ACCEL_COMM_ALL_GATHER = 2, /* send == NULL: in place (recv block `rank` holds the data) */
   ACCEL_COMM_BROADCAST = 3,  /* recv is the buffer; send unused */
   ACCEL_COMM_SEND = 4,       /* send, peer */
-  ACCEL_COMM_RECV = 5        /* recv, peer */
+  ACCEL_COMM_RECV = 5,       /* recv, peer */
+  /* send (count elements) to peer and recv (recv_count) from recv_peer, progressing together
+   * (accel_sendrecv): an engine must not finish one before the other has started. */
+  ACCEL_COMM_SENDRECV = 6
 } accel_comm_op_kind_t;
 
 /* One collective. count is per rank as in the public call (all_reduce: elements; reduce_scatter
@@ -61,6 +64,11 @@ typedef struct accel_comm_op {
   const void *send;
   void *recv;
   size_t count;
+  /* ACCEL_COMM_SENDRECV only (appended: engines that predate it never see that kind): the
+   * receive's source rank and element count. */
+  int32_t recv_peer;
+  uint32_t reserved;
+  size_t recv_count;
 } accel_comm_op_t;
 
 /* What a stream engine needs to bootstrap over the host communicator (MPI): this process's

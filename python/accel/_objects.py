@@ -163,6 +163,13 @@ class Device(_Handle):
         """A new stream; lazy=None follows ACCEL_LAZY and the backend's default."""
         return Stream(self, lazy)
 
+    def wrap_stream(self, queue):
+        """A Stream over a runtime's own stream or queue of this device (its native handle as
+        an int, e.g. torch.cuda.current_stream().cuda_stream): accel's work lands in that
+        stream's order between the runtime's, with no host synchronization. Closing it waits
+        for the stream and never destroys the native one (accel_stream_wrap_native)."""
+        return Stream._wrap(self, queue)
+
     def event(self, timing=True):
         return Event(self, timing)
 
@@ -206,6 +213,27 @@ class Stream(_Handle):
         self.device, self._owned = device, True
         self._capture = None  # the Graph capturing on this stream, while one is
         super().__init__(out[0])
+
+    @classmethod
+    def _wrap(cls, device, queue):
+        native = ffi.new("accel_native_t *")
+        native.struct_size = ffi.sizeof("accel_native_t")
+        native.backend = device.info.backend.encode()
+        native.queue = ffi.cast("void *", queue)
+        out = ffi.new("accel_stream_t **")
+        check(lib.accel_stream_wrap_native(device._handle(), native, out))
+        self = cls.__new__(cls)
+        self.device, self._capture, self._owned = device, None, True
+        _Handle.__init__(self, out[0])
+        return self
+
+    def native_queue(self):
+        """The stream's own native queue (CUstream, hipStream_t, cl_command_queue, ...) as an
+        int; the CPU backend has none (accel.Unsupported)."""
+        native = ffi.new("accel_native_t *")
+        native.struct_size = ffi.sizeof("accel_native_t")
+        check(lib.accel_stream_native(self._handle(), native))
+        return int(ffi.cast("uintptr_t", native.queue))
 
     @classmethod
     def _borrowed(cls, device, ptr):

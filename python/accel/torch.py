@@ -27,13 +27,37 @@ _TORCH_ADAMW_DEFAULTS = {
 
 
 def device_for(tensor):
-    """The accel Device of a torch tensor's device (cpu -> "cpu", cuda:N -> "cuda:N")."""
+    """The accel Device of a torch tensor's device (cpu -> "cpu", cuda:N -> "cuda:N", or
+    "hip:N" under a ROCm build of torch, whose GPUs are "cuda" devices too)."""
     d = tensor.device
-    key = d.type if d.type == "cpu" else f"{d.type}:{d.index or 0}"
+    if d.type == "cpu":
+        key = "cpu"
+    else:
+        backend = "hip" if d.type == "cuda" and torch.version.hip else d.type
+        key = f"{backend}:{d.index or 0}"
     dev = _devices.get(key)
     if dev is None or dev.closed:
         dev = _devices[key] = _objects.Device(key)
     return dev
+
+
+_wrapped = {}  # (accel device, native stream handle) -> the accel Stream over it
+
+
+def _exec_stream(device, tensor, own):
+    """The stream a call's work runs on. For GPU tensors, torch's current stream of the
+    tensor's device, wrapped (accel_stream_wrap_native): accel's work is ordered after torch's
+    work that produced the gradients and before torch's next, with no device-wide sync. torch
+    never destroys the streams it hands out (its pools live as long as the process), so one
+    wrap per native stream is kept. CPU tensors have no torch stream: the plan's own."""
+    if tensor.device.type != "cuda":
+        return own
+    handle = torch.cuda.current_stream(tensor.device).cuda_stream
+    key = (id(device), handle)
+    s = _wrapped.get(key)
+    if s is None or s.closed or s.device is not device:
+        s = _wrapped[key] = device.wrap_stream(handle)
+    return s
 
 
 def _same_device(tensors, what):
@@ -64,15 +88,16 @@ class _ClipPlan:
         with self.graph.capture(self.stream):
             self.enqueue(max_norm, norm_type, clip=True)
 
-    def enqueue(self, max_norm, norm_type, clip):
+    def enqueue(self, max_norm, norm_type, clip, stream=None):
         t, norm = self.tensors, self.scalars.dev
-        check(lib.accel_multi_tensor_norm(self.stream._handle(), t.array, t.n, norm_type, norm))
+        s = (stream or self.stream)._handle()
+        check(lib.accel_multi_tensor_norm(s, t.array, t.n, norm_type, norm))
         if clip:
-            check(lib.accel_clip_by_global_norm(self.stream._handle(), t.array, t.n, max_norm,
-                                                norm, 1e-6, norm + 1))
+            check(lib.accel_clip_by_global_norm(s, t.array, t.n, max_norm, norm, 1e-6,
+                                                norm + 1))
 
-    def total_norm(self):
-        self.stream.synchronize()
+    def total_norm(self, stream):
+        stream.synchronize()
         return self.scalars.download()[0]
 
     def close(self):
@@ -110,16 +135,17 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             _clip_cache.clear()
         plan = _ClipPlan(grads, max_norm, norm_type)
         _clip_cache.append(plan)
+    stream = _exec_stream(plan.device, grads[0], plan.stream)
     if error_if_nonfinite:
-        plan.enqueue(max_norm, norm_type, clip=False)
-        norm = plan.total_norm()
+        plan.enqueue(max_norm, norm_type, clip=False, stream=stream)
+        norm = plan.total_norm(stream)
         if not math.isfinite(norm):
             raise RuntimeError(
                 f"The total norm of order {norm_type} for gradients from `parameters` is "
                 "non-finite, so it cannot be clipped. To disable this error and scale the "
                 "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
-    plan.graph.replay(plan.stream)
-    return torch.tensor(plan.total_norm(), dtype=grads[0].dtype, device=grads[0].device)
+    plan.graph.replay(stream)
+    return torch.tensor(plan.total_norm(stream), dtype=grads[0].dtype, device=grads[0].device)
 
 
 def _real(t):
@@ -183,7 +209,7 @@ class _StepPlan:
             if opt.capture:
                 self.graph = dev.graph()
                 with self.graph.capture(self.stream):
-                    self._enqueue()
+                    self._enqueue(self.stream)
         except BaseException:
             self.close()
             raise
@@ -202,9 +228,9 @@ class _StepPlan:
         self.lists.append(lst)
         return lst
 
-    def _enqueue(self):
-        s, args = self.stream._handle(), self.args.dev
-        self.args.upload(self.stream)
+    def _enqueue(self, stream):
+        s, args = stream._handle(), self.args.dev
+        self.args.upload(stream)
         found_inf = ffi.addressof(args[0], "found_inf")
         clip = self.max_grad_norm is not None
         steps = ffi.cast("float *", self.S.array[0].data)
@@ -293,11 +319,12 @@ class _StepPlan:
             self.host_tail[0] = 1.0 / float(grad_scale)
         for t, stage in self.staged:
             stage.copy_(t)
+        stream = _exec_stream(self.device, self.params[0], self.stream)
         if self.graph is not None:
-            self.graph.replay(self.stream)
+            self.graph.replay(stream)
         else:
-            self._enqueue()
-        self.stream.synchronize()
+            self._enqueue(stream)
+        stream.synchronize()
         for t, stage in self.staged:
             t.copy_(stage)
         return grad_scale is not None and self.args.download()[0].found_inf != 0.0

@@ -208,6 +208,29 @@ static void case_broadcast(ctx_t *c, accel_dtype_t dt) {
   accel_free(c->dev, buf);
 }
 
+/* A ring in which every rank sends to the next and receives from the previous in one
+ * accel_sendrecv: 1 Mi elements, past MPI's eager limit, where every rank issuing accel_send
+ * before accel_recv would deadlock. The receive count differs from the send count (the
+ * previous rank sends one element more per rank index) to check each side's own count. */
+static void case_sendrecv_ring(ctx_t *c, accel_dtype_t dt) {
+  const size_t base = (size_t)1 << 20, es = accel_dtype_size(dt);
+  const int next = (c->rank + 1) % c->size, prev = (c->rank + c->size - 1) % c->size;
+  const size_t n_send = base + (size_t)c->rank, n_recv = base + (size_t)prev;
+  void *mine = dev_alloc(c, n_send * es), *theirs = dev_alloc(c, n_recv * es);
+  float *in = dev_fill(c, mine, dt, n_send, 23u);
+  accel_graph_t *g = case_begin(c);
+  OK(accel_sendrecv(c->comm, c->s, mine, n_send, next, theirs, n_recv, prev, dt));
+  case_end(c, g);
+  float *out = dev_floats(c, theirs, dt, n_recv);
+  int bad = 0;
+  for (size_t i = 0; i < n_recv; ++i) bad += out[i] != grid_value(prev, i, 23u);
+  CHECK(bad == 0, "sendrecv %s rank %d <- %d: %d wrong", accel_dtype_name(dt), c->rank, prev,
+        bad);
+  free(in), free(out);
+  accel_free(c->dev, mine);
+  accel_free(c->dev, theirs);
+}
+
 /* Pairs (0,1), (2,3)...: the even rank sends then receives, the odd one the reverse. */
 static void case_send_recv(ctx_t *c, accel_dtype_t dt) {
   const size_t n = 4099, es = accel_dtype_size(dt);
@@ -624,6 +647,7 @@ int main(int argc, char **argv) {
     case_all_gather(&c, dtypes[d], 1);
     case_broadcast(&c, dtypes[d]);
     case_send_recv(&c, dtypes[d]);
+    case_sendrecv_ring(&c, dtypes[d]);
   }
   case_groups(&c);
   case_global_norm(&c, INFINITY);

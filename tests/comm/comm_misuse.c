@@ -71,6 +71,21 @@ static void refused_calls(void) {
                 ACCEL_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(accel_comm_global_norm(comm, s, &t, 1, -1.0f, buf + N),
                 ACCEL_ERROR_INVALID_ARGUMENT);
+  /* sendrecv: this rank as a peer, a rank outside the communicator, overlapping buffers, a
+   * NULL buffer, a count that overflows, an unknown dtype */
+  const int other = (rank + 1) % size;
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, rank, buf + 8, 8, other, ACCEL_F32),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, buf + 8, 8, size, ACCEL_F32),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, buf + 4, 8, other, ACCEL_F32),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, NULL, 8, other, ACCEL_F32),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, SIZE_MAX / 2, other, buf + 8, 8, other, ACCEL_F32),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, buf + 8, 8, other, (accel_dtype_t)9),
+                ACCEL_ERROR_INVALID_ARGUMENT);
 }
 
 static void case_refused(void) {

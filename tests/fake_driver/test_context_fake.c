@@ -1,6 +1,6 @@
 /*
  * The CUDA plugin leaves the caller's current context as it found it (fake driver,
- * fake_cuda.c): a PyTorch thread that uses another device, or no context at all, must not find
+ * fake_driver.c): a PyTorch thread that uses another device, or no context at all, must not find
  * accel's device current after an accel call (cudart follows the driver's current context).
  * Every kind of entry point is called with no context current and with a context of "another
  * runtime" current, and the current context is compared after each.
@@ -55,11 +55,12 @@ static void round_trip(accel_device_t *dev, void *callers) {
   expect_current(callers, "accel_device_synchronize");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_cuda_open(&dev);
+  const int skip = fake_open(backend, &dev);
   if (skip) return skip;
-  void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
   ctx_get = drv ? (ctx_get_fn)dlsym(drv, "cuCtxGetCurrent") : NULL;
   ctx_set = drv ? (ctx_set_fn)dlsym(drv, "cuCtxSetCurrent") : NULL;
   CHECK(ctx_get && ctx_set, "the fake's cuCtxGetCurrent / cuCtxSetCurrent not found");

@@ -1,10 +1,10 @@
 /*
- * A graph that the CUDA driver cannot capture (a copy from pageable host memory: the fake
- * driver answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as the real one does) still replays,
+ * A graph that the CUDA (or HIP, argv[1]) driver cannot capture (a copy from pageable host
+ * memory: the fake answers STREAM_CAPTURE_UNSUPPORTED, as CUDA's driver does) still replays,
  * as a batch, and the first such decline of the process is a warning at the default log level
  * (it was an info message, so no run noticed that its graphs were not native); the second is
  * not repeated at that level. Replays copy the host buffer's current contents each time.
- * 77 when the cuda device is not the fake one (LD_LIBRARY_PATH must name it).
+ * 77 when the device is not the fake one (LD_LIBRARY_PATH must name it).
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,9 +33,10 @@ static void capture_upload(accel_device_t *dev, accel_stream_t *s, unsigned char
   OK(accel_graph_destroy(g));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_cuda_open(&dev);
+  const int skip = fake_open(backend, &dev);
   if (skip) return skip;
   accel_stream_t *s = NULL;
   unsigned char *dev_buf = NULL;
@@ -63,7 +64,8 @@ int main(void) {
   CHECK(first != NULL, "no warning for a declined native graph (ACCEL_LOG=warn)");
   CHECK(!first || !strstr(first + 1, "native graph declined"),
         "the second decline was logged at warning level too");
-  CHECK(!first || strstr(text, "STREAM_CAPTURE_UNSUPPORTED") != NULL,
+  CHECK(!first || strstr(text, "STREAM_CAPTURE_UNSUPPORTED") ||
+            strstr(text, "hipErrorStreamCaptureUnsupported"),
         "the warning does not name the driver's reason");
 
   OK(accel_free(dev, dev_buf));

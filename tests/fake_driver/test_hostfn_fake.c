@@ -1,5 +1,5 @@
 /*
- * Host functions that call accel, on the CUDA plugin over the fake driver (fake_cuda.c, which
+ * Host functions that call accel, on the CUDA or HIP plugin (argv[1]) over the fake driver (fake_driver.c, which
  * refuses every driver call made from a host-function callback, as cuda.h says the real one
  * may): docs/API.md promises that a host function may allocate, free, create and destroy
  * streams and events and wait for other streams. Before the plugin ran host functions on its
@@ -7,8 +7,8 @@
  *  - eager: one host function doing all of that on a second stream;
  *  - graph: a captured host function that allocates and frees, replayed 3 times (each replay
  *    runs it once, after the replayed memset before it);
- *  - the driver saw no call from inside a callback (fake_cuda_not_permitted stays 0).
- * 77 when the cuda device is not the fake one (LD_LIBRARY_PATH must name it).
+ *  - the driver saw no call from inside a callback (fake_not_permitted stays 0).
+ * 77 when the device is not the fake one (LD_LIBRARY_PATH must name it).
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -58,13 +58,14 @@ static void replay_host_fn(void *user) {
   atomic_fetch_add(&replays, 1);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_cuda_open(&dev);
+  const int skip = fake_open(backend, &dev);
   if (skip) return skip;
-  void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  int *not_permitted = drv ? dlsym(drv, "fake_cuda_not_permitted") : NULL;
-  CHECK(not_permitted != NULL, "fake_cuda_not_permitted not found: %s", dlerror());
+  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
+  int *not_permitted = drv ? dlsym(drv, "fake_not_permitted") : NULL;
+  CHECK(not_permitted != NULL, "fake_not_permitted not found: %s", dlerror());
 
   accel_stream_t *s = NULL;
   OK(accel_stream_create(dev, &s));

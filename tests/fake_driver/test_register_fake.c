@@ -1,5 +1,5 @@
 /*
- * accel_memory_register on the CUDA plugin over the fake driver (fake_cuda_mem.c): memory that
+ * accel_memory_register on the CUDA plugin over the fake driver (fake_mem.c): memory that
  * no context owns, as PyTorch's cudaMallocAsync pools and expandable segments (cuMemMap) hand
  * out, is accepted when it is the device's and mapped (cuPointerGetAttribute(CONTEXT) is
  * CUDA_ERROR_INVALID_VALUE for it, which the plugin used to refuse); a range that runs into the
@@ -17,14 +17,15 @@
 typedef void *(*alloc_fn)(size_t size, size_t mapped);
 typedef void (*free_fn)(void *p);
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_cuda_open(&dev);
+  const int skip = fake_open(backend, &dev);
   if (skip) return skip;
-  void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  alloc_fn unowned = drv ? (alloc_fn)dlsym(drv, "fake_cuda_alloc_unowned") : NULL;
-  free_fn release = drv ? (free_fn)dlsym(drv, "fake_cuda_free_unowned") : NULL;
-  CHECK(unowned && release, "fake_cuda_alloc_unowned / fake_cuda_free_unowned not found");
+  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
+  alloc_fn unowned = drv ? (alloc_fn)dlsym(drv, "fake_alloc_unowned") : NULL;
+  free_fn release = drv ? (free_fn)dlsym(drv, "fake_free_unowned") : NULL;
+  CHECK(unowned && release, "fake_alloc_unowned / fake_free_unowned not found");
   const size_t mib = 1u << 20;
   /* a stream-ordered allocation: no context, fully mapped */
   char *pool = unowned(mib, mib);

@@ -5,8 +5,11 @@ step; needs the accel package on PYTHONPATH, torch with CUDA and a GPU).
   * AdamW (float32 params; lr, weight decay, amsgrad off/on): 5 steps, params and state;
   * the tensors are imported through DLPack (accel works on torch's memory in place).
 
-Every accel call is fenced with torch.cuda.synchronize() on both sides: accel runs on its own
-stream here, so the check measures the kernels and the interop, not stream ordering.
+No torch.cuda.synchronize() fences: accel.torch runs on torch's current stream (wrapped with
+accel_stream_wrap_native), so the gradients torch writes asynchronously are read after they
+are written. The clip and the AdamW steps run inside `torch.cuda.stream(side)` with the
+gradients made on that side stream just before, which would race if accel used a stream of its
+own.
 Exit 0: all within tolerance; 1: a mismatch; 77: no CUDA device (printed reason).
 """
 import sys
@@ -48,13 +51,14 @@ def grads_pair(dtype, seed):
     return mine, ref
 
 
+side = torch.cuda.Stream()
 for dtype in (torch.float32, torch.bfloat16):
     for p in (2.0, float("inf")):
-        mine, ref = grads_pair(dtype, 1)
+        with torch.cuda.stream(side):
+            mine, ref = grads_pair(dtype, 1)
+            n1 = at.clip_grad_norm_(mine, 1.0, p)
+            n2 = torch.nn.utils.clip_grad_norm_(ref, 1.0, p, foreach=False)
         torch.cuda.synchronize()
-        n1 = at.clip_grad_norm_(mine, 1.0, p)
-        torch.cuda.synchronize()
-        n2 = torch.nn.utils.clip_grad_norm_(ref, 1.0, p, foreach=False)
         tol = 1e-5 if dtype == torch.float32 else 1e-2
         check(close(torch.as_tensor(n1).cpu(), n2.cpu(), tol, tol),
               f"clip {dtype} p={p}: norm {float(n1):.6g} vs torch {float(n2):.6g}")
@@ -69,13 +73,13 @@ for amsgrad in (False, True):
     o1 = at.AdamW(mine, lr=1e-2, weight_decay=0.1, amsgrad=amsgrad)
     o2 = torch.optim.AdamW(ref, lr=1e-2, weight_decay=0.1, amsgrad=amsgrad, foreach=False)
     for step in range(5):
-        for a, b in zip(mine, ref):
-            grad = torch.randn(a.shape, device="cuda", generator=g)
-            a.grad, b.grad = grad.clone(), grad.clone()
-        torch.cuda.synchronize()
-        o1.step()
-        torch.cuda.synchronize()
-        o2.step()
+        with torch.cuda.stream(side):
+            for a, b in zip(mine, ref):
+                grad = torch.randn(a.shape, device="cuda", generator=g)
+                a.grad, b.grad = grad.clone(), grad.clone()
+            o1.step()
+            o2.step()
+    torch.cuda.synchronize()
     check(all(close(a, b, 1e-5, 1e-6) for a, b in zip(mine, ref)),
           f"AdamW amsgrad={amsgrad}: params after 5 steps")
     for key in ("exp_avg", "exp_avg_sq"):

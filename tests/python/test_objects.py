@@ -188,3 +188,34 @@ def test_memory_freed_under_a_captured_graph(dev, stream):
     g.close()
     with pytest.raises(ValueError, match="closed"):
         g.replay(stream)
+
+
+def test_wrap_stream_orders_on_the_native_queue():
+    """Device.wrap_stream adopts a native queue (what accel.torch does with torch's current CUDA
+    stream): work on the wrap lands in the queue's order, and closing the wrap leaves the queue
+    to its owner. Here the queue is another accel stream's (OpenCL on PoCL)."""
+    if accel.backends().get("opencl") != "ok":
+        pytest.skip("no OpenCL device")
+    with accel.Device("opencl") as ocl:
+        owner = ocl.stream(lazy=False)
+        wrap = ocl.wrap_stream(owner.native_queue())
+        with ocl.empty(1 << 16) as buf:
+            tl = accel.TensorList(ocl, [buf])
+            accel.fill(tl, 1.0, stream=owner)
+            accel.fill(tl, 2.0, stream=wrap)  # after the owner's fill: one in-order queue
+            wrap.synchronize()  # the queue's work: both fills
+            assert np.all(buf.numpy() == 2.0)
+            wrap.close()
+            accel.fill(tl, 3.0, stream=owner)  # the queue outlives the wrap
+            owner.synchronize()
+            assert np.all(buf.numpy() == 3.0)
+            tl.close()
+        owner.close()
+
+
+def test_wrap_stream_refused_without_native_queues(dev):
+    with pytest.raises(accel.Error) as e:
+        dev.wrap_stream(0x1234)
+    assert "accel_stream_wrap_native" in e.value.message
+    with pytest.raises(accel.Unsupported):
+        dev.stream().native_queue()

@@ -1,8 +1,8 @@
 /*
- * The fake driver's memory (see fake_cuda.c): device and pinned allocations are host memory,
+ * The fake driver's memory (see fake_driver.c): device and pinned allocations are host memory,
  * remembered as ranges so that copies of pageable memory and pointer attributes can be told
  * apart. cuPointerGetAttribute answers as cuda.h says: CONTEXT is CUDA_ERROR_INVALID_VALUE for
- * memory no context owns. For tests, fake_cuda_alloc_unowned makes such memory, the way
+ * memory no context owns. For tests, fake_alloc_unowned makes such memory, the way
  * cudaMallocAsync pools and cuMemMap mappings are: a reserved range of which only the first
  * `mapped` bytes are backed (cuMemGetAddressRange answers for those only).
  */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake_cuda.h"
+#include "fake_driver.h"
 
 typedef struct range {
   char *p;
@@ -67,11 +67,11 @@ static gpuError_t free_range(void *p) {
 }
 
 /* Tests: memory that no context owns (stream-ordered / cuMemMap), mapped in its first part. */
-EXPORT void *fake_cuda_alloc_unowned(size_t size, size_t mapped) {
+EXPORT void *fake_alloc_unowned(size_t size, size_t mapped) {
   void *p = NULL;
   return alloc_range(&p, size, mapped < size ? mapped : size, NULL) == GPU_SUCCESS ? p : NULL;
 }
-EXPORT void fake_cuda_free_unowned(void *p) { free_range(p); }
+EXPORT void fake_free_unowned(void *p) { free_range(p); }
 
 gpuError_t fake_MemGetInfo(size_t *free_bytes, size_t *total) {
   NEED_CONTEXT();
@@ -112,10 +112,12 @@ gpuError_t fake_PointerGetAttribute(void *data, unsigned attribute, gpuDevicePtr
   pthread_mutex_unlock(&ranges_lock);
   if (!r) return E_INVALID_VALUE;
   switch (attribute) {
+#ifdef GPU_POINTER_ATTR_CONTEXT /* CUDA only */
     case GPU_POINTER_ATTR_CONTEXT:
       if (!copy.ctx) return E_INVALID_VALUE; /* cuda.h: not allocated by a context */
       *(gpuContext_t *)data = copy.ctx;
       return GPU_SUCCESS;
+#endif
     case GPU_POINTER_ATTR_DEVICE_POINTER: *(gpuDevicePtr_t *)data = ptr; return GPU_SUCCESS;
     case GPU_POINTER_ATTR_DEVICE_ORDINAL: *(int *)data = 0; return GPU_SUCCESS;
     case GPU_POINTER_ATTR_RANGE_START: *(gpuDevicePtr_t *)data = GPU_DPTR(copy.p); return GPU_SUCCESS;
