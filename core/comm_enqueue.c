@@ -1,8 +1,9 @@
 /*
  * Issuing collectives (include/accel/accel_comm.h): argument checks, the per-thread cache of
  * what was last validated, the command a recording keeps, the host engine's run in stream
- * order, the stream engine's native command and its watch, and the distributed kernels built
- * on them. The communicator's lifecycle is core/comm.c's (see there for the failure model).
+ * order, the stream engine's native command and its watch, and the fused all-gather downcast
+ * (the distributed norms built on the collectives are core/comm_norm.c's). The communicator's
+ * lifecycle is core/comm.c's (see there for the failure model).
  *
  * A collective on a host engine (MPI) is a host operation of the stream (accel_host_op_t): it
  * runs in stream order on the stream's thread, is recorded by captures and lazy queues like any
@@ -257,9 +258,8 @@ static accel_status_t check_handles(accel_comm_t *c, accel_stream_t *s, const ch
   return ACCEL_OK;
 }
 
-/* Validates the common arguments; *esize gets the element size. */
-static accel_status_t check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
-                                 const char *fn, size_t *esize) {
+accel_status_t accel_comm_check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
+                                     const char *fn, size_t *esize) {
   accel_status_t st = check_handles(c, s, fn);
   if (st != ACCEL_OK) return st;
   *esize = accel_dtype_size(dtype);
@@ -368,7 +368,7 @@ accel_status_t accel_all_reduce(accel_comm_t *c, accel_stream_t *s, const void *
                                .send = send, .recv = recv, .count = count};
   if (rerun_validated(c, s, __func__, &cop)) return ACCEL_OK;
   size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if ((unsigned)op > ACCEL_REDUCE_MIN)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
@@ -387,7 +387,7 @@ accel_status_t accel_reduce_scatter(accel_comm_t *c, accel_stream_t *s, const vo
                                     void *recv, size_t recv_count, accel_dtype_t dtype,
                                     accel_reduce_op_t op) {
   size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if ((unsigned)op > ACCEL_REDUCE_MIN)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown reduce op %d", __func__,
@@ -429,7 +429,7 @@ static accel_status_t gather_args(accel_comm_t *c, const char *fn, const void *s
 accel_status_t accel_all_gather(accel_comm_t *c, accel_stream_t *s, const void *send,
                                 void *recv, size_t send_count, accel_dtype_t dtype) {
   size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if ((st = check_buffer(__func__, "send", send, send_count, es, &sbytes)) != ACCEL_OK)
     return st;
@@ -445,7 +445,7 @@ accel_status_t accel_all_gather(accel_comm_t *c, accel_stream_t *s, const void *
 accel_status_t accel_broadcast(accel_comm_t *c, accel_stream_t *s, void *buf, size_t count,
                                accel_dtype_t dtype, int root) {
   size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if (root < 0 || root >= c->size)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: root %d outside [0, %d)", __func__,
@@ -470,7 +470,7 @@ static accel_status_t point_to_point(accel_comm_t *c, accel_stream_t *s, const c
                                      accel_comm_op_kind_t kind, const void *buf, size_t count,
                                      accel_dtype_t dtype, int peer) {
   size_t es = 0, bytes = 0;
-  accel_status_t st = check_args(c, s, dtype, fn, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, fn, &es);
   if (st != ACCEL_OK) return st;
   if ((st = check_peer(c, fn, "peer", peer)) != ACCEL_OK) return st;
   if ((st = check_buffer(fn, "buf", buf, count, es, &bytes)) != ACCEL_OK) return st;
@@ -495,7 +495,7 @@ accel_status_t accel_sendrecv(accel_comm_t *c, accel_stream_t *s, const void *se
                               size_t send_count, int dest, void *recv_buf, size_t recv_count,
                               int source, accel_dtype_t dtype) {
   size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if ((st = check_peer(c, __func__, "dest", dest)) != ACCEL_OK ||
       (st = check_peer(c, __func__, "source", source)) != ACCEL_OK ||
@@ -519,7 +519,7 @@ accel_status_t accel_all_gather_downcast(accel_comm_t *c, accel_stream_t *s, con
                                          void *recv, size_t send_count,
                                          accel_dtype_t recv_dtype) {
   size_t es = 0, sbytes = 0, rbytes = 0;
-  accel_status_t st = check_args(c, s, recv_dtype, __func__, &es);
+  accel_status_t st = accel_comm_check_args(c, s, recv_dtype, __func__, &es);
   if (st != ACCEL_OK) return st;
   if (recv_dtype != ACCEL_BF16 && recv_dtype != ACCEL_F16)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: recv_dtype must be BF16 or F16",
@@ -542,69 +542,4 @@ accel_status_t accel_all_gather_downcast(accel_comm_t *c, accel_stream_t *s, con
                         recv_dtype};
   if (send_count && (st = accel_cast(s, &src, &dst, 1, NULL)) != ACCEL_OK) return st;
   return issue(c, s, __func__, &cop, &r, ACCEL_F32, NULL);
-}
-
-accel_status_t accel_comm_overflow_reduce(accel_comm_t *c, accel_stream_t *s,
-                                          float *found_inf_dev) {
-  return accel_all_reduce(c, s, found_inf_dev, found_inf_dev, 1, ACCEL_F32, ACCEL_REDUCE_MAX);
-}
-
-/* The local norm into out_dev (one rank), or the all-gathered norm: every check first, so that
- * a refusal issues nothing (the other ranks, refusing the same call, stay in step). */
-static accel_status_t global_norm(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                                  const accel_tensor_t *tensors, size_t n, float norm_type,
-                                  float *out_dev) {
-  /* one rank: the local norm is the norm (bitwise the single-process one for every p) */
-  if (c->size == 1) return accel_multi_tensor_norm(s, tensors, n, norm_type, out_dev);
-  /* local norm at gathered[rank], gathered in place, then the norm of the size values */
-  float *gathered = NULL;
-  accel_status_t st = accel_malloc_async(s, (size_t)c->size * sizeof(float), (void **)&gathered);
-  if (st != ACCEL_OK) return st;
-  st = accel_multi_tensor_norm(s, tensors, n, norm_type, gathered + c->rank);
-  if (st == ACCEL_OK)
-    st = accel_all_gather(c, s, gathered + c->rank, gathered, 1, ACCEL_F32);
-  accel_tensor_t all = {gathered, (size_t)c->size, ACCEL_F32};
-  if (st == ACCEL_OK) st = accel_multi_tensor_norm(s, &all, 1, norm_type, out_dev);
-  accel_status_t fst = accel_free_async(s, gathered);
-  if (st != ACCEL_OK) accel_set_error(st, "%s: %s", fn, accel_last_error());
-  return st != ACCEL_OK ? st : fst;
-}
-
-/* What every distributed norm checks before anything is issued: the communicator, the stream
- * (on its device), and the norm as the single-device kernel checks it. */
-static accel_status_t global_norm_check(accel_comm_t *c, accel_stream_t *s, const char *fn,
-                                        const accel_tensor_t *tensors, size_t n,
-                                        float norm_type, float *out_dev) {
-  size_t es = 0;
-  accel_status_t st = check_args(c, s, ACCEL_F32, fn, &es);
-  if (st == ACCEL_OK) st = accel_multi_tensor_norm_check(s, tensors, n, norm_type, out_dev);
-  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", fn, accel_last_error());
-  return ACCEL_OK;
-}
-
-accel_status_t accel_comm_global_norm(accel_comm_t *c, accel_stream_t *s,
-                                      const accel_tensor_t *tensors, size_t n, float norm_type,
-                                      float *out_dev) {
-  ACCEL_REQUIRE_ARG(out_dev, __func__, "out_dev is NULL");
-  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type, out_dev);
-  if (st != ACCEL_OK) return st;
-  return global_norm(c, s, __func__, tensors, n, norm_type, out_dev);
-}
-
-accel_status_t accel_comm_clip_by_global_norm(accel_comm_t *c, accel_stream_t *s,
-                                              const accel_tensor_t *tensors, size_t n,
-                                              float max_norm, float norm_type, float eps,
-                                              float *total_norm_out_dev, float *coef_out_dev) {
-  ACCEL_REQUIRE_ARG(total_norm_out_dev, __func__, "total_norm_out_dev is NULL");
-  /* the clip's checks too (its norm output inside the clipped tensors...) before the norm's
-   * all-gather is issued */
-  accel_status_t st = global_norm_check(c, s, __func__, tensors, n, norm_type,
-                                        total_norm_out_dev);
-  if (st != ACCEL_OK) return st;
-  st = accel_clip_by_global_norm_check(s, tensors, n, total_norm_out_dev, coef_out_dev);
-  if (st != ACCEL_OK) return accel_set_error(st, "%s: %s", __func__, accel_last_error());
-  st = global_norm(c, s, __func__, tensors, n, norm_type, total_norm_out_dev);
-  if (st != ACCEL_OK) return st;
-  return accel_clip_by_global_norm(s, tensors, n, max_norm, total_norm_out_dev, eps,
-                                   coef_out_dev);
 }

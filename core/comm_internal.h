@@ -94,6 +94,11 @@ void accel_comm_fail(accel_comm_t *c, accel_status_t status, const char *what);
 /* dst[i] = src[i] rounded to dtype (F16 or BF16, nearest even) as the kernels' conversions. */
 void accel_comm_downcast(void *dst, const float *src, size_t n, accel_dtype_t dtype);
 
+/* The checks every collective starts with (comm_enqueue.c): the communicator and the stream
+ * are live and of one device, dtype is known; *esize gets its element size. */
+accel_status_t accel_comm_check_args(accel_comm_t *c, accel_stream_t *s, accel_dtype_t dtype,
+                                     const char *fn, size_t *esize);
+
 /* ACCEL_COMM_TIMEOUT for stream engines (core/comm_watchdog.c): watches the work submitted to
  * the eager stream s so far. async_error (may be NULL) is polled while it runs; expired(owner,
  * why) is called from the watchdog thread when it reports an error or timeout_s passed first
