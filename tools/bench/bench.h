@@ -81,8 +81,6 @@ typedef struct bench_loop {
 void bench_loop_run(const bench_loop_t *loop, int prefetch, int threads);
 /* Its bytes moved per run (read + written). */
 double bench_loop_bytes(const bench_loop_t *loop);
-/* One bound sample of the loop on the host: bench_bound_best over bench_loop_run (ms). */
-double bench_loop_sample(const bench_loop_t *loop);
 
 /* The same loops through an OpenCL device (bench_cl_bound.c, bench_cl_bound.cl): built in the
  * accel device's own context and run on its SVM buffers, so a kernel can be compared with the
@@ -96,6 +94,17 @@ int bench_cl_bound_open(accel_device_t *dev, bench_cl_bound_t **out, char *why, 
  * bench_bound_thread_counts adds one thread): ms, or -1 after reporting a failure. */
 double bench_cl_bound_sample(bench_cl_bound_t *b, const bench_loop_t *loop);
 void bench_cl_bound_close(bench_cl_bound_t *b);
+
+/* A bound loop on the host's views (loop) and the same on the device buffers through OpenCL
+ * (dev_loop; clb NULL: no OpenCL bound). */
+typedef struct bench_bounds {
+  bench_loop_t loop, dev_loop;
+  bench_cl_bound_t *clb;
+} bench_bounds_t;
+/* bench_sample_fn forms over a bench_bounds_t (ms): one sample of the host bound
+ * (bench_bound_best over bench_loop_run), and of the OpenCL bound (bench_cl_bound_sample). */
+double bench_sample_bound(void *bounds);
+double bench_sample_cl_bound(void *bounds);
 
 /* Where tables go: stdout, or stderr when --json owns stdout. */
 FILE *bench_table_out(const bench_opts_t *o);

@@ -75,8 +75,14 @@ static void run_loop(void *ctx, int prefetch, int threads) {
   bench_loop_run(ctx, prefetch, threads);
 }
 
-double bench_loop_sample(const bench_loop_t *loop) {
-  return bench_bound_best(bench_loop_bytes(loop), run_loop, (void *)loop);
+double bench_sample_bound(void *bounds) {
+  bench_loop_t *loop = &((bench_bounds_t *)bounds)->loop;
+  return bench_bound_best(bench_loop_bytes(loop), run_loop, loop);
+}
+
+double bench_sample_cl_bound(void *bounds) {
+  bench_bounds_t *b = bounds;
+  return bench_cl_bound_sample(b->clb, &b->dev_loop);
 }
 
 bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,

@@ -102,9 +102,7 @@ typedef struct bw_row {
   const char *name;
   op_fn op;
   kctx_t *c;
-  bench_loop_t loop;                /* the bound on the host's views */
-  bench_loop_t dev_loop;            /* the same on the device buffers (the OpenCL bound) */
-  bench_cl_bound_t *clb;            /* NULL: no OpenCL bound */
+  bench_bounds_t bounds;            /* the bound on the host's views and through OpenCL */
   double bytes;                     /* per call, read + written */
   double target_pct, cl_target_pct; /* <= 0: none */
   /* pct, cl_pct: bench_bound_pct_stats of the rounds against each bound */
@@ -134,12 +132,12 @@ static bw_row_t make_row(const char *name, op_fn op, kctx_t *c, bench_loop_kind_
   bw_row_t r = {.name = name,
                 .op = op,
                 .c = c,
-                .clb = b->clb,
+                .bounds.clb = b->clb,
                 .target_pct = b->cpu ? target : 0.0,
                 .cl_target_pct = cl_target};
-  r.loop = row_loop(kind, b->host_x, b->host_lp, numel, b->quarter);
-  r.dev_loop = row_loop(kind, b->x, b->lp, numel, b->quarter);
-  r.bytes = bench_loop_bytes(&r.loop);
+  r.bounds.loop = row_loop(kind, b->host_x, b->host_lp, numel, b->quarter);
+  r.bounds.dev_loop = row_loop(kind, b->x, b->lp, numel, b->quarter);
+  r.bytes = bench_loop_bytes(&r.bounds.loop);
   return r;
 }
 
@@ -153,23 +151,17 @@ fail:
   return -1.0;
 }
 
-static double sample_bound(void *ctx) { return bench_loop_sample(&((bw_row_t *)ctx)->loop); }
-static double sample_cl_bound(void *ctx) {
-  bw_row_t *r = ctx;
-  return bench_cl_bound_sample(r->clb, &r->dev_loop);
-}
-
-/* rounds paired rounds of bound, kernel and (with r->clb) the OpenCL bound; buf holds
+/* rounds paired rounds of bound, kernel and (with r->bounds.clb) the OpenCL bound; buf holds
  * 4 * rounds doubles. */
 static int run_bw_row(bw_row_t *r, int rounds, double *buf) {
-  const bench_sample_fn fns[3] = {sample_bound, sample_kernel, sample_cl_bound};
-  void *const ctx[3] = {r, r, r};
+  const bench_sample_fn fns[3] = {bench_sample_bound, sample_kernel, bench_sample_cl_bound};
+  void *const ctx[3] = {&r->bounds, r, &r->bounds};
   double *tmp = buf + 3 * rounds;
-  if (bench_rounds(rounds, r->clb ? 3 : 2, fns, ctx, buf)) return 1;
+  if (bench_rounds(rounds, r->bounds.clb ? 3 : 2, fns, ctx, buf)) return 1;
   r->bound_ms = bench_stats_copy(buf, rounds, tmp);
   r->ms = bench_stats_copy(buf + rounds, rounds, tmp);
   r->pct = bench_bound_pct_stats(buf, buf + rounds, rounds, tmp);
-  if (r->clb) {
+  if (r->bounds.clb) {
     r->cl_bound_ms = bench_stats_copy(buf + 2 * rounds, rounds, tmp);
     r->cl_pct = bench_bound_pct_stats(buf + 2 * rounds, buf + rounds, rounds, tmp);
   }
@@ -285,7 +277,7 @@ static void json_bound(bench_json_t *j, const bw_row_t *r, const char *key, cons
                        const char *pct_key, const bench_stats_t *pct, const char *target_key,
                        const char *met_key, double target) {
   bench_json_begin_object(j, key);
-  bench_json_str(j, "loop", bound_names[r->loop.kind]);
+  bench_json_str(j, "loop", bound_names[r->bounds.loop.kind]);
   bench_json_stats(j, "ms", ms);
   bench_json_num(j, "gbps", gbps(r->bytes, ms->median));
   bench_json_end_object(j);
@@ -299,13 +291,13 @@ static void json_bound(bench_json_t *j, const bw_row_t *r, const char *key, cons
 static void json_bw(bench_json_t *j, const bw_row_t *r) {
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "name", r->name);
-  bench_json_int(j, "numel", (long long)r->loop.n);
+  bench_json_int(j, "numel", (long long)r->bounds.loop.n);
   bench_json_stats(j, "ms", &r->ms);
   bench_json_num(j, "bytes", r->bytes);
   bench_json_num(j, "gbps", gbps(r->bytes, r->ms.median));
   json_bound(j, r, "bound", &r->bound_ms, "pct_of_bound", &r->pct, "target_pct", "met",
              r->target_pct);
-  if (r->clb)
+  if (r->bounds.clb)
     json_bound(j, r, "cl_bound", &r->cl_bound_ms, "pct_of_cl_bound", &r->cl_pct, "cl_target_pct",
                "cl_met", r->cl_target_pct);
   bench_json_end_object(j);
@@ -535,7 +527,7 @@ int bench_kernels(const bench_opts_t *o) {
              "moved also on 1 thread):\n",
           bench_baseline_threads(), BENCH_BOUND_TRIES);
   for (int i = 0; i < NUM_BW; i++)
-    fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].loop.kind]);
+    fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bounds.loop.kind]);
   bench_adam_flat_print(f, &af);
   if (rb.clb) {
     fprintf(f,

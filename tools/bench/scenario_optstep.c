@@ -69,9 +69,8 @@ typedef struct variant {
  * on host buffers of the same sizes when the host cannot use the device's; and through an
  * OpenCL device on the model's buffers (clb: NULL when there is none). */
 typedef struct step_bound {
-  bench_loop_t loop, dev_loop;
+  bench_bounds_t bounds;
   void *host;
-  bench_cl_bound_t *clb;
   char cl_why[256]; /* why there is no OpenCL bound on an OpenCL device */
   bench_stats_t ms, cl_ms;
 } step_bound_t;
@@ -132,25 +131,18 @@ fail:
   return -1.0;
 }
 
-/* One sample of the step's compulsory-traffic loop on the host. */
-static double sample_bound(void *ctx) { return bench_loop_sample(&((step_bound_t *)ctx)->loop); }
-static double sample_cl_bound(void *ctx) {
-  step_bound_t *b = ctx;
-  return bench_cl_bound_sample(b->clb, &b->dev_loop);
-}
-
 static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
                       const accel_device_info_t *info) {
   memset(b, 0, sizeof *b);
   const size_t n = md->numel;
-  b->dev_loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
+  b->bounds.dev_loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
                                .n = n,
                                .f32 = {md->hp, md->params, md->exp_avg, md->exp_avg_sq},
                                .lp = md->lp,
                                .inv_scale = 0x1p-10f};
-  b->loop = b->dev_loop;
+  b->bounds.loop = b->bounds.dev_loop;
   if (!strcmp(info->backend, "opencl"))
-    bench_cl_bound_open(dev, &b->clb, b->cl_why, sizeof b->cl_why);
+    bench_cl_bound_open(dev, &b->bounds.clb, b->cl_why, sizeof b->cl_why);
   if (info->host_accessible) return 1;
   b->host = calloc(n, 4 * sizeof(float) + sizeof(uint16_t));
   if (!b->host) {
@@ -158,8 +150,8 @@ static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
     return 0;
   }
   float *hp = b->host;
-  for (int k = 0; k < 4; k++) b->loop.f32[k] = hp + (size_t)k * n;
-  b->loop.lp = (uint16_t *)(hp + 4 * n);
+  for (int k = 0; k < 4; k++) b->bounds.loop.f32[k] = hp + (size_t)k * n;
+  b->bounds.loop.lp = (uint16_t *)(hp + 4 * n);
   return 1;
 }
 
@@ -276,25 +268,25 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     var[v].enqueue = calloc((size_t)rounds + 1, sizeof *var[v].enqueue);
     var[v].enqueue_cap = var[v].enqueue ? rounds + 1 : 0;
   }
-  bench_sample_fn fns[NUM_VARIANTS + 2] = {sample_bound};
-  void *ctx[NUM_VARIANTS + 2] = {&bound};
+  bench_sample_fn fns[NUM_VARIANTS + 2] = {bench_sample_bound};
+  void *ctx[NUM_VARIANTS + 2] = {&bound.bounds};
   for (int v = 0; v < NUM_VARIANTS; v++) {
     fns[v + 1] = sample_step;
     ctx[v + 1] = &var[v];
   }
-  fns[NUM_VARIANTS + 1] = sample_cl_bound;
-  ctx[NUM_VARIANTS + 1] = &bound;
-  if (bench_rounds(rounds, NUM_VARIANTS + 1 + (bound.clb != NULL), fns, ctx, buf)) goto fail;
+  fns[NUM_VARIANTS + 1] = bench_sample_cl_bound;
+  ctx[NUM_VARIANTS + 1] = &bound.bounds;
+  if (bench_rounds(rounds, NUM_VARIANTS + 1 + (bound.bounds.clb != NULL), fns, ctx, buf)) goto fail;
   double *tmp = buf + (NUM_VARIANTS + 2) * rounds;
   const double *bound_ms = buf, *pt_eager_ms = buf + rounds;
   const double *cl_ms = buf + (NUM_VARIANTS + 1) * rounds;
   bound.ms = bench_stats_copy(bound_ms, rounds, tmp);
-  if (bound.clb) bound.cl_ms = bench_stats_copy(cl_ms, rounds, tmp);
+  if (bound.bounds.clb) bound.cl_ms = bench_stats_copy(cl_ms, rounds, tmp);
   for (int v = 0; v < NUM_VARIANTS; v++) {
     const double *ms = buf + (v + 1) * rounds;
     var[v].ms = bench_stats_copy(ms, rounds, tmp);
     var[v].pct = bench_bound_pct_stats(bound_ms, ms, rounds, tmp);
-    if (bound.clb) var[v].cl_pct = bench_bound_pct_stats(cl_ms, ms, rounds, tmp);
+    if (bound.bounds.clb) var[v].cl_pct = bench_bound_pct_stats(cl_ms, ms, rounds, tmp);
     var[v].speedup = bench_ratio_stats(pt_eager_ms, ms, rounds, 1.0, tmp);
     if (var[v].nenqueue > 1) /* the first is the warm-up round's */
       var[v].enqueue_ms = bench_stats(var[v].enqueue + 1, (size_t)var[v].nenqueue - 1);
@@ -313,7 +305,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
              "p, m, v; write lp, hp, p, m, v), %.3f ms [%.3f..%.3f], %.2f GB/s\n",
           bytes / 1e6, BENCH_BOUND_STEP_BYTES, bound.ms.median, bound.ms.min, bound.ms.max,
           bytes / (bound.ms.median * 1e6));
-  if (bound.clb)
+  if (bound.bounds.clb)
     fprintf(f,
             "OpenCL bound: the same traffic through the device (tools/bench/bench_cl_bound.cl), "
             "%.3f ms [%.3f..%.3f], %.2f GB/s\n",
@@ -322,7 +314,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   else if (bound.cl_why[0]) fprintf(f, "OpenCL bound skipped: %s\n", bound.cl_why);
   fprintf(f, "%-19s %6s %-28s %6s %-22s ", "variant", "calls", "ms/step median [min..max]", "GB/s",
           "% of bound [min..max]");
-  if (bound.clb) fprintf(f, "%-21s ", "% of OpenCL loop");
+  if (bound.bounds.clb) fprintf(f, "%-21s ", "% of OpenCL loop");
   fprintf(f, "%-22s %s\n", "speedup [min..max]", "capture ms");
   bench_json_begin_object(j, NULL);
   bench_json_str(j, "preset", md.name);
@@ -335,7 +327,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   bench_json_stats(j, "ms", &bound.ms);
   bench_json_num(j, "gbps", bytes / (bound.ms.median * 1e6));
   bench_json_end_object(j);
-  if (bound.clb) {
+  if (bound.bounds.clb) {
     bench_json_begin_object(j, "cl_bound");
     bench_json_str(j, "loop", "the same through the OpenCL device");
     bench_json_stats(j, "ms", &bound.cl_ms);
@@ -350,7 +342,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     print_stats3(f, &r->ms, " %8.3f [%7.3f..%7.3f]");
     fprintf(f, " %6.2f", g);
     print_stats3(f, &r->pct, " %5.1f%% [%5.1f..%5.1f]");
-    if (bound.clb) print_stats3(f, &r->cl_pct, " %5.1f%% [%5.1f..%5.1f]");
+    if (bound.bounds.clb) print_stats3(f, &r->cl_pct, " %5.1f%% [%5.1f..%5.1f]");
     print_stats3(f, &r->speedup, " %6.2fx [%5.2f..%5.2f] ");
     if (r->graph_nodes)
       fprintf(f, "%.2f (%zu nodes)\n", r->capture_ms, r->graph_nodes);
@@ -362,7 +354,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
     bench_json_stats(j, "ms", &r->ms);
     bench_json_num(j, "gbps", g);
     bench_json_stats(j, "pct_of_bound", &r->pct);
-    if (bound.clb) bench_json_stats(j, "pct_of_cl_bound", &r->cl_pct);
+    if (bound.bounds.clb) bench_json_stats(j, "pct_of_cl_bound", &r->cl_pct);
     bench_json_stats(j, "speedup_vs_per_tensor_eager", &r->speedup);
     if (r->enqueue_ms.n) bench_json_stats(j, "enqueue_ms", &r->enqueue_ms);
     if (r->graph_nodes) {
@@ -428,7 +420,7 @@ fail:
   if (s) accel_stream_destroy(s);
 done:
   free(bound.host);
-  bench_cl_bound_close(bound.clb);
+  bench_cl_bound_close(bound.bounds.clb);
   os_model_free(&md);
   free(buf);
   return rc;
