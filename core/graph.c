@@ -4,7 +4,8 @@
  * backend declines the command list), otherwise as one batch of the recorded commands.
  * Replays of one graph run one at a time, in the order they were issued. A graph that is reset
  * or destroyed after replays retires what they use (native graph, chunk tables, pool) until
- * every stream finished them (retire.c): neither call waits for the device.
+ * every stream finished them (retire.c): neither call waits for the device. accel_graph_update
+ * (graph_update.c) swaps in a new capture's contents and retires the old ones the same way.
  */
 #include <stdio.h>
 #include <stdlib.h>
