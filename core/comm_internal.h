@@ -6,7 +6,8 @@
 
 #include "accel/accel_comm.h"
 #include "accel/accel_comm_engine.h"
-#include "backend.h"
+#include <pthread.h>
+#include <stdbool.h>
 #include "handle.h"
 
 /* The engine named name, loaded and initialised once: ACCEL_OK, or UNAVAILABLE / PLUGIN (an

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "comm_internal.h"
 #include "core_util.h"
 #include "log.h"

@@ -5,9 +5,11 @@
 
 #include "capture.h"
 #include "core_util.h"
-#include "external_memory.h"
 #include "log.h"
 #include "trace.h"
+
+/* device.h: filled by external_memory.c at load. */
+accel_device_external_hooks_t accel_device_external;
 
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn) {
   return accel_handle_check(dev, ACCEL_HANDLE_DEVICE, fn);
@@ -36,7 +38,7 @@ static void device_teardown(accel_device_t *dev) {
   if (dev->upload_stream) accel_stream_release(dev->upload_stream);
   if (dev->default_stream) accel_stream_release(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
-  accel_external_teardown(dev); /* registrations the user never ended */
+  accel_device_external.teardown(dev); /* registrations the user never ended */
   accel_allocator_destroy(dev->mem);
   /* host blocks the user never freed go back with the device */
   for (size_t i = 0; i < dev->host_allocs.cap; ++i)
@@ -107,7 +109,7 @@ static accel_status_t device_create(accel_backend_t *b, int index, const accel_n
   st = accel_allocator_create(b->vt, dev->impl, &dev->mem);
   if (st == ACCEL_OK) {
     /* a free of memory a registration (of any device) covers is refused */
-    accel_allocator_set_guard(dev->mem, accel_external_check_free);
+    accel_allocator_set_guard(dev->mem, accel_device_external.check_free);
     accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
     dev->trace_id = accel_trace_new_track(native ? "wrapped device" : "device", b->name, index);
     st = accel_stream_create_internal(dev, ACCEL_STREAM_DEFAULT, true, false,

@@ -45,6 +45,16 @@ struct accel_device {
   atomic_int ncallbacks;
 };
 
+/* External memory (external_memory.c, layer 7, docs/ARCHITECTURE.md) fills these when libaccel
+ * is loaded: a device's allocator refuses frees of registered memory through check_free (its
+ * guard), and the device's teardown drops the registrations the user never ended. device.c
+ * calls up through them instead of including external_memory.h. */
+typedef struct accel_device_external_hooks {
+  accel_allocator_guard_fn check_free;
+  void (*teardown)(accel_device_t *dev);
+} accel_device_external_hooks_t;
+extern accel_device_external_hooks_t accel_device_external;
+
 /* A new device over a runtime's context (core/native.c validated the arguments). */
 accel_status_t accel_device_create_wrapped(accel_backend_t *b, const accel_native_t *native,
                                            accel_device_t **out);

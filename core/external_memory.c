@@ -200,3 +200,9 @@ accel_status_t accel_device_dlpack_device(accel_device_t *dev, accel_dl_device_t
   out->device_id = dev->index;
   return ACCEL_OK;
 }
+
+/* Fills the device's hooks (device.h) when libaccel is loaded, before any device opens. */
+__attribute__((constructor)) static void external_register(void) {
+  accel_device_external.check_free = accel_external_check_free;
+  accel_device_external.teardown = accel_external_teardown;
+}
