@@ -74,11 +74,18 @@ ACC_INLINE void acc_cast_chunk(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b, ac
   ACC_ELEM_MAP(count, acc_cast_elem, src, dst, sdt, ddt);
 }
 
+/* ... with sdt a constant: the dispatch on the destination's dtype. */
+ACC_INLINE void acc_cast_chunk_from(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b, acc_u32 dst_dt,
+                                    acc_u32 sdt) {
+  ACC_DTYPE_CALL(dst_dt, acc_cast_chunk, chunks, b, sdt);
+}
+
 ACC_KERNEL(accel_k_cast, acc_cast_params_t, P) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_u32 dst_dt = P.dst_dtype;
   if (acc_not_skipped(P.skip_if)) {
     ACC_FOR_BLOCKS(b, P.num_chunks)
-      ACC_DTYPE_CALL(P.src_dtype, ACC_DTYPE2_CALL, P.dst_dtype, acc_cast_chunk, chunks, b);
+      ACC_DTYPE_CALL(P.src_dtype, acc_cast_chunk_from, chunks, b, dst_dt);
   }
 }
 

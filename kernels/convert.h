@@ -100,19 +100,6 @@ ACC_INLINE acc_u32 acc_store(acc_u64 base, acc_idx i, acc_u32 dt, acc_f32 v) {
       FN(__VA_ARGS__, ACC_DT_BF16);                                               \
     }                                                                             \
   }
-/* The same for a second dtype inside the first (a macro does not expand inside itself). */
-#define ACC_DTYPE2_CALL(dt, FN, ...)                                              \
-  {                                                                               \
-    const acc_u32 acc_dt2_ = (dt);                                                \
-    if (acc_dt2_ == ACC_DT_F32) {                                                 \
-      FN(__VA_ARGS__, ACC_DT_F32);                                                \
-    } else if (acc_dt2_ == ACC_DT_F16) {                                          \
-      FN(__VA_ARGS__, ACC_DT_F16);                                                \
-    } else {                                                                      \
-      FN(__VA_ARGS__, ACC_DT_BF16);                                               \
-    }                                                                             \
-  }
-
 /* The older statement form (bodies not yet written as functions): runs the statement once
  * with DT bound to the constant dtype dt. */
 #define ACC_DTYPE_SWITCH(dt, DT, ...)                   \
