@@ -87,28 +87,30 @@ ACC_INLINE void acc_adam_elem(acc_idx i, ACC_GPTR(acc_f32) param, acc_u64 grad,
                  C);
 }
 
+/* Chunk b, gradients of dtype dt; the weight decay's form from A (one loop each). */
+ACC_INLINE void acc_adam_chunk(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b,
+                               const acc_adam_args_t A, const acc_adam_consts_t C, acc_u32 dt) {
+  ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[0]);
+  const acc_u64 grad = chunks[b].ptr[1];
+  ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[2]);
+  ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[3]);
+  const acc_u32 count = chunks[b].count;
+  if (A.adamw) {
+    ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, dt, ACC_ADAM_DECOUPLED,
+                 C);
+  } else if (C.wd != 0.0f) {
+    ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, dt, ACC_ADAM_L2, C);
+  } else {
+    ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, dt, 0u, C);
+  }
+}
+
 ACC_KERNEL(accel_k_adam, acc_adam_params_t, P) {
   const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   if (A.found_inf == 0.0f) {
     const acc_adam_consts_t C = acc_adam_consts(A, A.step);
-    ACC_FOR_BLOCKS(b, P.num_chunks) {
-      ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[0]);
-      const acc_u64 grad = chunks[b].ptr[1];
-      ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[2]);
-      ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[3]);
-      const acc_u32 count = chunks[b].count;
-      ACC_DTYPE_SWITCH(P.grad_dtype, DT,
-        if (A.adamw) {
-          ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, DT,
-                       ACC_ADAM_DECOUPLED, C);
-        } else if (C.wd != 0.0f) {
-          ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, DT, ACC_ADAM_L2,
-                       C);
-        } else {
-          ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, DT, 0u, C);
-        })
-    }
+    ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.grad_dtype, acc_adam_chunk, chunks, b, A, C);
   }
 }
 

@@ -65,17 +65,27 @@ ACC_INLINE void acc_cast_elem(acc_idx i, acc_u64 src, acc_u64 dst, acc_u32 sdt, 
   acc_store(dst, i, ddt, acc_load(src, i, sdt));
 }
 
+/* Chunk b, from dtype sdt to ddt. */
+ACC_INLINE void acc_cast_chunk(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b, acc_u32 sdt,
+                               acc_u32 ddt) {
+  const acc_u64 src = chunks[b].ptr[0];
+  const acc_u64 dst = chunks[b].ptr[1];
+  const acc_u32 count = chunks[b].count;
+  ACC_ELEM_MAP(count, acc_cast_elem, src, dst, sdt, ddt);
+}
+
+/* ... with sdt a constant: the dispatch on the destination's dtype. */
+ACC_INLINE void acc_cast_chunk_from(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b, acc_u32 dst_dt,
+                                    acc_u32 sdt) {
+  ACC_DTYPE_CALL(dst_dt, acc_cast_chunk, chunks, b, sdt);
+}
+
 ACC_KERNEL(accel_k_cast, acc_cast_params_t, P) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_u32 dst_dt = P.dst_dtype;
   if (acc_not_skipped(P.skip_if)) {
-    ACC_FOR_BLOCKS(b, P.num_chunks) {
-      const acc_u64 src = chunks[b].ptr[0];
-      const acc_u64 dst = chunks[b].ptr[1];
-      const acc_u32 count = chunks[b].count;
-      ACC_DTYPE_SWITCH(P.src_dtype, SDT,
-        ACC_DTYPE_SWITCH(P.dst_dtype, DDT,
-          ACC_ELEM_MAP(count, acc_cast_elem, src, dst, SDT, DDT)))
-    }
+    ACC_FOR_BLOCKS(b, P.num_chunks)
+      ACC_DTYPE_CALL(P.src_dtype, acc_cast_chunk_from, chunks, b, dst_dt);
   }
 }
 

@@ -85,8 +85,23 @@ ACC_INLINE acc_u32 acc_store(acc_u64 base, acc_idx i, acc_u32 dt, acc_f32 v) {
   }
 }
 
-/* Runs the statement once with DT bound to the constant dtype dt, so every load/store inside
- * is specialised (and vectorised on the CPU) per element type. */
+/* Calls FN(args..., DT) with DT the constant dtype dt (evaluated once): FN is an ACC_INLINE
+ * body function, so each call site gets a copy of it specialised (and vectorised on the CPU)
+ * for its element type. FN may itself be a dispatch macro (ACC_NORM_KIND_CALL, ...): the
+ * constants are appended in order. docs/KERNELS.md, "The dialect". */
+#define ACC_DTYPE_CALL(dt, FN, ...)                                               \
+  {                                                                               \
+    const acc_u32 acc_dt_ = (dt);                                                 \
+    if (acc_dt_ == ACC_DT_F32) {                                                  \
+      FN(__VA_ARGS__, ACC_DT_F32);                                                \
+    } else if (acc_dt_ == ACC_DT_F16) {                                           \
+      FN(__VA_ARGS__, ACC_DT_F16);                                                \
+    } else {                                                                      \
+      FN(__VA_ARGS__, ACC_DT_BF16);                                               \
+    }                                                                             \
+  }
+/* The older statement form (bodies not yet written as functions): runs the statement once
+ * with DT bound to the constant dtype dt. */
 #define ACC_DTYPE_SWITCH(dt, DT, ...)                   \
   if ((dt) == ACC_DT_F32) {                             \
     const acc_u32 DT = ACC_DT_F32;                      \

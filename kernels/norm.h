@@ -19,18 +19,24 @@ ACC_INLINE acc_f32 acc_norm_partial_elem(acc_f32 a, acc_idx i, ACC_GPTR(const ac
   return acc_norm_combine(a, partials[i], kind);
 }
 
+/* Lane l folds elements l, l + ACC_BLOCK, ... of chunk b (dtype dt) into a (norm kind). */
+ACC_INLINE void acc_norm_chunk(const acc_norm_partial_params_t P, acc_u32 b,
+                               ACC_LANE_ARG(acc_f32, a), acc_u32 dt, acc_u32 kind) {
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_u64 src = chunks[b].ptr[0];
+  const acc_u32 count = chunks[b].count;
+  const acc_f32 p = P.p;
+  ACC_LANE_FOLD_AHEAD(a, count, src, acc_dt_bytes(dt), acc_norm_elem, src, dt, kind, p);
+}
+
 ACC_KERNEL(accel_k_norm_partial, acc_norm_partial_params_t, P) {
   ACC_SHARED(acc_f32, red, ACC_BLOCK);
-  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   ACC_GPTR(acc_f32) partials = ACC_PTR(acc_f32, P.partials);
+  const acc_u32 kind = P.kind;
   ACC_FOR_BLOCKS(b, P.num_chunks) {
-    const acc_u64 src = chunks[b].ptr[0];
-    const acc_u32 count = chunks[b].count;
     ACC_PRIVATE(acc_f32, a);
     ACC_LANES(ACC_LV(a) = 0.0f;)
-    ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_NORM_KIND_SWITCH(P.kind, KIND,
-        ACC_LANE_FOLD_AHEAD(a, count, src, acc_dt_bytes(DT), acc_norm_elem, src, DT, KIND, P.p)))
+    ACC_DTYPE_CALL(P.dtype, ACC_NORM_KIND_CALL, kind, acc_norm_chunk, P, b, a);
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
     ACC_TREE(red, acc_norm_combine, P.kind)

@@ -38,8 +38,7 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = (acc_u32)blockIdx.x; b < (n); b += (acc_u32)gridDim.x)
 
 #define ACC_SHARED(T, name, n) __shared__ T name[n]
-#define ACC_PRIVATE(T, name) T name
-#define ACC_LV(name) name
+#define ACC_SHARED_ARG(T, name) T *name
 #define ACC_BARRIER() __syncthreads()
 
 #include "prelude_simt.h"

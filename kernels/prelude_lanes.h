@@ -12,6 +12,9 @@
 #define ACC_SHARED(T, name, n) T name[n]
 #define ACC_PRIVATE(T, name) T name[ACC_BLOCK]
 #define ACC_LV(name) name[lane]
+/* Parameters of a body function naming the caller's ACC_PRIVATE / ACC_SHARED variable. */
+#define ACC_LANE_ARG(T, name) T *name
+#define ACC_SHARED_ARG(T, name) T *name
 #define ACC_BARRIER() ((void)0)
 
 #define ACC_LANES(...)                                          \

@@ -34,7 +34,9 @@ typedef float acc_f32;
  * gave the lane-loop kernels the same code with either). */
 typedef acc_u32 acc_idx;
 
-#define ACC_INLINE static inline
+/* Always inlined, as on the other targets: a body function's specialisation arguments
+ * (ACC_DTYPE_CALL) must become constants in its copy. */
+#define ACC_INLINE static inline __attribute__((always_inline))
 #define ACC_GPTR(T) __global T *
 #define ACC_PTR(T, addr) ((__global T *)(addr))
 
@@ -69,8 +71,7 @@ typedef acc_u32 acc_idx;
   for (acc_u32 b = (acc_u32)get_group_id(0); b < (n); b += (acc_u32)get_num_groups(0))
 
 #define ACC_SHARED(T, name, n) __local T name[n]
-#define ACC_PRIVATE(T, name) T name
-#define ACC_LV(name) name
+#define ACC_SHARED_ARG(T, name) __local T *name
 #define ACC_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 
 #include "prelude_simt.h"

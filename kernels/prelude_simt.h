@@ -1,10 +1,18 @@
 /*
  * The lane macros shared by the SIMT preludes (prelude_gpu.h, prelude_opencl.h): a lane is one
  * thread / work-item, so lane code runs once per thread and the reduction tree steps are
- * separated by barriers. Each prelude defines ACC_LANE_ID_, ACC_BLOCK and ACC_BARRIER() first.
+ * separated by barriers. Each prelude defines ACC_LANE_ID_, ACC_BLOCK, ACC_SHARED and
+ * ACC_BARRIER() first.
  */
 #ifndef ACCEL_PRELUDE_SIMT_H
 #define ACCEL_PRELUDE_SIMT_H
+
+/* A lane-private variable is the thread's own: a one-element array (a register once the
+ * compiler scalarises it), so that a body function can take it as a pointer (ACC_LANE_ARG)
+ * the same way the lane-loop form passes its per-lane array. */
+#define ACC_PRIVATE(T, name) T name[1]
+#define ACC_LV(name) (name)[0]
+#define ACC_LANE_ARG(T, name) T *name
 
 #define ACC_LANES(...)                       \
   {                                          \

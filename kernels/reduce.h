@@ -32,7 +32,23 @@ ACC_INLINE acc_u32 acc_or_u32(acc_u32 a, acc_u32 b, acc_u32 unused) {
   return a | b;
 }
 
-/* Runs the statement with KIND bound to the constant norm kind (specialised hot loops). */
+/* Calls FN(args..., KIND) with KIND the constant norm kind (specialised hot loops; see
+ * ACC_DTYPE_CALL). */
+#define ACC_NORM_KIND_CALL(kind, FN, ...)                                         \
+  {                                                                               \
+    const acc_u32 acc_kind_ = (kind);                                             \
+    if (acc_kind_ == ACC_NORM_L2) {                                               \
+      FN(__VA_ARGS__, ACC_NORM_L2);                                               \
+    } else if (acc_kind_ == ACC_NORM_L1) {                                        \
+      FN(__VA_ARGS__, ACC_NORM_L1);                                               \
+    } else if (acc_kind_ == ACC_NORM_INF) {                                       \
+      FN(__VA_ARGS__, ACC_NORM_INF);                                              \
+    } else {                                                                      \
+      FN(__VA_ARGS__, ACC_NORM_P);                                                \
+    }                                                                             \
+  }
+
+/* The statement form: runs the statement with KIND bound to the constant norm kind. */
 #define ACC_NORM_KIND_SWITCH(kind, KIND, ...)           \
   if ((kind) == ACC_NORM_L2) {                          \
     const acc_u32 KIND = ACC_NORM_L2;                   \
