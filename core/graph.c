@@ -110,11 +110,11 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
                           .last_replay_stream = g->last_replay_stream};
   accel_cmdlist_init(&g->flat); /* moved into held, like the rest */
   memset(&g->pins, 0, sizeof g->pins);
+  if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1); /* before held's reference may go */
   *remains = remains_hold(g, held);
   g->native = NULL;
   g->replay_done = NULL;
   accel_cmdlist_clear(&g->cmds);
-  if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1);
   g->pool = NULL;
   g->replays = 0;
   g->last_replay_stream = NULL;
@@ -128,6 +128,10 @@ accel_graph_remains_t *accel_graph_swap_contents(accel_graph_t *g, accel_graph_c
                           .pool = g->pool,
                           .pins = g->pins};
   accel_cmdlist_free(&g->cmds); /* replays use flat and native only */
+  if (next->pool != g->pool) { /* the graphs holding each pool (accel_graph_memory_info) */
+    if (next->pool) atomic_fetch_add(&next->pool->graphs, 1);
+    if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1);
+  }
   g->cmds = next->cmds;
   g->flat = next->flat;
   g->pool = next->pool;

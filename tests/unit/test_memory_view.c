@@ -141,9 +141,19 @@ static void test_graph_info(void) {
     CHECK(i->pinned_bytes == 4096 && i->pinned_blocks == 1, "graph %d pins %llu in %llu", k,
           (unsigned long long)i->pinned_bytes, (unsigned long long)i->pinned_blocks);
   }
+  /* g2 updated from a capture with a pool of its own: g2 leaves the shared pool for it */
+  accel_graph_t *src = NULL;
+  OK(accel_graph_create(dev, &src));
+  void *src_block = capture(src, s, NULL, 1u << 20, user);
+  OK(accel_graph_update(g2, src));
+  CHECK(info_of(g1).pool_graphs == 1 && info_of(g2).pool_graphs == 2,
+        "after the update: shared pool %u graphs, src's pool %u", info_of(g1).pool_graphs,
+        info_of(g2).pool_graphs);
+  OK(accel_graph_destroy(src));
+  CHECK(info_of(g2).pool_graphs == 1, "src's share outlived it");
   OK(accel_graph_destroy(g1));
-  CHECK(info_of(g2).pool_graphs == 1, "g1's share outlived it");
   OK(accel_graph_destroy(g2));
+  OK(accel_free(dev, src_block));
   OK(accel_graph_destroy(g3));
   OK(accel_pool_release(shared));
   for (int k = 0; k < 3; ++k) OK(accel_free(dev, kept[k]));
