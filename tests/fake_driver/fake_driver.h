@@ -16,7 +16,7 @@
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
-/* What accel-info and the tests see (tests/common/fake_open.h looks for it). */
+/* What accel-info and the tests see (fake_open.h looks for its end). */
 #define FAKE_DEVICE_NAME "fake " GPU_BACKEND_NAME " device (tests/fake_driver)"
 /* Every entry point of the plugin's table is fake_FIELD with the table's prototype (a drift
  * fails to compile). The CUDA plugin gets them from cuGetProcAddress_v2 (fake_cuda.c); the HIP
