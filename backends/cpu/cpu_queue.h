@@ -28,18 +28,24 @@ typedef struct cpu_entry {
 
 typedef struct cpu_chunk cpu_chunk_t;
 
+/* The producer's fields, the worker's and the chunk spare each on a cache line of their own
+ * (the queue is CPU_CACHE_LINE-aligned inside its stream), so that the worker taking entries
+ * does not invalidate the line a submitting thread writes, and how well a submit runs does not
+ * depend on where the allocator happened to place the stream (it did: benchmarks of tiny
+ * enqueues moved by 25% with unrelated changes to the heap's layout). */
+#define CPU_CACHE_LINE 64
 typedef struct cpu_queue {
   /* Producer side. */
-  cpu_chunk_t *tail;
+  _Alignas(CPU_CACHE_LINE) cpu_chunk_t *tail;
   unsigned tail_used;
+  atomic_uint_fast64_t submitted;
   /* Consumer side. */
-  cpu_chunk_t *head;
+  _Alignas(CPU_CACHE_LINE) cpu_chunk_t *head;
   unsigned head_next;
   uint64_t taken;
-  /* Shared. */
-  atomic_uint_fast64_t submitted;
   atomic_uint_fast64_t completed;
-  _Atomic(cpu_chunk_t *) spare;
+  /* Either side, once per chunk. */
+  _Alignas(CPU_CACHE_LINE) _Atomic(cpu_chunk_t *) spare;
 } cpu_queue_t;
 
 /* 0 or ENOMEM. */

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_event.h"
 #include "cpu_graph.h"
@@ -119,10 +120,12 @@ accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **
   cpu_device_t *dev = device;
   const accel_host_api_t *host = dev->host;
   char err[128];
-  cpu_stream_t *s = calloc(1, sizeof(*s));
+  /* aligned: the queue's sides sit on cache lines of their own (cpu_queue.h) */
+  cpu_stream_t *s = aligned_alloc(_Alignof(cpu_stream_t), sizeof(*s));
   if (s == NULL)
-    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: stream_create: calloc(%zu) failed",
-                           sizeof(*s));
+    return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY,
+                           "cpu: stream_create: aligned_alloc(%zu) failed", sizeof(*s));
+  memset(s, 0, sizeof *s);
   s->device = dev;
   atomic_init(&s->shutdown, 0);
   atomic_init(&s->held, CPU_HOLD_NONE);
