@@ -416,3 +416,15 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   c->streams[0] = NULL;
   return st;
 }
+
+/* stream.h: the calls of the stream and event rooms below into this one. */
+const accel_capture_ops_t accel_capture_ops = {
+    .check_unsafe = accel_capture_check_unsafe,
+    .record_locked = accel_capture_record_locked,
+    .pin_locked = accel_capture_pin_locked,
+    .invalidate = accel_capture_invalidate,
+    .release = accel_capture_release,
+    .event_record_locked = accel_capture_event_record_locked,
+    .event_wait_locked = accel_capture_event_wait_locked,
+    .event_capture_get = accel_event_capture_get,
+};

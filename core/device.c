@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "core_util.h"
+#include "device.h"
+#include "kernel_support.h"
 #include "log.h"
 #include "trace.h"
 
@@ -35,8 +36,8 @@ static void device_teardown(accel_device_t *dev) {
   while (atomic_load(&dev->nretired) || atomic_load(&dev->ncallbacks))
     accel_device_reap(dev, true);
   accel_callbacks_end();
-  if (dev->upload_stream) accel_stream_release(dev->upload_stream);
-  if (dev->default_stream) accel_stream_release(dev->default_stream);
+  if (dev->upload_stream) accel_device_stream_ops.release(dev->upload_stream);
+  if (dev->default_stream) accel_device_stream_ops.release(dev->default_stream);
   if (dev->kernel_state) accel_kernel_state_destroy(dev, dev->kernel_state);
   accel_device_external.teardown(dev); /* registrations the user never ended */
   accel_allocator_destroy(dev->mem);
@@ -112,8 +113,8 @@ static accel_status_t device_create(accel_backend_t *b, int index, const accel_n
     accel_allocator_set_guard(dev->mem, accel_device_external.check_free);
     accel_handle_register(&dev->hdr, ACCEL_HANDLE_DEVICE, b->vt);
     dev->trace_id = accel_trace_new_track(native ? "wrapped device" : "device", b->name, index);
-    st = accel_stream_create_internal(dev, ACCEL_STREAM_DEFAULT, true, false,
-                                      &dev->default_stream);
+    st = accel_device_stream_ops.create(dev, ACCEL_STREAM_DEFAULT, true, false,
+                                        &dev->default_stream);
     if (st != ACCEL_OK) {
       accel_handle_unregister(&dev->hdr);
       accel_allocator_destroy(dev->mem);
@@ -236,30 +237,6 @@ accel_status_t accel_device_check_kernel(accel_device_t *dev, const char *fn, ui
                          (unsigned)ACCEL_KERNEL_COUNT);
 }
 
-accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n) {
-  pthread_mutex_lock(&dev->lock);
-  size_t count = 0;
-  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) count++;
-  accel_stream_t **list = malloc((count ? count : 1) * sizeof *list);
-  if (list) {
-    count = 0;
-    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
-      accel_stream_retain(s); /* linked streams are alive: their refcount is above zero */
-      list[count++] = s;
-    }
-  }
-  pthread_mutex_unlock(&dev->lock);
-  if (!list) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
-  *out = list;
-  *n = count;
-  return ACCEL_OK;
-}
-
-void accel_device_streams_release(accel_stream_t **streams, size_t n) {
-  for (size_t i = 0; i < n; ++i) accel_stream_release(streams[i]);
-  free(streams);
-}
-
 /* Synchronizes every stream of the device without capture checks. The device lock is held only
  * to list the streams (each retained), never while waiting: a host function may call into the
  * device meanwhile. */
@@ -271,14 +248,12 @@ accel_status_t accel_device_drain(accel_device_t *dev) {
   if (dev->backend->vt->device_synchronize) {
     /* flush lazy queues first: the backend only sees submitted work */
     for (size_t i = 0; i < n; ++i) {
-      pthread_mutex_lock(&streams[i]->lock);
-      if (!streams[i]->capture) accel_lazy_flush_locked(streams[i]);
-      pthread_mutex_unlock(&streams[i]->lock);
+      accel_device_stream_ops.flush(streams[i]);
     }
     first = dev->backend->vt->device_synchronize(dev->impl);
   } else {
     for (size_t i = 0; i < n; ++i) {
-      accel_status_t st = accel_stream_sync_internal(streams[i]);
+      accel_status_t st = accel_device_stream_ops.sync(streams[i]);
       if (first == ACCEL_OK) first = st;
     }
   }
@@ -289,7 +264,7 @@ accel_status_t accel_device_drain(accel_device_t *dev) {
 accel_status_t accel_device_synchronize(accel_device_t *dev) {
   accel_status_t st = accel_device_check(dev, __func__);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe(__func__, NULL);
+  st = accel_device_stream_ops.check_unsafe(__func__, NULL);
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, "device_synchronize");
   st = accel_device_drain(dev);

@@ -62,11 +62,47 @@ void accel_device_retain(accel_device_t *dev);
 void accel_device_release(accel_device_t *dev);
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
 
-/* The device's live streams, each retained (dev->lock is held only while listing them);
- * release with accel_device_streams_release. */
-accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out, size_t *n);
-void accel_device_streams_release(accel_stream_t **streams, size_t n);
+/* The device's calls into the rooms above it. A device owns streams, and its drain,
+ * synchronize, teardown and fences (retire.c) act on them and check the capture rules, but the
+ * stream (layer 4) and capture (layer 5) rooms sit above it: stream.c defines this table and
+ * the device calls up through it instead of including stream.h or capture.h
+ * (docs/ARCHITECTURE.md, "Rooms and layers"). The table is const: a call is one indirect call
+ * through a pointer that never changes, and referencing the table links the stream room in
+ * (no constructor to run first). */
+typedef struct accel_device_stream_ops {
+  /* accel_stream_create_internal and accel_stream_release (stream.h) */
+  accel_status_t (*create)(accel_device_t *dev, unsigned flags, bool is_default, bool internal,
+                           accel_stream_t **out);
+  void (*release)(accel_stream_t *s);
+  /* The device's live streams, each retained (dev->lock is held only while listing them);
+   * list_release drops them and frees the list. */
+  accel_status_t (*list)(accel_device_t *dev, accel_stream_t ***out, size_t *n);
+  void (*list_release)(accel_stream_t **streams, size_t n);
+  /* Submits s's lazy queue unless s captures (takes s->lock). */
+  accel_status_t (*flush)(accel_stream_t *s);
+  /* accel_stream_sync_internal (stream.h): flush, then wait, without capture checks. */
+  accel_status_t (*sync)(accel_stream_t *s);
+  /* Under s->lock: flushes s unless it captures; when the backend still runs work of s, sets
+   * *busy and, with record, *ev to a new backend event recorded after that work. False when a
+   * step failed (nothing is left to destroy). */
+  bool (*fence)(accel_stream_t *s, bool record, bool *busy, accel_be_event_t **ev);
+  /* accel_capture_check_unsafe (capture.h): the capture rules of a waiting call. */
+  accel_status_t (*check_unsafe)(const char *fn, accel_stream_t *s);
+} accel_device_stream_ops_t;
+extern const accel_device_stream_ops_t accel_device_stream_ops;
 
+static inline accel_status_t accel_device_streams(accel_device_t *dev, accel_stream_t ***out,
+                                                  size_t *n) {
+  return accel_device_stream_ops.list(dev, out, n);
+}
+static inline void accel_device_streams_release(accel_stream_t **streams, size_t n) {
+  accel_device_stream_ops.list_release(streams, n);
+}
+
+/* retire.c: fn(ctx) runs once the work submitted on the backend stream impl of dev before the
+ * call has finished (a fence of one event on it; accel_stream_retire_locked, stream.h). */
+void accel_device_retire_after(accel_device_t *dev, accel_be_stream_t *impl,
+                               void (*fn)(void *ctx), void *ctx);
 /* retire.c, accel_device_retire (kernel_support.h): fn(ctx) runs once every stream of the
  * device has finished the work submitted before the call (a fence of one backend event per
  * stream), without any lock held: at a later accel_device_reap that finds the fence complete,

@@ -1,8 +1,8 @@
 /* Events: record/wait across streams, queries, timing; fork/join edges while capturing. */
 #include <stdlib.h>
 
-#include "capture.h"
 #include "core_util.h"
+#include "event.h"
 #include "trace.h"
 
 static accel_status_t event_check(accel_event_t *e, const char *fn) {
@@ -37,7 +37,7 @@ void accel_event_retain(accel_event_t *e) { atomic_fetch_add(&e->hdr.refcount, 1
 void accel_event_release(accel_event_t *e) {
   if (atomic_fetch_sub(&e->hdr.refcount, 1) != 1) return;
   accel_device_t *dev = e->dev;
-  if (e->capture) accel_capture_release(e->capture);
+  if (e->capture) accel_capture_ops.release(e->capture);
   dev->backend->vt->event_destroy(e->impl);
   pthread_mutex_destroy(&e->lock);
   free(e);
@@ -62,7 +62,7 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
-    st = accel_capture_event_record_locked(s, e);
+    st = accel_capture_ops.event_record_locked(s, e);
   } else {
     /* an event marks everything submitted before it: lazy work is submitted first */
     st = accel_lazy_flush_locked(s);
@@ -74,7 +74,7 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
       e->record_captured = false;
       e->capture = NULL;
       pthread_mutex_unlock(&e->lock);
-      if (old) accel_capture_release(old);
+      if (old) accel_capture_ops.release(old);
     }
   }
   pthread_mutex_unlock(&s->lock);
@@ -92,11 +92,11 @@ accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
                            "%s: event and stream belong to different "
                            "devices", __func__);
   uint32_t slot = 0;
-  accel_capture_t *ec = accel_event_capture_get(e, &slot);
+  accel_capture_t *ec = accel_capture_ops.event_capture_get(e, &slot);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (ec || s->capture) {
-    st = accel_capture_event_wait_locked(s, ec, slot);
+    st = accel_capture_ops.event_wait_locked(s, ec, slot);
   } else {
     /* the record flushed the recording stream's lazy queue: what it covers is submitted */
     st = accel_lazy_flush_locked(s);
@@ -106,21 +106,21 @@ accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
     if (st == ACCEL_OK && recorded) st = dev->backend->vt->stream_wait_event(s->impl, e->impl);
   }
   pthread_mutex_unlock(&s->lock);
-  if (ec) accel_capture_release(ec);
+  if (ec) accel_capture_ops.release(ec);
   accel_trace_end(&t);
   return st;
 }
 
 /* Query/synchronize on an event recorded inside an active capture is illegal. */
 static accel_status_t check_event_capture(accel_event_t *e, const char *fn) {
-  accel_capture_t *c = accel_event_capture_get(e, NULL);
+  accel_capture_t *c = accel_capture_ops.event_capture_get(e, NULL);
   if (c) {
-    accel_capture_invalidate(c, "%s on an event recorded inside the capture", fn);
-    accel_capture_release(c);
+    accel_capture_ops.invalidate(c, "%s on an event recorded inside the capture", fn);
+    accel_capture_ops.release(c);
     return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
                            "%s: the event was recorded inside an active capture", fn);
   }
-  return accel_capture_check_unsafe(fn, NULL);
+  return accel_capture_ops.check_unsafe(fn, NULL);
 }
 
 static bool event_recorded(accel_event_t *e) {

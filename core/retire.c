@@ -12,8 +12,9 @@
  */
 #include <stdlib.h>
 
+#include "device.h"
+#include "kernel_support.h"
 #include "log.h"
-#include "stream.h"
 
 typedef struct accel_retired {
   struct accel_retired *next;
@@ -46,18 +47,10 @@ static accel_retired_t *fence_new(accel_device_t *dev, bool record) {
   bool ok = r != NULL;
   if (r) r->epoch = epoch;
   for (size_t i = 0; ok && i < n; ++i) {
-    accel_stream_t *s = streams[i];
-    pthread_mutex_lock(&s->lock);
-    /* a capturing stream submits nothing to the backend: its work before the capture is what
-     * the event must cover, and that is submitted already */
-    if (!s->capture) ok = accel_lazy_flush_locked(s) == ACCEL_OK;
+    bool busy = false;
     accel_be_event_t *ev = NULL;
-    if (ok && vt->stream_query(s->impl) != ACCEL_OK) { /* busy (or failed): fence it */
-      if (record) ok = vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &ev) == ACCEL_OK;
-      if (ok) r->events[r->nevents++] = ev;
-      if (ok && record) ok = vt->event_record(ev, s->impl) == ACCEL_OK;
-    }
-    pthread_mutex_unlock(&s->lock);
+    ok = accel_device_stream_ops.fence(streams[i], record, &busy, &ev);
+    if (ok && busy) r->events[r->nevents++] = ev;
   }
   accel_device_streams_release(streams, n);
   if (ok) return r;
@@ -111,14 +104,14 @@ static void enqueue(accel_device_t *dev, retire_list_t l, accel_retired_t *r) {
   pthread_mutex_unlock(&dev->retire_lock);
 }
 
-void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *ctx) {
-  accel_device_t *dev = s->dev;
+void accel_device_retire_after(accel_device_t *dev, accel_be_stream_t *impl,
+                               void (*fn)(void *ctx), void *ctx) {
   const accel_backend_vtable_t *vt = dev->backend->vt;
   accel_retired_t *r = calloc(1, sizeof *r + sizeof r->events[0]);
   accel_be_event_t *ev = NULL;
   if (r && vt->event_create(dev->impl, ACCEL_EVENT_DISABLE_TIMING, &ev) == ACCEL_OK) {
     r->events[r->nevents++] = ev;
-    if (vt->event_record(ev, s->impl) == ACCEL_OK) {
+    if (vt->event_record(ev, impl) == ACCEL_OK) {
       r->fn = fn;
       r->ctx = ctx;
       r->epoch = accel_allocator_free_generation(dev->mem);
@@ -129,7 +122,7 @@ void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *
   }
   free(r);
   /* no event: wait for the stream here (out of host memory or a failed device) */
-  vt->stream_synchronize(s->impl);
+  vt->stream_synchronize(impl);
   fn(ctx);
 }
 

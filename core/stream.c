@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "core_util.h"
 #include "fault.h"
+#include "stream.h"
 #include "trace.h"
 
 /* stream.h: filled by lazy.c at load. */
@@ -181,7 +181,7 @@ static size_t lazy_threshold(void) {
 
 accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                           accel_keepalive_t *keep) {
-  if (s->capture) return accel_capture_record_locked(s, cmd, keep);
+  if (s->capture) return accel_capture_ops.record_locked(s, cmd, keep);
   if (!s->lazy) return dispatch(s, cmd);
   accel_status_t st = accel_cmdlist_append(&s->lazy_queue, cmd, keep);
   if (st != ACCEL_OK) return st;
@@ -202,7 +202,7 @@ static accel_status_t submit(accel_stream_t *s, const char *fn, const accel_cmd_
   st = accel_stream_submit_locked(s, cmd, keep);
   bool captured = s->capture != NULL;
   if (st == ACCEL_OK && captured && nranges)
-    st = accel_capture_pin_locked(s, ranges, ctx, nranges, NULL);
+    st = accel_capture_ops.pin_locked(s, ranges, ctx, nranges, NULL);
   pthread_mutex_unlock(&s->lock);
   if (cmd->type == ACCEL_CMD_KERNEL)
     accel_trace_end_args(&t, "\"kernel\":\"%s\",\"blocks\":%u,\"captured\":%d",
@@ -254,7 +254,7 @@ accel_status_t accel_enqueue_host_op(accel_stream_t *s, const char *name, accel_
   } else {
     st = accel_stream_submit_locked(s, &c, &op->keep);
     if (st == ACCEL_OK && captured && nranges)
-      st = accel_capture_pin_locked(s, ranges, ctx, nranges, NULL);
+      st = accel_capture_ops.pin_locked(s, ranges, ctx, nranges, NULL);
   }
   pthread_mutex_unlock(&s->lock);
   accel_trace_end_args(&t, "\"captured\":%d", captured);
@@ -297,7 +297,7 @@ accel_status_t accel_enqueue_native(accel_stream_t *s, const char *name,
   const bool captured = s->capture != NULL;
   if (!b->vt->native_commands && captured) {
     /* the plugin cannot put native work into its graph: the capture cannot be completed */
-    accel_capture_invalidate(s->capture, "%s: backend '%s' cannot capture native work "
+    accel_capture_ops.invalidate(s->capture, "%s: backend '%s' cannot capture native work "
                              "(a stream engine's collective)", name, b->name);
     st = accel_set_error(ACCEL_ERROR_UNSUPPORTED,
                          "%s: backend '%s' cannot capture native work (a stream engine's "
@@ -311,7 +311,7 @@ accel_status_t accel_enqueue_native(accel_stream_t *s, const char *name,
   } else {
     st = accel_stream_submit_locked(s, &c, keep);
     if (st == ACCEL_OK && captured && nranges)
-      st = accel_capture_pin_locked(s, ranges, rctx, nranges, NULL);
+      st = accel_capture_ops.pin_locked(s, ranges, rctx, nranges, NULL);
   }
   pthread_mutex_unlock(&s->lock);
   accel_trace_end_args(&t, "\"captured\":%d", captured);
@@ -442,10 +442,16 @@ accel_status_t accel_stream_default(accel_device_t *dev, accel_stream_t **out) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_stream_sync_internal(accel_stream_t *s) {
+/* Submits s's lazy queue unless s captures (device.h, accel_device_stream_ops.flush). */
+static accel_status_t stream_flush(accel_stream_t *s) {
   pthread_mutex_lock(&s->lock);
   accel_status_t st = s->capture ? ACCEL_OK : accel_lazy_flush_locked(s);
   pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+accel_status_t accel_stream_sync_internal(accel_stream_t *s) {
+  accel_status_t st = stream_flush(s);
   accel_status_t st2 = s->dev->backend->vt->stream_synchronize(s->impl);
   return st != ACCEL_OK ? st : st2;
 }
@@ -453,7 +459,7 @@ accel_status_t accel_stream_sync_internal(accel_stream_t *s) {
 accel_status_t accel_stream_synchronize(accel_stream_t *s) {
   accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe(__func__, s);
+  st = accel_capture_ops.check_unsafe(__func__, s);
   if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   st = accel_stream_sync_internal(s);
@@ -464,7 +470,7 @@ accel_status_t accel_stream_synchronize(accel_stream_t *s) {
 accel_status_t accel_stream_query(accel_stream_t *s) {
   accel_status_t st = accel_stream_check(s, __func__, NULL);
   if (st != ACCEL_OK) return st;
-  st = accel_capture_check_unsafe(__func__, s);
+  st = accel_capture_ops.check_unsafe(__func__, s);
   if (st != ACCEL_OK) return st;
   /* the backend's query is serialized with submissions (accel_plugin.h) */
   pthread_mutex_lock(&s->lock);
@@ -513,3 +519,63 @@ accel_status_t accel_stream_lazy_stats(accel_stream_t *s, accel_lazy_stats_t *ou
   pthread_mutex_unlock(&s->lock);
   return ACCEL_OK;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* the device's calls into this room (device.h) */
+
+static accel_status_t stream_list(accel_device_t *dev, accel_stream_t ***out, size_t *n) {
+  pthread_mutex_lock(&dev->lock);
+  size_t count = 0;
+  for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) count++;
+  accel_stream_t **list = malloc((count ? count : 1) * sizeof *list);
+  if (list) {
+    count = 0;
+    for (accel_stream_t *s = dev->streams; s; s = s->next_in_device) {
+      accel_stream_retain(s); /* linked streams are alive: their refcount is above zero */
+      list[count++] = s;
+    }
+  }
+  pthread_mutex_unlock(&dev->lock);
+  if (!list) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *out = list;
+  *n = count;
+  return ACCEL_OK;
+}
+
+static void stream_list_release(accel_stream_t **streams, size_t n) {
+  for (size_t i = 0; i < n; ++i) accel_stream_release(streams[i]);
+  free(streams);
+}
+
+static bool stream_fence(accel_stream_t *s, bool record, bool *busy, accel_be_event_t **ev) {
+  const accel_backend_vtable_t *vt = s->dev->backend->vt;
+  pthread_mutex_lock(&s->lock);
+  /* a capturing stream submits nothing to the backend: its work before the capture is what
+   * the event must cover, and that is submitted already */
+  bool ok = s->capture || accel_lazy_flush_locked(s) == ACCEL_OK;
+  if (ok && vt->stream_query(s->impl) != ACCEL_OK) { /* busy (or failed): fence it */
+    *busy = true;
+    if (record) ok = vt->event_create(s->dev->impl, ACCEL_EVENT_DISABLE_TIMING, ev) == ACCEL_OK;
+    if (ok && record && vt->event_record(*ev, s->impl) != ACCEL_OK) {
+      vt->event_destroy(*ev);
+      ok = false;
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  return ok;
+}
+
+static accel_status_t check_unsafe(const char *fn, accel_stream_t *s) {
+  return accel_capture_ops.check_unsafe(fn, s);
+}
+
+const accel_device_stream_ops_t accel_device_stream_ops = {
+    .create = accel_stream_create_internal,
+    .release = accel_stream_release,
+    .list = stream_list,
+    .list_release = stream_list_release,
+    .flush = stream_flush,
+    .sync = accel_stream_sync_internal,
+    .fence = stream_fence,
+    .check_unsafe = check_unsafe,
+};

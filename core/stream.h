@@ -29,10 +29,6 @@ typedef struct accel_lazy_cache_entry {
 
 #define ACCEL_LAZY_CACHE_SIZE 4
 
-/* accel_device_retire for something only the work on s uses (a lazy stream's cached graph):
- * the fence is one event on s. The caller holds s->lock. */
-void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx), void *ctx);
-
 struct accel_stream {
   accel_handle_t hdr;
   accel_device_t *dev;
@@ -82,6 +78,34 @@ extern accel_status_t (*accel_lazy_flush_slot)(accel_stream_t *s);
 static inline accel_status_t accel_lazy_flush_locked(accel_stream_t *s) {
   return accel_lazy_flush_slot(s);
 }
+/* accel_device_retire for something only the work on s uses (a lazy stream's cached graph):
+ * the fence is one event on s. The caller holds s->lock. */
+static inline void accel_stream_retire_locked(accel_stream_t *s, void (*fn)(void *ctx),
+                                              void *ctx) {
+  accel_device_retire_after(s->dev, s->impl, fn, ctx);
+}
+/* The stream's and the events' calls into the capture room. The one submission path records
+ * into a capture and pins the memory it uses, waits and queries apply the capture rules, and an
+ * event recorded or waited inside a capture joins it; capture (layer 5) sits above the stream
+ * and the event (layer 4), so capture.c defines this table and stream.c and event.c call up
+ * through it instead of including capture.h (docs/ARCHITECTURE.md, "Rooms and layers"). The
+ * table is const: a call is one indirect call through a pointer that never changes, and
+ * referencing the table links the capture room in (no constructor to run first). Each slot is
+ * the capture.h function of its name. */
+typedef struct accel_capture_ops {
+  accel_status_t (*check_unsafe)(const char *fn, accel_stream_t *s);
+  accel_status_t (*record_locked)(accel_stream_t *s, const accel_cmd_t *cmd,
+                                  accel_keepalive_t *keep);
+  accel_status_t (*pin_locked)(accel_stream_t *s, accel_range_fn ranges, void *ctx, size_t n,
+                               const accel_allocator_pins_t *more);
+  void (*invalidate)(accel_capture_t *c, const char *fmt, ...)
+      __attribute__((format(printf, 2, 3)));
+  void (*release)(accel_capture_t *c);
+  accel_status_t (*event_record_locked)(accel_stream_t *s, accel_event_t *e);
+  accel_status_t (*event_wait_locked)(accel_stream_t *s, accel_capture_t *ec, uint32_t slot);
+  accel_capture_t *(*event_capture_get)(accel_event_t *e, uint32_t *slot);
+} accel_capture_ops_t;
+extern const accel_capture_ops_t accel_capture_ops;
 /* Which way a copy between dst and src goes, as dev sees the two pointers. */
 accel_copy_kind_t accel_copy_kind(accel_device_t *dev, void *dst, const void *src);
 

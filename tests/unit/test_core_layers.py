@@ -4,9 +4,8 @@
 The table of that section gives every file of core/ a layer (a number; the first column) and
 the check reads each file's #include "..." lines (comments stripped) that name a file of core/:
 
-- a file includes no header of a higher layer than its own, except the upward includes the
-  section lists (file -> header, each with its reason); a listed one that is gone fails too, so
-  the list only shrinks;
+- a file includes no header of a higher layer than its own, with no exception: a lower room
+  calls a higher one through a slot table the higher room defines (the section says which);
 - core's headers include one another without a cycle;
 - every .c and .h file of core/ has a row, and every name in the table is a file of core/.
 
@@ -22,7 +21,7 @@ SECTION = '## Rooms and layers'
 
 
 def read_table(doc):
-    """({file: layer}, {(file, header)}) from the section's layer table and exception list."""
+    """{file: layer} from the section's layer table."""
     with open(doc) as f:
         text = f.read()
     start = text.find(SECTION)
@@ -30,7 +29,7 @@ def read_table(doc):
         raise SystemExit('%s: section "%s" not found' % (doc, SECTION))
     end = text.find('\n## ', start + len(SECTION))
     section = text[start:end if end > 0 else len(text)]
-    layers, upward = {}, set()
+    layers = {}
     for line in section.split('\n'):
         row = re.match(r'\|\s*(\d+)\s*\|[^|]*\|(.*)\|\s*$', line)
         if row:
@@ -38,10 +37,7 @@ def read_table(doc):
                 if name in layers:
                     raise SystemExit('%s: %s has two layers' % (doc, name))
                 layers[name] = int(row.group(1))
-        up = re.match(r'\s*-\s*`([A-Za-z0-9_]+\.[ch])`\s*->\s*`([A-Za-z0-9_]+\.h)`', line)
-        if up:
-            upward.add((up.group(1), up.group(2)))
-    return layers, upward
+    return layers
 
 
 def core_includes(core, files):
@@ -91,31 +87,25 @@ def main():
     root = sys.argv[1]
     core = os.path.join(root, 'core')
     files = sorted(f for f in os.listdir(core) if f.endswith(('.c', '.h')))
-    layers, upward = read_table(os.path.join(root, 'docs', 'ARCHITECTURE.md'))
+    layers = read_table(os.path.join(root, 'docs', 'ARCHITECTURE.md'))
     problems = ['core/%s: no layer in docs/ARCHITECTURE.md' % f for f in files
                 if f not in layers]
     problems += ['docs/ARCHITECTURE.md: %s is not a file of core/' % f for f in sorted(layers)
                  if f not in files]
     includes = core_includes(core, files)
-    seen_upward = set()
     for name in files:
         for lineno, header in includes[name]:
             if name not in layers or header not in layers or layers[header] <= layers[name]:
                 continue
-            if (name, header) in upward:
-                seen_upward.add((name, header))
-                continue
             problems.append('core/%s:%d: includes %s (layer %d) from layer %d' %
                             (name, lineno, header, layers[header], layers[name]))
-    problems += ['docs/ARCHITECTURE.md: listed upward include %s -> %s is gone: remove it' % u
-                 for u in sorted(upward - seen_upward)]
     cycle = find_cycle({h: [i for _, i in includes[h]] for h in files if h.endswith('.h')})
     if cycle:
         problems.append('core: include cycle %s' % ' -> '.join(cycle))
     for p in problems:
         print(p)
-    print('%d core file(s) in %d layers, %d listed upward include(s): %s' %
-          (len(files), len(set(layers.values())), len(upward), 'FAIL' if problems else 'ok'))
+    print('%d core file(s) in %d layers, no upward include: %s' %
+          (len(files), len(set(layers.values())), 'FAIL' if problems else 'ok'))
     return 1 if problems else 0
 
 
