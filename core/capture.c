@@ -383,7 +383,7 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   pthread_mutex_unlock(&active_lock);
   uint32_t unjoined = invalid ? 0 : find_unjoined(c);
   void *unjoined_stream = c->streams[unjoined];
-  for (uint32_t i = 1; i < c->nstreams; ++i) accel_stream_release(c->streams[i]);
+  for (uint32_t i = 1; i < c->nstreams; ++i) accel_stream_release_ref(c->streams[i]);
   for (size_t i = 0; i < c->nevents; ++i) {
     accel_event_t *e = c->events[i];
     pthread_mutex_lock(&e->lock);
@@ -391,7 +391,7 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
     if (mine) e->capture = NULL;
     pthread_mutex_unlock(&e->lock);
     if (mine) accel_capture_release(c); /* the event's reference; ours keeps c alive */
-    accel_event_release(e);
+    accel_event_release_ref(e);
   }
   c->nevents = 0;
   accel_status_t st = ACCEL_OK;

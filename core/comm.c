@@ -32,11 +32,11 @@ double accel_comm_timeout(void) {
   return v;
 }
 
-void accel_comm_release(accel_comm_t *c) {
+void accel_comm_release_ref(accel_comm_t *c) {
   if (atomic_fetch_sub(&c->hdr.refcount, 1) != 1) return;
   accel_comm_live_remove(&c->live);
   c->ev->comm_destroy(c->impl);
-  accel_device_release(c->dev);
+  accel_device_release_ref(c->dev);
   pthread_mutex_destroy(&c->lock);
   pthread_mutex_destroy(&c->engine_lock);
   free(c);
@@ -172,11 +172,21 @@ accel_status_t accel_comm_split(accel_comm_t *c, int color, int key, accel_comm_
   return comm_new(c->dev, c->ev, impl, rank, size, out);
 }
 
-accel_status_t accel_comm_destroy(accel_comm_t *c) {
-  accel_status_t st = accel_handle_drop_user(c, ACCEL_HANDLE_COMM, __func__);
+static accel_status_t comm_release_user(accel_comm_t *c, const char *fn) {
+  accel_status_t st = accel_handle_drop_user(c, ACCEL_HANDLE_COMM, fn);
   if (st != ACCEL_OK) return st;
-  accel_comm_release(c);
+  accel_comm_release_ref(c);
   return ACCEL_OK;
+}
+
+accel_status_t accel_comm_release(accel_comm_t *c) {
+  return comm_release_user(c, __func__);
+}
+
+/* The old name of accel_comm_release (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_comm_destroy(accel_comm_t *c) {
+  return comm_release_user(c, __func__);
 }
 
 accel_status_t accel_comm_rank(accel_comm_t *c, int *rank) {

@@ -39,7 +39,7 @@ typedef struct comm_cmd {
 static void cmd_release(accel_keepalive_t *k) {
   comm_cmd_t *cmd = (comm_cmd_t *)k;
   if (cmd->prepared) cmd->comm->ev->release_prepared(cmd->prepared);
-  accel_comm_release(cmd->comm);
+  accel_comm_release_ref(cmd->comm);
   free(cmd);
 }
 

@@ -68,7 +68,7 @@ static void drain_at_exit(void) {
   if (n && now_s() >= deadline)
     accel_log(ACCEL_LOG_WARN, "comm", "at exit: streams with collectives still running after "
               "%.0f s; exiting without waiting for them", timeout_s + EXIT_GRACE_S);
-  for (size_t i = 0; i < n; ++i) accel_device_release(devs[i]);
+  for (size_t i = 0; i < n; ++i) accel_device_release_ref(devs[i]);
   free(devs);
 }
 

@@ -88,7 +88,7 @@ double accel_comm_timeout(void);
 accel_status_t accel_comm_handle_check(accel_comm_t *c, const char *fn);
 static inline void accel_comm_retain(accel_comm_t *c) { atomic_fetch_add(&c->hdr.refcount, 1); }
 /* Drops a reference; the last one destroys the engine's communicator and lets the device go. */
-void accel_comm_release(accel_comm_t *c);
+void accel_comm_release_ref(accel_comm_t *c);
 /* Records the first failure (status, what) on c; later collectives on it are skipped. */
 void accel_comm_fail(accel_comm_t *c, accel_status_t status, const char *what);
 

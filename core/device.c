@@ -51,7 +51,7 @@ static void device_teardown(accel_device_t *dev) {
   device_free(dev);
 }
 
-void accel_device_release(accel_device_t *dev) {
+void accel_device_release_ref(accel_device_t *dev) {
   accel_backend_t *b = dev->backend;
   pthread_mutex_lock(&b->lock);
   bool last = atomic_fetch_sub(&dev->hdr.refcount, 1) == 1;
@@ -189,8 +189,9 @@ static accel_status_t open_selector(const char *selector, accel_device_t **out) 
   return open_index(b, index, out);
 }
 
-accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
+static accel_status_t device_create_as(const char *selector, accel_device_t **out,
+                                       const char *fn) {
+  ACCEL_REQUIRE_ARG(out, fn, "out is NULL");
   accel_registry_ensure_loaded();
   accel_trace_scope_t t = accel_trace_begin(0, "device_open");
   const char *sel = selector ? selector : accel_env("ACCEL_BACKEND");
@@ -199,17 +200,37 @@ accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
   return st;
 }
 
-accel_status_t accel_device_close(accel_device_t *dev) {
+accel_status_t accel_device_create(const char *selector, accel_device_t **out) {
+  return device_create_as(selector, out, __func__);
+}
+
+/* The old name of accel_device_create (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_device_open(const char *selector, accel_device_t **out) {
+  return device_create_as(selector, out, __func__);
+}
+
+static accel_status_t device_release_user(accel_device_t *dev, const char *fn) {
   /* one close per open: a close too many finds no user reference left */
-  accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, __func__);
+  accel_status_t st = accel_handle_drop_user(dev, ACCEL_HANDLE_DEVICE, fn);
   if (st != ACCEL_OK) return st;
   /* a retired release holds the device: run those whose fence completed (e.g. a graph
    * destroyed while replaying, its stream destroyed since), or nothing might ever reap them
    * and the device would outlive its last user (not waiting: a host function may close) */
   accel_device_reap(dev, false);
   accel_device_callbacks_if_idle(dev); /* DLPack deleters: not inside a host function */
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
   return ACCEL_OK;
+}
+
+accel_status_t accel_device_release(accel_device_t *dev) {
+  return device_release_user(dev, __func__);
+}
+
+/* The old name of accel_device_release (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_device_close(accel_device_t *dev) {
+  return device_release_user(dev, __func__);
 }
 
 accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *info) {

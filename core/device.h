@@ -59,7 +59,7 @@ extern accel_device_external_hooks_t accel_device_external;
 accel_status_t accel_device_create_wrapped(accel_backend_t *b, const accel_native_t *native,
                                            accel_device_t **out);
 void accel_device_retain(accel_device_t *dev);
-void accel_device_release(accel_device_t *dev);
+void accel_device_release_ref(accel_device_t *dev);
 accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
 
 /* The device's calls into the rooms above it. A device owns streams, and its drain,
@@ -70,7 +70,7 @@ accel_status_t accel_device_check(accel_device_t *dev, const char *fn);
  * through a pointer that never changes, and referencing the table links the stream room in
  * (no constructor to run first). */
 typedef struct accel_device_stream_ops {
-  /* accel_stream_create_internal and accel_stream_release (stream.h) */
+  /* accel_stream_create_internal and accel_stream_release_ref (stream.h) */
   accel_status_t (*create)(accel_device_t *dev, unsigned flags, bool is_default, bool internal,
                            accel_stream_t **out);
   void (*release)(accel_stream_t *s);

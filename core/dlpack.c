@@ -163,7 +163,7 @@ static void import_free(accel_dlpack_import_t *imp) {
   }
   accel_device_t *dev = imp->dev;
   free(imp);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
 /* The deleters of a shared registration's imports, once it ended (a callback: retire.c). */
@@ -352,7 +352,7 @@ static void export_free(dl_export_t *x) {
   accel_device_t *dev = x->dev;
   accel_allocator_unpin(dev->mem, &x->pins); /* completes an accel_free deferred by the export */
   free(x);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
 static void export_deleter_versioned(accel_dl_managed_tensor_versioned_t *self) {

@@ -34,21 +34,31 @@ accel_status_t accel_event_create(accel_device_t *dev, unsigned flags, accel_eve
 
 void accel_event_retain(accel_event_t *e) { atomic_fetch_add(&e->hdr.refcount, 1); }
 
-void accel_event_release(accel_event_t *e) {
+void accel_event_release_ref(accel_event_t *e) {
   if (atomic_fetch_sub(&e->hdr.refcount, 1) != 1) return;
   accel_device_t *dev = e->dev;
   if (e->capture) accel_capture_ops.release(e->capture);
   dev->backend->vt->event_destroy(e->impl);
   pthread_mutex_destroy(&e->lock);
   free(e);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
-accel_status_t accel_event_destroy(accel_event_t *e) {
-  accel_status_t st = accel_handle_drop_user(e, ACCEL_HANDLE_EVENT, __func__);
+static accel_status_t event_release_user(accel_event_t *e, const char *fn) {
+  accel_status_t st = accel_handle_drop_user(e, ACCEL_HANDLE_EVENT, fn);
   if (st != ACCEL_OK) return st;
-  accel_event_release(e); /* a capture that recorded it keeps it until the capture ends */
+  accel_event_release_ref(e); /* a capture that recorded it keeps it until the capture ends */
   return ACCEL_OK;
+}
+
+accel_status_t accel_event_release(accel_event_t *e) {
+  return event_release_user(e, __func__);
+}
+
+/* The old name of accel_event_release (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_event_destroy(accel_event_t *e) {
+  return event_release_user(e, __func__);
 }
 
 accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
@@ -204,7 +214,7 @@ accel_status_t accel_stream_marker_query(const accel_stream_marker_t *m) {
 
 void accel_stream_marker_release(accel_stream_marker_t *m) {
   m->dev->backend->vt->event_destroy(m->impl);
-  accel_device_release(m->dev);
+  accel_device_release_ref(m->dev);
   m->dev = NULL;
   m->impl = NULL;
 }

@@ -33,7 +33,7 @@ struct accel_event {
 
 /* An event holds a reference to its device; captures hold references to their events. */
 void accel_event_retain(accel_event_t *e);
-void accel_event_release(accel_event_t *e);
+void accel_event_release_ref(accel_event_t *e);
 
 /* A point in a stream for core's own watchers (the ACCEL_COMM_TIMEOUT watchdog): the backend's
  * event recorded after everything submitted to the stream so far. Neither a user handle nor

@@ -69,7 +69,7 @@ static void remains_release(graph_remains_t *r) {
   accel_cmdlist_free(&r->flat);
   accel_allocator_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
-  if (r->last_replay_stream) accel_stream_release(r->last_replay_stream);
+  if (r->last_replay_stream) accel_stream_release_ref(r->last_replay_stream);
 }
 
 /* The retired release of a heap-held r (it holds a device reference). */
@@ -78,7 +78,7 @@ static void remains_free(void *ctx) {
   accel_device_t *dev = r->dev;
   remains_release(r);
   free(r);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
 /* Hands what replays issued so far may still use to the caller (graph lock held), for
@@ -244,7 +244,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
   /* the capture's reference to the origin, then ours to the capture: an invalid capture's
    * commands may hold the last reference to a replayed graph's pool, whose collection fences
    * every stream, the origin included */
-  accel_stream_release(origin);
+  accel_stream_release_ref(origin);
   accel_capture_release(c);
   g->capture = NULL;
   g->capture_stream = NULL;
@@ -361,7 +361,7 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
   if (st == ACCEL_OK) g->replays++;
   size_t n = g->flat.count;
   pthread_mutex_unlock(&g->lock);
-  if (previous) accel_stream_release(previous);
+  if (previous) accel_stream_release_ref(previous);
   accel_trace_end_args(&t, "\"nodes\":%zu,\"native\":%d", n, g->native != NULL);
   return st;
 }
@@ -382,17 +382,17 @@ accel_status_t accel_graph_reset(accel_graph_t *g) {
   return st;
 }
 
-accel_status_t accel_graph_destroy(accel_graph_t *g) {
-  accel_status_t st = graph_check(g, __func__);
+static accel_status_t graph_release_user(accel_graph_t *g, const char *fn) {
+  accel_status_t st = graph_check(g, fn);
   if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&g->lock);
   if (g->state == ACCEL_GRAPH_CAPTURING) {
     pthread_mutex_unlock(&g->lock);
     return accel_set_error(ACCEL_ERROR_STATE, "%s: the graph is capturing; end "
-                                              "the capture first", __func__);
+                                              "the capture first", fn);
   }
   /* of two concurrent destroys, one drops the user's reference; the other gets INVALID_HANDLE */
-  if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, __func__)) != ACCEL_OK) {
+  if ((st = accel_handle_drop_user(g, ACCEL_HANDLE_GRAPH, fn)) != ACCEL_OK) {
     pthread_mutex_unlock(&g->lock);
     return st;
   }
@@ -405,8 +405,18 @@ accel_status_t accel_graph_destroy(accel_graph_t *g) {
   accel_cmdlist_free(&g->flat);
   pthread_mutex_destroy(&g->lock);
   free(g);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
   return ACCEL_OK;
+}
+
+accel_status_t accel_graph_release(accel_graph_t *g) {
+  return graph_release_user(g, __func__);
+}
+
+/* The old name of accel_graph_release (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_graph_destroy(accel_graph_t *g) {
+  return graph_release_user(g, __func__);
 }
 
 accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {

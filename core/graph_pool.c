@@ -33,7 +33,7 @@ void accel_pool_release_ref(accel_pool_t *p) {
   accel_device_t *dev = p->dev;
   accel_pool_arena_retire(dev, accel_allocator_arena_release(p->arena));
   free(p);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
 accel_status_t accel_pool_create_internal(accel_device_t *dev, bool user, accel_pool_t **out) {

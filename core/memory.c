@@ -252,7 +252,7 @@ accel_status_t accel_device_upload(accel_device_t *dev, void *dst, const void *s
     if (!dev->upload_stream) dev->upload_stream = created;
     s = dev->upload_stream;
     pthread_mutex_unlock(&dev->lock);
-    if (s != created) accel_stream_release(created); /* another thread won */
+    if (s != created) accel_stream_release_ref(created); /* another thread won */
   }
   const accel_backend_vtable_t *vt = dev->backend->vt;
   pthread_mutex_lock(&s->lock);

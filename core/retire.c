@@ -195,7 +195,7 @@ static void callbacks_idle(accel_device_t *dev, accel_retired_t *first) {
   if (first) run(dev, first);
   reap_list(dev, callbacks(dev), false);
   accel_callbacks_end();
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
 }
 
 void accel_device_retire_callback(accel_device_t *dev, void (*fn)(void *ctx), void *ctx) {

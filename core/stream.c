@@ -91,12 +91,12 @@ static void stream_teardown(accel_stream_t *s) {
   bool holds_device = !s->is_default && !s->internal;
   pthread_mutex_destroy(&s->lock);
   free(s);
-  if (holds_device) accel_device_release(dev);
+  if (holds_device) accel_device_release_ref(dev);
 }
 
 void accel_stream_retain(accel_stream_t *s) { atomic_fetch_add(&s->hdr.refcount, 1); }
 
-void accel_stream_release(accel_stream_t *s) {
+void accel_stream_release_ref(accel_stream_t *s) {
   int old = atomic_load(&s->hdr.refcount);
   while (old > 1)
     if (atomic_compare_exchange_weak(&s->hdr.refcount, &old, old - 1)) return;
@@ -407,31 +407,41 @@ accel_status_t accel_stream_create_ex(accel_device_t *dev, unsigned flags, accel
   return accel_stream_create_internal(dev, flags, false, false, out);
 }
 
-accel_status_t accel_stream_destroy(accel_stream_t *s) {
-  accel_status_t st = accel_stream_check(s, __func__, NULL);
+static accel_status_t stream_release_user(accel_stream_t *s, const char *fn) {
+  accel_status_t st = accel_stream_check(s, fn, NULL);
   if (st != ACCEL_OK) return st;
   if (s->is_default)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: the default stream belongs to its device", __func__);
+                           "%s: the default stream belongs to its device", fn);
   pthread_mutex_lock(&s->lock);
   bool capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->lock);
   if (capturing)
     return accel_set_error(ACCEL_ERROR_STATE,
-                           "%s: the stream is capturing; end the capture first", __func__);
-  if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, __func__)) != ACCEL_OK)
+                           "%s: the stream is capturing; end the capture first", fn);
+  if ((st = accel_handle_drop_user(s, ACCEL_HANDLE_STREAM, fn)) != ACCEL_OK)
     return st;
   /* Waits for the stream's work here, before letting go: an internal holder (a fence, a graph's
    * replay ordering) may then drop the last reference from any thread without waiting. */
   accel_stream_sync_internal(s);
   accel_device_t *dev = s->dev;
   accel_device_retain(dev);
-  accel_stream_release(s);
+  accel_stream_release_ref(s);
   /* fences on this stream are complete now: a retired release they held back may be all
    * that keeps the device alive once its user closed it (see accel_device_close) */
   accel_device_reap(dev, false);
-  accel_device_release(dev);
+  accel_device_release_ref(dev);
   return ACCEL_OK;
+}
+
+accel_status_t accel_stream_release(accel_stream_t *s) {
+  return stream_release_user(s, __func__);
+}
+
+/* The old name of accel_stream_release (docs/API.md, "Lifetime verbs"): the same call,
+ * kept for source and for binaries linked against it. */
+accel_status_t accel_stream_destroy(accel_stream_t *s) {
+  return stream_release_user(s, __func__);
 }
 
 accel_status_t accel_stream_default(accel_device_t *dev, accel_stream_t **out) {
@@ -543,7 +553,7 @@ static accel_status_t stream_list(accel_device_t *dev, accel_stream_t ***out, si
 }
 
 static void stream_list_release(accel_stream_t **streams, size_t n) {
-  for (size_t i = 0; i < n; ++i) accel_stream_release(streams[i]);
+  for (size_t i = 0; i < n; ++i) accel_stream_release_ref(streams[i]);
   free(streams);
 }
 
@@ -571,7 +581,7 @@ static accel_status_t check_unsafe(const char *fn, accel_stream_t *s) {
 
 const accel_device_stream_ops_t accel_device_stream_ops = {
     .create = accel_stream_create_internal,
-    .release = accel_stream_release,
+    .release = accel_stream_release_ref,
     .list = stream_list,
     .list_release = stream_list_release,
     .flush = stream_flush,

@@ -61,7 +61,7 @@ accel_status_t accel_stream_create_internal(accel_device_t *dev, unsigned flags,
 accel_status_t accel_stream_create_wrapped(accel_device_t *dev, const accel_native_t *native,
                                            accel_stream_t **out);
 void accel_stream_retain(accel_stream_t *s);
-void accel_stream_release(accel_stream_t *s);
+void accel_stream_release_ref(accel_stream_t *s);
 /* Submits one command on a non-capturing stream: eager dispatch or lazy append (caller holds
  * s->lock). */
 accel_status_t accel_stream_submit_locked(accel_stream_t *s, const accel_cmd_t *cmd,

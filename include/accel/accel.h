@@ -151,12 +151,20 @@ typedef struct accel_device_info {
   uint32_t host_accessible;  /* 1 if the host can dereference device pointers */
 } accel_device_info_t;
 
+/* Lifetime verbs: every handle is made by a *_create call and let go by a *_release call (one
+ * user reference each; a release too many is ACCEL_ERROR_INVALID_HANDLE). The older names
+ * accel_device_open/close and accel_{stream,event,graph}_destroy (accel_comm_destroy in
+ * accel_comm.h) stay as aliases: the same calls under their own names, exported for binaries
+ * linked against them (docs/API.md, "Lifetime verbs"). */
+
 /* Opens a device. selector: "cpu", "opencl", "cuda:1", "level_zero:0" ... (index defaults to
  * 0). NULL reads ACCEL_BACKEND, else opens the best device of accel_device_ranking that opens,
  * logging (ACCEL_LOG=info) why each better-ranked one was passed over. Opening the same device
  * twice returns the same handle with its reference count raised. A backend name is looked up
  * as by accel_backend_find: a plugin found but refused at load is ACCEL_ERROR_PLUGIN with the
  * loader's reason. */
+ACCEL_API accel_status_t accel_device_create(const char *selector, accel_device_t **out);
+/* The old name of accel_device_create. */
 ACCEL_API accel_status_t accel_device_open(const char *selector, accel_device_t **out);
 
 /* One device as accel_device_open(NULL) ranks it. */
@@ -178,6 +186,8 @@ ACCEL_API accel_status_t accel_device_ranking(accel_device_rank_t *out, int capa
                                               int *count);
 /* Drops one reference; the device is torn down when the last reference, stream, event, graph
  * and pool on it are gone. */
+ACCEL_API accel_status_t accel_device_release(accel_device_t *device);
+/* The old name of accel_device_release. */
 ACCEL_API accel_status_t accel_device_close(accel_device_t *device);
 ACCEL_API accel_status_t accel_device_get_info(accel_device_t *device, accel_device_info_t *info);
 /* Waits for all work on all streams of the device. Illegal during a GLOBAL capture. */
@@ -310,7 +320,10 @@ ACCEL_API accel_status_t accel_stream_create(accel_device_t *device, accel_strea
 /* Unknown flags, or LAZY together with EAGER: ACCEL_ERROR_INVALID_ARGUMENT. */
 ACCEL_API accel_status_t accel_stream_create_ex(accel_device_t *device, unsigned flags,
                                                 accel_stream_t **out);
-/* Waits for the stream's work, then destroys it. The default stream cannot be destroyed. */
+/* Waits for the stream's work, then drops the user's reference (the stream goes when nothing
+ * recorded holds it). The default stream cannot be released. */
+ACCEL_API accel_status_t accel_stream_release(accel_stream_t *stream);
+/* The old name of accel_stream_release. */
 ACCEL_API accel_status_t accel_stream_destroy(accel_stream_t *stream);
 /* The device's default stream (owned by the device; it cannot capture). */
 ACCEL_API accel_status_t accel_stream_default(accel_device_t *device, accel_stream_t **out);
@@ -353,6 +366,9 @@ ACCEL_API accel_status_t accel_event_query(accel_event_t *event);
 /* Milliseconds between two completed records; both events need timing. */
 ACCEL_API accel_status_t accel_event_elapsed_ms(accel_event_t *start, accel_event_t *end,
                                                 float *ms);
+/* Drops the user's reference (a capture that recorded the event keeps it until it ends). */
+ACCEL_API accel_status_t accel_event_release(accel_event_t *event);
+/* The old name of accel_event_release. */
 ACCEL_API accel_status_t accel_event_destroy(accel_event_t *event);
 
 /* ---------------------------------------------------------------------------------------------
@@ -389,6 +405,9 @@ ACCEL_API accel_status_t accel_graph_pool_create(accel_device_t *device, accel_p
 ACCEL_API accel_status_t accel_pool_release(accel_pool_t *pool);
 /* Drops the captured work and the graph's hold on its pool; the graph can capture again. */
 ACCEL_API accel_status_t accel_graph_reset(accel_graph_t *graph);
+/* Drops the user's reference and the captured work (a capturing graph: ACCEL_ERROR_STATE). */
+ACCEL_API accel_status_t accel_graph_release(accel_graph_t *graph);
+/* The old name of accel_graph_release. */
 ACCEL_API accel_status_t accel_graph_destroy(accel_graph_t *graph);
 /* Number of recorded operations (0 for an empty or reset graph). */
 ACCEL_API accel_status_t accel_graph_node_count(accel_graph_t *graph, size_t *count);

@@ -68,6 +68,8 @@ ACCEL_API accel_status_t accel_comm_split(accel_comm_t *comm, int color, int key
                                           accel_comm_t **out);
 /* Drops the user's reference; the engine's communicator is freed when recorded work (graphs,
  * lazy queues, queued collectives) no longer holds it. Not collective. */
+ACCEL_API accel_status_t accel_comm_release(accel_comm_t *comm);
+/* The old name of accel_comm_release (accel.h, "Lifetime verbs"). */
 ACCEL_API accel_status_t accel_comm_destroy(accel_comm_t *comm);
 ACCEL_API accel_status_t accel_comm_rank(accel_comm_t *comm, int *rank);
 ACCEL_API accel_status_t accel_comm_size(accel_comm_t *comm, int *size);

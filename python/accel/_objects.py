@@ -115,11 +115,11 @@ class DeviceInfo:
 class Device(_Handle):
     """An open device: Device("cpu"), Device("opencl:0"), Device() (ACCEL_BACKEND, else the
     best device present)."""
-    _release = lib.accel_device_close
+    _release = lib.accel_device_release
 
     def __init__(self, selector=None):
         out = ffi.new("accel_device_t **")
-        check(lib.accel_device_open(selector.encode() if selector else ffi.NULL, out))
+        check(lib.accel_device_create(selector.encode() if selector else ffi.NULL, out))
         super().__init__(out[0])
         self._default_stream = None
         self.info = self._info()
@@ -203,7 +203,7 @@ class Device(_Handle):
 
 class Stream(_Handle):
     """A stream of a Device. Kernels, copies and graph replays are ordered on it."""
-    _release = lib.accel_stream_destroy
+    _release = lib.accel_stream_release
 
     def __init__(self, device, lazy=None):
         flags = (lib.ACCEL_STREAM_DEFAULT if lazy is None else
@@ -293,7 +293,7 @@ class Stream(_Handle):
 
 
 class Event(_Handle):
-    _release = lib.accel_event_destroy
+    _release = lib.accel_event_release
 
     def __init__(self, device, timing=True):
         out = ffi.new("accel_event_t **")
@@ -342,7 +342,7 @@ class Graph(_Handle):
             accel.fill([buf], 1.0, stream=stream)   # recorded, not run
         graph.replay(stream)                        # runs it
     """
-    _release = lib.accel_graph_destroy
+    _release = lib.accel_graph_release
 
     def __init__(self, device):
         out = ffi.new("accel_graph_t **")
