@@ -179,15 +179,7 @@ static accel_status_t comm_release_user(accel_comm_t *c, const char *fn) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_comm_release(accel_comm_t *c) {
-  return comm_release_user(c, __func__);
-}
-
-/* The old name of accel_comm_release (docs/API.md, "Lifetime verbs"): the same call,
- * kept for source and for binaries linked against it. */
-accel_status_t accel_comm_destroy(accel_comm_t *c) {
-  return comm_release_user(c, __func__);
-}
+ACCEL_DEFINE_RELEASE(accel_comm_t, accel_comm_release, accel_comm_destroy, comm_release_user)
 
 accel_status_t accel_comm_rank(accel_comm_t *c, int *rank) {
   accel_status_t st = accel_comm_handle_check(c, __func__);

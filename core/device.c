@@ -223,15 +223,7 @@ static accel_status_t device_release_user(accel_device_t *dev, const char *fn) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_device_release(accel_device_t *dev) {
-  return device_release_user(dev, __func__);
-}
-
-/* The old name of accel_device_release (docs/API.md, "Lifetime verbs"): the same call,
- * kept for source and for binaries linked against it. */
-accel_status_t accel_device_close(accel_device_t *dev) {
-  return device_release_user(dev, __func__);
-}
+ACCEL_DEFINE_RELEASE(accel_device_t, accel_device_release, accel_device_close, device_release_user)
 
 accel_status_t accel_device_get_info(accel_device_t *dev, accel_device_info_t *info) {
   accel_status_t st = accel_device_check(dev, __func__);

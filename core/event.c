@@ -51,24 +51,24 @@ static accel_status_t event_release_user(accel_event_t *e, const char *fn) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_event_release(accel_event_t *e) {
-  return event_release_user(e, __func__);
-}
+ACCEL_DEFINE_RELEASE(accel_event_t, accel_event_release, accel_event_destroy, event_release_user)
 
-/* The old name of accel_event_release (docs/API.md, "Lifetime verbs"): the same call,
- * kept for source and for binaries linked against it. */
-accel_status_t accel_event_destroy(accel_event_t *e) {
-  return event_release_user(e, __func__);
+/* A live event and a live stream of the same device (*dev). */
+static accel_status_t event_stream_check(accel_event_t *e, accel_stream_t *s, const char *fn,
+                                         accel_device_t **dev) {
+  accel_status_t st = event_check(e, fn);
+  if (st != ACCEL_OK) return st;
+  if ((st = accel_stream_check(s, fn, dev)) != ACCEL_OK) return st;
+  if (*dev != e->dev)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: event and stream belong to different devices", fn);
+  return ACCEL_OK;
 }
 
 accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
-  accel_status_t st = event_check(e, __func__);
-  if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
-  if (dev != e->dev)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: event and stream belong to different devices", __func__);
+  accel_status_t st = event_stream_check(e, s, __func__, &dev);
+  if (st != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);
   pthread_mutex_lock(&s->lock);
   if (s->capture) {
@@ -93,14 +93,9 @@ accel_status_t accel_event_record(accel_event_t *e, accel_stream_t *s) {
 }
 
 accel_status_t accel_stream_wait_event(accel_stream_t *s, accel_event_t *e) {
-  accel_status_t st = event_check(e, __func__);
-  if (st != ACCEL_OK) return st;
   accel_device_t *dev = NULL;
-  if ((st = accel_stream_check(s, __func__, &dev)) != ACCEL_OK) return st;
-  if (dev != e->dev)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: event and stream belong to different "
-                           "devices", __func__);
+  accel_status_t st = event_stream_check(e, s, __func__, &dev);
+  if (st != ACCEL_OK) return st;
   uint32_t slot = 0;
   accel_capture_t *ec = accel_capture_ops.event_capture_get(e, &slot);
   accel_trace_scope_t t = accel_trace_begin(s->trace_id, __func__);

@@ -409,15 +409,7 @@ static accel_status_t graph_release_user(accel_graph_t *g, const char *fn) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_graph_release(accel_graph_t *g) {
-  return graph_release_user(g, __func__);
-}
-
-/* The old name of accel_graph_release (docs/API.md, "Lifetime verbs"): the same call,
- * kept for source and for binaries linked against it. */
-accel_status_t accel_graph_destroy(accel_graph_t *g) {
-  return graph_release_user(g, __func__);
-}
+ACCEL_DEFINE_RELEASE(accel_graph_t, accel_graph_release, accel_graph_destroy, graph_release_user)
 
 accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {
   accel_status_t st = graph_check(g, __func__);

@@ -53,4 +53,11 @@ unsigned accel_handle_registry_version(void);
 /* ACCEL_OK for a live handle of that kind; else INVALID_HANDLE with a message naming fn. */
 accel_status_t accel_handle_check(const void *h, accel_handle_kind_t kind, const char *fn);
 
+/* A public release and its older name (docs/API.md, "Lifetime verbs"): both drop the user's
+ * reference through impl(handle, fn), each under its own name in error messages, and both stay
+ * exported for binaries linked against either. */
+#define ACCEL_DEFINE_RELEASE(type, release, alias, impl)          \
+  accel_status_t release(type *h) { return impl(h, #release); } \
+  accel_status_t alias(type *h) { return impl(h, #alias); }
+
 #endif

@@ -434,15 +434,8 @@ static accel_status_t stream_release_user(accel_stream_t *s, const char *fn) {
   return ACCEL_OK;
 }
 
-accel_status_t accel_stream_release(accel_stream_t *s) {
-  return stream_release_user(s, __func__);
-}
-
-/* The old name of accel_stream_release (docs/API.md, "Lifetime verbs"): the same call,
- * kept for source and for binaries linked against it. */
-accel_status_t accel_stream_destroy(accel_stream_t *s) {
-  return stream_release_user(s, __func__);
-}
+ACCEL_DEFINE_RELEASE(accel_stream_t, accel_stream_release, accel_stream_destroy,
+                     stream_release_user)
 
 accel_status_t accel_stream_default(accel_device_t *dev, accel_stream_t **out) {
   accel_status_t st = accel_device_check(dev, __func__);
@@ -502,10 +495,18 @@ accel_status_t accel_stream_flush(accel_stream_t *s) {
   return st;
 }
 
-accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
-  accel_status_t st = accel_stream_check(s, __func__, NULL);
+/* The checks of a query of a stream's state: a live user stream, an output (named what). */
+static accel_status_t state_check(accel_stream_t *s, const void *out, const char *fn,
+                                  const char *what) {
+  accel_status_t st = accel_stream_check(s, fn, NULL);
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(capturing, __func__, "capturing is NULL");
+  ACCEL_REQUIRE_ARG(out, fn, what);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
+  accel_status_t st = state_check(s, capturing, __func__, "capturing is NULL");
+  if (st != ACCEL_OK) return st;
   pthread_mutex_lock(&s->lock);
   *capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->lock);
@@ -513,17 +514,14 @@ accel_status_t accel_stream_is_capturing(accel_stream_t *s, int *capturing) {
 }
 
 accel_status_t accel_stream_is_lazy(accel_stream_t *s, int *lazy) {
-  accel_status_t st = accel_stream_check(s, __func__, NULL);
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(lazy, __func__, "lazy is NULL");
-  *lazy = s->lazy;
-  return ACCEL_OK;
+  accel_status_t st = state_check(s, lazy, __func__, "lazy is NULL");
+  if (st == ACCEL_OK) *lazy = s->lazy;
+  return st;
 }
 
 accel_status_t accel_stream_lazy_stats(accel_stream_t *s, accel_lazy_stats_t *out) {
-  accel_status_t st = accel_stream_check(s, __func__, NULL);
+  accel_status_t st = state_check(s, out, __func__, "out is NULL");
   if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(out, __func__, "out is NULL");
   pthread_mutex_lock(&s->lock);
   *out = s->lazy_stats;
   pthread_mutex_unlock(&s->lock);

@@ -87,22 +87,24 @@ accel_status_t cpu_event_record(accel_be_event_t *event, accel_be_stream_t *stre
   return ACCEL_OK;
 }
 
-accel_status_t cpu_event_synchronize(accel_be_event_t *event) {
-  cpu_event_t *ev = event;
+/* Whether the event's last record completed (one never recorded has), after waiting for it
+ * with wait. */
+static int last_record_done(cpu_event_t *ev, int wait) {
   cpu_record_t *r = cpu_event_last_record(ev);
-  if (r == NULL) return ACCEL_OK;
-  cpu_record_wait(ev->device, r);
+  if (r == NULL) return 1;
+  if (wait) cpu_record_wait(ev->device, r);
+  int done = wait || cpu_record_is_done(r);
   cpu_record_release(r);
+  return done;
+}
+
+accel_status_t cpu_event_synchronize(accel_be_event_t *event) {
+  last_record_done(event, 1);
   return ACCEL_OK;
 }
 
 accel_status_t cpu_event_query(accel_be_event_t *event) {
-  cpu_event_t *ev = event;
-  cpu_record_t *r = cpu_event_last_record(ev);
-  if (r == NULL) return ACCEL_OK;
-  int done = cpu_record_is_done(r);
-  cpu_record_release(r);
-  return done ? ACCEL_OK : ACCEL_ERROR_NOT_READY;
+  return last_record_done(event, 0) ? ACCEL_OK : ACCEL_ERROR_NOT_READY;
 }
 
 accel_status_t cpu_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms) {

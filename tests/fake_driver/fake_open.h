@@ -3,6 +3,7 @@
 #ifndef ACCEL_TESTS_FAKE_OPEN_H
 #define ACCEL_TESTS_FAKE_OPEN_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,16 @@ static inline int fake_open(const char *backend, accel_device_t **dev) {
 /* The backend named on the command line (default "cuda"). */
 static inline const char *fake_backend_arg(int argc, char **argv) {
   return argc > 1 ? argv[1] : "cuda";
+}
+
+/* fake_open for the backend on the command line, and *drv the fake runtime it loaded (for
+ * dlsym of the fake's test hooks; NULL when not loaded). */
+static inline int fake_open_driver(int argc, char **argv, accel_device_t **dev, void **drv) {
+  const char *backend = fake_backend_arg(argc, argv);
+  *drv = NULL;
+  const int skip = fake_open(backend, dev);
+  if (!skip) *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
+  return skip;
 }
 
 #endif

@@ -56,11 +56,10 @@ static void round_trip(accel_device_t *dev, void *callers) {
 }
 
 int main(int argc, char **argv) {
-  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_open(backend, &dev);
+  void *drv = NULL;
+  const int skip = fake_open_driver(argc, argv, &dev, &drv);
   if (skip) return skip;
-  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
   ctx_get = drv ? (ctx_get_fn)dlsym(drv, "cuCtxGetCurrent") : NULL;
   ctx_set = drv ? (ctx_set_fn)dlsym(drv, "cuCtxSetCurrent") : NULL;
   CHECK(ctx_get && ctx_set, "the fake's cuCtxGetCurrent / cuCtxSetCurrent not found");

@@ -59,11 +59,10 @@ static void replay_host_fn(void *user) {
 }
 
 int main(int argc, char **argv) {
-  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_open(backend, &dev);
+  void *drv = NULL;
+  const int skip = fake_open_driver(argc, argv, &dev, &drv);
   if (skip) return skip;
-  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
   int *not_permitted = drv ? dlsym(drv, "fake_not_permitted") : NULL;
   CHECK(not_permitted != NULL, "fake_not_permitted not found: %s", dlerror());
 

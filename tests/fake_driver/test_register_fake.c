@@ -18,11 +18,10 @@ typedef void *(*alloc_fn)(size_t size, size_t mapped);
 typedef void (*free_fn)(void *p);
 
 int main(int argc, char **argv) {
-  const char *backend = fake_backend_arg(argc, argv);
   accel_device_t *dev = NULL;
-  const int skip = fake_open(backend, &dev);
+  void *drv = NULL;
+  const int skip = fake_open_driver(argc, argv, &dev, &drv);
   if (skip) return skip;
-  void *drv = dlopen(fake_library(backend), RTLD_NOW | RTLD_NOLOAD);
   alloc_fn unowned = drv ? (alloc_fn)dlsym(drv, "fake_alloc_unowned") : NULL;
   free_fn release = drv ? (free_fn)dlsym(drv, "fake_free_unowned") : NULL;
   CHECK(unowned && release, "fake_alloc_unowned / fake_free_unowned not found");

@@ -10,11 +10,10 @@ any call of a public lifetime name in core/ outside the line that defines it.
 
 Usage: test_core_lifetimes.py SOURCE_ROOT
 """
-import os
 import re
 import sys
 
-from test_core_names import strip_comments
+from test_core_names import core_lines
 
 PUBLIC = re.compile(r'\baccel_(?:device_(?:release|close)|(?:stream|event|graph|comm)_'
                     r'(?:release|destroy))\s*\(')
@@ -24,18 +23,12 @@ DEFINITION = re.compile(r'^accel_status_t accel_\w+\(')
 def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
-    core = os.path.join(sys.argv[1], 'core')
     problems = []
-    for name in sorted(os.listdir(core)):
-        if not name.endswith(('.c', '.h')):
-            continue
-        with open(os.path.join(core, name)) as f:
-            code = strip_comments(f.read())
-        for lineno, line in enumerate(code.split('\n'), 1):
-            if PUBLIC.search(line) and not DEFINITION.match(line):
-                problems.append('core/%s:%d: calls a public lifetime call (the user\'s '
-                                'reference); core drops its own with accel_*_release_ref: %s'
-                                % (name, lineno, line.strip()))
+    for name, lineno, line in core_lines(sys.argv[1]):
+        if PUBLIC.search(line) and not DEFINITION.match(line):
+            problems.append('core/%s:%d: calls a public lifetime call (the user\'s reference); '
+                            'core drops its own with accel_*_release_ref: %s'
+                            % (name, lineno, line.strip()))
     for p in problems:
         print(p)
     print('public lifetime calls in core: %s' % ('FAIL' if problems else 'none'))

@@ -68,6 +68,19 @@ def plugin_files(root):
     return files
 
 
+def core_lines(root):
+    """(file, line number, line) for every line of core's .c and .h files, comments stripped
+    (shared with test_core_lifetimes.py)."""
+    core = os.path.join(root, 'core')
+    for fname in sorted(os.listdir(core)):
+        if not fname.endswith(('.c', '.h')):
+            continue
+        with open(os.path.join(core, fname)) as f:
+            code = strip_comments(f.read())
+        for lineno, line in enumerate(code.split('\n'), 1):
+            yield fname, lineno, line
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
@@ -76,24 +89,19 @@ def main():
     files = plugin_files(root)
     core = os.path.join(root, 'core')
     problems = []
-    for fname in sorted(os.listdir(core)):
-        if not fname.endswith(('.c', '.h')):
+    for fname, lineno, line in core_lines(root):
+        inc = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', line)
+        if inc:
+            target = inc.group(1)
+            if (target.startswith(('backends/', 'engines/', '../')) or
+                    os.path.basename(target) in files):
+                problems.append('core/%s:%d: includes %s' % (fname, lineno, target))
             continue
-        with open(os.path.join(core, fname)) as f:
-            code = strip_comments(f.read())
-        for lineno, line in enumerate(code.split('\n'), 1):
-            inc = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', line)
-            if inc:
-                target = inc.group(1)
-                if (target.startswith(('backends/', 'engines/', '../')) or
-                        os.path.basename(target) in files):
-                    problems.append('core/%s:%d: includes %s' % (fname, lineno, target))
-                continue
-            for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
-                for word in re.findall(r'[A-Za-z0-9_-]+', literal):
-                    if word in names:
-                        problems.append('core/%s:%d: names "%s" in "%s"' %
-                                        (fname, lineno, word, literal))
+        for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+            for word in re.findall(r'[A-Za-z0-9_-]+', literal):
+                if word in names:
+                    problems.append('core/%s:%d: names "%s" in "%s"' %
+                                    (fname, lineno, word, literal))
     with open(os.path.join(core, 'meson.build')) as f:
         inc_dirs = re.search(r"core_inc\s*=\s*include_directories\(([^)]*)\)", f.read())
     if not inc_dirs or "'..'" in inc_dirs.group(1):

@@ -117,10 +117,7 @@ static void report(const bench_opts_t *o, accel_device_t *dev, int repeat, int64
              "rounds' ratios; update is %s\n", repeat,
           kind == ACCEL_GRAPH_UPDATE_NATIVE ? "native" : "emulated by the core");
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "graph-update");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "graph-update", &m);
   bench_json_int(&j, "repeat", repeat);
   bench_json_str(&j, "update", kind == ACCEL_GRAPH_UPDATE_NATIVE ? "native" : "emulated");
   bench_json_begin_array(&j, "rows");

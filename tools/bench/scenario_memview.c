@@ -107,10 +107,7 @@ int bench_memview(const bench_opts_t *o) {
   fprintf(f, "accel_memory_stats_ex      %8.3f ms [%.3f..%.3f]\n", sex.median, sex.min,
           sex.max);
   bench_json_t j;
-  bench_json_init(&j, o->json ? stdout : NULL);
-  bench_json_begin_object(&j, NULL);
-  bench_json_str(&j, "scenario", "memview");
-  bench_json_machine(&j, &m);
+  bench_json_begin_report(&j, o, "memview", &m);
   bench_json_int(&j, "rounds", rounds);
   bench_json_int(&j, "blocks", (long long)nblocks);
   bench_json_stats(&j, "alloc_free_ms_per_20000", &untag);
