@@ -51,6 +51,22 @@ def _struct_to_dict(cdata):
     return out
 
 
+def _done(st):
+    """A query's status as a bool: False for ACCEL_ERROR_NOT_READY, True for ACCEL_OK; any
+    other status raises."""
+    if st == lib.ACCEL_ERROR_NOT_READY:
+        return False
+    check(st)
+    return True
+
+
+def _flag(fn, handle):
+    """The int flag fn(handle, &out) reports, as a bool."""
+    out = ffi.new("int *")
+    check(fn(handle, out))
+    return bool(out[0])
+
+
 class _Closes:
     """close() on leaving a with block and on collection (for every owning wrapper)."""
 
@@ -255,11 +271,7 @@ class Stream(_Handle):
 
     def query(self):
         """True when all work submitted so far is done."""
-        st = lib.accel_stream_query(self._handle())
-        if st == lib.ACCEL_ERROR_NOT_READY:
-            return False
-        check(st)
-        return True
+        return _done(lib.accel_stream_query(self._handle()))
 
     def wait_event(self, event):
         check(lib.accel_stream_wait_event(self._handle(), event._handle()))
@@ -275,15 +287,11 @@ class Stream(_Handle):
 
     @property
     def is_capturing(self):
-        out = ffi.new("int *")
-        check(lib.accel_stream_is_capturing(self._handle(), out))
-        return bool(out[0])
+        return _flag(lib.accel_stream_is_capturing, self._handle())
 
     @property
     def is_lazy(self):
-        out = ffi.new("int *")
-        check(lib.accel_stream_is_lazy(self._handle(), out))
-        return bool(out[0])
+        return _flag(lib.accel_stream_is_lazy, self._handle())
 
     def _keep(self, obj):
         """Called by every operation enqueued on the stream: during a capture the graph keeps a
@@ -309,11 +317,8 @@ class Event(_Handle):
         check(lib.accel_event_synchronize(self._handle()))
 
     def query(self):
-        st = lib.accel_event_query(self._handle())
-        if st == lib.ACCEL_ERROR_NOT_READY:
-            return False
-        check(st)
-        return True
+        """True when the last record completed (or the event was never recorded)."""
+        return _done(lib.accel_event_query(self._handle()))
 
     def elapsed_ms(self, end):
         """Milliseconds from this event's record to end's (both completed)."""
