@@ -86,6 +86,7 @@ static void test_device(const char *selector) {
   accel_device_t *d = NULL;
   accel_device_info_t info;
   EXPECT(accel_device_open(selector, NULL), INVALID_ARGUMENT);
+  EXPECT(accel_device_create(selector, NULL), INVALID_ARGUMENT);
   EXPECT_ERR(accel_device_open("cpu:-1", &d));
   EXPECT_ERR(accel_device_open("cpu:abc", &d));
   EXPECT_ERR(accel_device_open("cpu:99999", &d));
@@ -93,6 +94,7 @@ static void test_device(const char *selector) {
   EXPECT_ERR(accel_device_open("", &d));
   CHECK(d == NULL, "accel_device_open wrote its output on failure");
   EXPECT(accel_device_close(NULL), INVALID_HANDLE);
+  EXPECT(accel_device_release(NULL), INVALID_HANDLE);
   EXPECT(accel_device_get_info(NULL, &info), INVALID_HANDLE);
   EXPECT(accel_device_synchronize(NULL), INVALID_HANDLE);
 }
@@ -200,6 +202,7 @@ static void test_streams(accel_device_t *dev, accel_stream_t *s) {
          INVALID_ARGUMENT);
   CHECK(out == NULL, "accel_stream_create wrote its output on failure");
   EXPECT(accel_stream_destroy(NULL), INVALID_HANDLE);
+  EXPECT(accel_stream_release(NULL), INVALID_HANDLE);
   EXPECT(accel_stream_default(NULL, &out), INVALID_HANDLE);
   EXPECT(accel_stream_default(dev, NULL), INVALID_ARGUMENT);
   EXPECT(accel_stream_synchronize(NULL), INVALID_HANDLE);
@@ -247,6 +250,7 @@ static void test_events(accel_device_t *dev, accel_stream_t *s) {
   EXPECT(accel_event_synchronize(NULL), INVALID_HANDLE);
   EXPECT(accel_event_query(NULL), INVALID_HANDLE);
   EXPECT(accel_event_destroy(NULL), INVALID_HANDLE);
+  EXPECT(accel_event_release(NULL), INVALID_HANDLE);
   if (accel_event_create(dev, 0, &ok) != ACCEL_OK) {
     CHECK(0, "accel_event_create: %s", accel_last_error());
     return;
@@ -278,6 +282,7 @@ static void test_graphs(accel_device_t *dev, accel_stream_t *s) {
   EXPECT(accel_pool_release(NULL), INVALID_HANDLE);
   EXPECT(accel_graph_reset(NULL), INVALID_HANDLE);
   EXPECT(accel_graph_destroy(NULL), INVALID_HANDLE);
+  EXPECT(accel_graph_release(NULL), INVALID_HANDLE);
   EXPECT(accel_graph_node_count(NULL, &n), INVALID_HANDLE);
   if (accel_graph_create(dev, &g) != ACCEL_OK) {
     CHECK(0, "accel_graph_create: %s", accel_last_error());
