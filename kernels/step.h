@@ -141,37 +141,48 @@ ACC_INLINE void acc_step_grad_row_z(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f3
                 s, c, form, dt, z);
 }
 
-/* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS), then the model weights
- * (MDT; with ACC_DT_NONE none) = round(param). */
+/* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS; the moments of dtype SDT,
+ * the state format), then the model weights (MDT; with ACC_DT_NONE none) = round(param). */
 #define ACC_DT_NONE 3u
 ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
-                                   ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                                   ACC_GPTR(acc_f32) vmax, acc_u64 model, acc_u32 mdt,
-                                   acc_u32 mode, acc_u32 ams, const acc_adam_consts_t C) {
-  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, vmax, mode, ams, C);
+                                   acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
+                                   acc_u64 model, acc_u32 sdt, acc_u32 mdt, acc_u32 mode,
+                                   acc_u32 ams, const acc_adam_consts_t C) {
+  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, vmax, sdt, mode, ams, C);
   if (mdt != ACC_DT_NONE) acc_store(model, i, mdt, p);
 }
 
 /* The pointers of a chunk's update stage (the chunk table's columns 2-6). */
 typedef struct acc_step_state {
   ACC_GPTR(acc_f32) param;
-  ACC_GPTR(acc_f32) exp_avg;
-  ACC_GPTR(acc_f32) exp_avg_sq;
+  acc_u64 exp_avg;
+  acc_u64 exp_avg_sq;
   ACC_GPTR(acc_f32) vmax;
   acc_u64 model;
 } acc_step_state_t;
 
-/* Stage 2 of a row: the model weights' dtype mdt and ams constants. */
+/* Stage 2 of a row: the model weights' dtype mdt, ams and bf16 (1: BF16 moments, else F32)
+ * constants. */
 ACC_INLINE void acc_step_adam_row(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
                                   const acc_step_state_t S, acc_u32 mode,
-                                  const acc_adam_consts_t C, acc_u32 mdt, acc_u32 ams) {
+                                  const acc_adam_consts_t C, acc_u32 mdt, acc_u32 ams,
+                                  acc_u32 bf16) {
   ACC_GPTR(acc_f32) param = S.param;
-  ACC_GPTR(acc_f32) exp_avg = S.exp_avg;
-  ACC_GPTR(acc_f32) exp_avg_sq = S.exp_avg_sq;
+  const acc_u64 exp_avg = S.exp_avg;
+  const acc_u64 exp_avg_sq = S.exp_avg_sq;
   ACC_GPTR(acc_f32) vmax = S.vmax;
   const acc_u64 model = S.model;
+  const acc_u32 sdt = bf16 != 0u ? ACC_DT_BF16 : ACC_DT_F32;
   ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg, exp_avg_sq, vmax,
-                                       model, mdt, mode, ams, C);)
+                                       model, sdt, mdt, mode, ams, C);)
+}
+
+/* The state format's dispatch (see acc_step_grad_row_z). */
+ACC_INLINE void acc_step_adam_row_s(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                    const acc_step_state_t S, acc_u32 mode,
+                                    const acc_adam_consts_t C, acc_u32 bf16, acc_u32 mdt,
+                                    acc_u32 ams) {
+  ACC_FLAG_CALL(bf16, 1u, acc_step_adam_row, row, rn, g, S, mode, C, mdt, ams);
 }
 
 /* The launch-wide values of the update. */
@@ -191,8 +202,8 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   const acc_u64 hp = chunks[b].ptr[1];
   acc_step_state_t S;
   S.param = ACC_PTR(acc_f32, chunks[b].ptr[2]);
-  S.exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[3]);
-  S.exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[4]);
+  S.exp_avg = chunks[b].ptr[3];
+  S.exp_avg_sq = chunks[b].ptr[4];
   S.model = chunks[b].ptr[5];
   S.vmax = ACC_PTR(acc_f32, chunks[b].ptr[6]);
   const acc_u32 ams = (acc_u32)(chunks[b].ptr[6] != 0u);
@@ -202,14 +213,15 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   const acc_u32 in_place = (acc_u32)(hp == grads); /* a run-time select, not a loop copy */
   const acc_f32 s = R.s, c = R.c;
   const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);
+  const acc_u32 bf16 = (acc_u32)(P.state_dtype == ACC_DT_BF16);
   ACC_FOR_ROWS(row, rn, count) {
     ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
                    row, rn, g, grads, hp, in_place, s, c, form);
     if (go && !model) {
-      ACC_FLAG_CALL(ams, 1u, acc_step_adam_row, row, rn, g, S, mode, C, ACC_DT_NONE);
+      ACC_FLAG_CALL(ams, 1u, acc_step_adam_row_s, row, rn, g, S, mode, C, bf16, ACC_DT_NONE);
     } else if (go) {
-      ACC_DTYPE_CALL(P.model_dtype, ACC_FLAG_CALL, ams, 1u, acc_step_adam_row, row, rn, g, S,
-                     mode, C);
+      ACC_DTYPE_CALL(P.model_dtype, ACC_FLAG_CALL, ams, 1u, acc_step_adam_row_s, row, rn, g, S,
+                     mode, C, bf16);
     }
   }
 }
