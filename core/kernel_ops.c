@@ -438,7 +438,7 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
       clip ? ADDR(st->norm_dev) : 0, clip ? ADDR(st->coef_out_dev) : 0, ADDR(st->steps_dev),
       ADDR(st->has_grad_dev), nc, nc ? (acc_u32)r->lists[0][0].dtype : 0,
       nc && kop_has_list(r, 5) ? (acc_u32)r->lists[5][0].dtype : 0, r->flags, st->max_norm,
-      st->clip_eps};
+      st->clip_eps, nc ? (acc_u32)r->lists[3][0].dtype : 0, 0};
   /* with no chunks one block still stores the clip coefficient */
   return kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
 }
@@ -457,6 +457,10 @@ accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_s
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            ams ? "%s: ACCEL_ADAM_STEP_AMSGRAD needs max_exp_avg_sq"
                                : "%s: max_exp_avg_sq is given without ACCEL_ADAM_STEP_AMSGRAD",
+                           fn);
+  if (d.n > 0 && d.exp_avg && d.exp_avg[0].dtype == ACCEL_F16)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: exp_avg is F16: the moments (the state format) are F32 or BF16",
                            fn);
   kop_req_t r = {KOP_REQ(ADAM_STEP), .stream = stream,
                  .lists = {d.grads, d.hp_grads, d.params, d.exp_avg, d.exp_avg_sq,

@@ -260,6 +260,8 @@ typedef struct acc_adam_step_params {
   acc_u32 flags;       /* ACC_STEP_* */
   acc_f32 max_norm;
   acc_f32 eps;         /* of the clip */
+  acc_u32 state_dtype; /* the moments' dtype, the state format: ACC_DT_F32 or ACC_DT_BF16 */
+  acc_u32 reserved;
 } acc_adam_step_params_t;
 
 /* accel_k_step_counts: one logical block, no chunks (chunks = num_chunks = 0: the fields every

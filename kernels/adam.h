@@ -55,36 +55,39 @@ ACC_INLINE acc_u32 acc_adam_mode(const acc_adam_args_t A) {
 /* Element i of the parameters with gradient g: updates param, exp_avg, exp_avg_sq (and, when
  * ams is nonzero, AMSGrad's maximum vmax) and returns the new parameter. mode: acc_adam_mode
  * bits; ams: a constant at every call (a loop of its own), so that no loop branches on it and
- * they vectorise; mode is one too where the caller makes it one. */
+ * they vectorise; mode is one too where the caller makes it one. sdt: the moments' dtype (the
+ * state format, a constant: ACC_DT_F32, or ACC_DT_BF16 for bf16 moments, read exactly and
+ * stored rounded to nearest even; the update itself uses the fp32 moments before rounding). */
 ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
-                                  ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                                  ACC_GPTR(acc_f32) vmax, acc_u32 mode, acc_u32 ams,
+                                  acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
+                                  acc_u32 sdt, acc_u32 mode, acc_u32 ams,
                                   const acc_adam_consts_t C) {
   acc_f32 p = param[i];
   if ((mode & ACC_ADAM_NEGATE) != 0u) g = -g;
   if ((mode & ACC_ADAM_L2) != 0u) g = g + C.wd * p;
   if ((mode & ACC_ADAM_DECOUPLED) != 0u) p = p * C.decay;
-  const acc_f32 m = exp_avg[i] + C.w1 * (g - exp_avg[i]);
-  const acc_f32 v = C.beta2 * exp_avg_sq[i] + (C.w2 * g) * g;
+  const acc_f32 m0 = acc_load(exp_avg, i, sdt);
+  const acc_f32 m = m0 + C.w1 * (g - m0);
+  const acc_f32 v = C.beta2 * acc_load(exp_avg_sq, i, sdt) + (C.w2 * g) * g;
   acc_f32 vd = v;
   if (ams != 0u) {
     vd = acc_nanmax(vmax[i], v);
     vmax[i] = vd;
   }
   const acc_f32 denom = ACC_SQRTF(vd) / C.bc2_sqrt + C.eps;
-  exp_avg[i] = m;
-  exp_avg_sq[i] = v;
+  acc_store(exp_avg, i, sdt, m);
+  acc_store(exp_avg_sq, i, sdt, v);
   p = p - (C.step_size * m) / denom;
   param[i] = p;
   return p;
 }
 
 ACC_INLINE void acc_adam_elem(acc_idx i, ACC_GPTR(acc_f32) param, acc_u64 grad,
-                              ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                              acc_u32 dt, acc_u32 mode, const acc_adam_consts_t C) {
-  /* no AMSGrad here: vmax is never touched */
-  acc_adam_apply(i, acc_load(grad, i, dt), param, exp_avg, exp_avg_sq, exp_avg_sq, mode, 0u,
-                 C);
+                              acc_u64 exp_avg, acc_u64 exp_avg_sq, acc_u32 dt, acc_u32 mode,
+                              const acc_adam_consts_t C) {
+  /* no AMSGrad here: vmax is never touched; F32 moments */
+  acc_adam_apply(i, acc_load(grad, i, dt), param, exp_avg, exp_avg_sq, param, ACC_DT_F32, mode,
+                 0u, C);
 }
 
 /* Chunk b, gradients of dtype dt; the weight decay's form from A (one loop each). */
@@ -92,8 +95,8 @@ ACC_INLINE void acc_adam_chunk(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b,
                                const acc_adam_args_t A, const acc_adam_consts_t C, acc_u32 dt) {
   ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[0]);
   const acc_u64 grad = chunks[b].ptr[1];
-  ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[2]);
-  ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[3]);
+  const acc_u64 exp_avg = chunks[b].ptr[2];
+  const acc_u64 exp_avg_sq = chunks[b].ptr[3];
   const acc_u32 count = chunks[b].count;
   if (A.adamw) {
     ACC_ELEM_MAP(count, acc_adam_elem, param, grad, exp_avg, exp_avg_sq, dt, ACC_ADAM_DECOUPLED,

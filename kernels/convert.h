@@ -58,7 +58,7 @@ ACC_INLINE acc_u32 acc_f32_to_bf16(acc_f32 f) {
 }
 
 /* Element i of the array at device address base, as f32. dt is a compile-time constant at
- * every call site (ACC_DTYPE_SWITCH), so the branches fold away. */
+ * every call site (ACC_DTYPE_CALL), so the branches fold away. */
 ACC_INLINE acc_f32 acc_load(acc_u64 base, acc_idx i, acc_u32 dt) {
   if (dt == ACC_DT_F32) return ACC_PTR(const acc_f32, base)[i];
   if (dt == ACC_DT_F16) return acc_f16_to_f32(ACC_PTR(const acc_u16, base)[i]);
@@ -100,18 +100,4 @@ ACC_INLINE acc_u32 acc_store(acc_u64 base, acc_idx i, acc_u32 dt, acc_f32 v) {
       FN(__VA_ARGS__, ACC_DT_BF16);                                               \
     }                                                                             \
   }
-/* The older statement form (bodies not yet written as functions): runs the statement once
- * with DT bound to the constant dtype dt. */
-#define ACC_DTYPE_SWITCH(dt, DT, ...)                   \
-  if ((dt) == ACC_DT_F32) {                             \
-    const acc_u32 DT = ACC_DT_F32;                      \
-    __VA_ARGS__                                         \
-  } else if ((dt) == ACC_DT_F16) {                      \
-    const acc_u32 DT = ACC_DT_F16;                      \
-    __VA_ARGS__                                         \
-  } else {                                              \
-    const acc_u32 DT = ACC_DT_BF16;                     \
-    __VA_ARGS__                                         \
-  }
-
 #endif

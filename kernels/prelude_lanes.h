@@ -124,15 +124,15 @@
     __VA_ARGS__                                       \
   }
 
-/* Runs the statement with F bound to (flags & bit), a compile-time constant for each of its two
- * values, so that each gets its own branch-free loop. */
-#define ACC_FLAG_SWITCH(flags, bit, F, ...) \
-  if (((flags) & (bit)) != 0u) {           \
-    const acc_u32 F = (bit);               \
-    __VA_ARGS__                            \
-  } else {                                 \
-    const acc_u32 F = 0u;                  \
-    __VA_ARGS__                            \
+/* Calls FN(args..., F) with F the constant (flags & bit), once for each of its two values, so
+ * that each gets its own branch-free loops (see ACC_DTYPE_CALL). */
+#define ACC_FLAG_CALL(flags, bit, FN, ...) \
+  {                                        \
+    if (((flags) & (bit)) != 0u) {         \
+      FN(__VA_ARGS__, (bit));              \
+    } else {                               \
+      FN(__VA_ARGS__, 0u);                 \
+    }                                      \
   }
 
 /* Fixed pairwise tree over red[0..ACC_BLOCK): red[l] = FN(red[l], red[l + s], ARG) for

@@ -53,13 +53,9 @@
     __VA_ARGS__                              \
   }
 
-/* One copy of the statement with F = (flags & bit) at run time: a branch that is the same for
+/* One call FN(args..., flags & bit) with the bit at run time: a branch that is the same for
  * every lane costs nothing here, where a copy per value would only grow the kernel. */
-#define ACC_FLAG_SWITCH(flags, bit, F, ...)  \
-  {                                          \
-    const acc_u32 F = (flags) & (bit);       \
-    __VA_ARGS__                              \
-  }
+#define ACC_FLAG_CALL(flags, bit, FN, ...) FN(__VA_ARGS__, (flags) & (bit))
 
 #define ACC_TREE(red, FN, ARG)                                            \
   for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \

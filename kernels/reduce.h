@@ -48,20 +48,4 @@ ACC_INLINE acc_u32 acc_or_u32(acc_u32 a, acc_u32 b, acc_u32 unused) {
     }                                                                             \
   }
 
-/* The statement form: runs the statement with KIND bound to the constant norm kind. */
-#define ACC_NORM_KIND_SWITCH(kind, KIND, ...)           \
-  if ((kind) == ACC_NORM_L2) {                          \
-    const acc_u32 KIND = ACC_NORM_L2;                   \
-    __VA_ARGS__                                         \
-  } else if ((kind) == ACC_NORM_L1) {                   \
-    const acc_u32 KIND = ACC_NORM_L1;                   \
-    __VA_ARGS__                                         \
-  } else if ((kind) == ACC_NORM_INF) {                  \
-    const acc_u32 KIND = ACC_NORM_INF;                  \
-    __VA_ARGS__                                         \
-  } else {                                              \
-    const acc_u32 KIND = ACC_NORM_P;                    \
-    __VA_ARGS__                                         \
-  }
-
 #endif

@@ -52,6 +52,15 @@ ACC_INLINE acc_u32 acc_grad_bad_elem(acc_u32 bad, acc_idx i, acc_u64 grads, acc_
   return bad | (acc_is_finite(acc_step_grad(i, grads, hp, dt, acc, 0u, s)) ^ 1u);
 }
 
+/* Lane l folds the norm terms of the gradients l, l + ACC_BLOCK, ... of a chunk (n_el of them)
+ * into a: the gradients' dtype dt, the norm kind and acc (ACC_STEP_ACCUMULATE or 0) constants. */
+ACC_INLINE void acc_grad_norm_chunk(acc_u64 grads, acc_u64 hp, acc_u32 n_el, acc_f32 s,
+                                    acc_f32 p, ACC_LANE_ARG(acc_f32, a), acc_u32 dt,
+                                    acc_u32 kind, acc_u32 acc) {
+  ACC_LANE_FOLD_AHEAD(a, n_el, grads, acc_dt_bytes(dt), acc_grad_norm_elem, grads, hp, dt, acc, s,
+                      kind, p);
+}
+
 /* The norm partials of the gradients, in accel_k_norm_partial's loop and order. The overflow
  * check costs nothing while the gradients are finite: a non-finite gradient makes its lane's
  * value, and so the chunk's partial, non-finite (x*x, |x|, |x|^p and the NaN-propagating max
@@ -64,6 +73,8 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
   ACC_GPTR(acc_f32) partials = ACC_PTR(acc_f32, P.partials);
   const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
   const acc_u32 accumulate = P.flags & ACC_STEP_ACCUMULATE;
+  const acc_u32 kind = P.kind;
+  const acc_f32 p = P.p;
   ACC_FOR_BLOCKS(b, P.num_chunks) {
     const acc_u64 grads = chunks[b].ptr[0];
     const acc_u64 hp = chunks[b].ptr[1];
@@ -72,11 +83,8 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
     /* the same for every lane of the block: uniform control flow around the barriers */
     const acc_u32 n_el = acc_step_has_grad(P.has_grad, chunks[b].tensor) ? count : 0u;
     ACC_LANES(ACC_LV(a) = 0.0f;)
-    ACC_DTYPE_SWITCH(P.dtype, DT,
-      ACC_NORM_KIND_SWITCH(P.kind, KIND,
-        ACC_FLAG_SWITCH(P.flags, ACC_STEP_ACCUMULATE, AC,
-          ACC_LANE_FOLD_AHEAD(a, n_el, grads, acc_dt_bytes(DT), acc_grad_norm_elem, grads, hp,
-                              DT, AC, s, KIND, P.p))))
+    ACC_DTYPE_CALL(P.dtype, ACC_NORM_KIND_CALL, kind, ACC_FLAG_CALL, accumulate,
+                   ACC_STEP_ACCUMULATE, acc_grad_norm_chunk, grads, hp, n_el, s, p, a);
     ACC_LANES(red[lane] = ACC_LV(a);)
     ACC_BARRIER();
     ACC_TREE(red, acc_norm_combine, P.kind)
@@ -107,70 +115,137 @@ ACC_INLINE acc_f32 acc_step_grad_elem(acc_idx i, acc_u64 grads, acc_u64 hp, acc_
   return g;
 }
 
-/* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS), then the model weights
- * (MDT; with ACC_DT_NONE none) = round(param). */
+/* Stage 1 of a row (elements row .. row + rn - 1) into the lane-private g: the gradients' dtype
+ * dt and the form's three bits z, ac, h constants. */
+ACC_INLINE void acc_step_grad_row(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                  acc_u64 grads, acc_u64 hp, acc_u32 in_place, acc_f32 s,
+                                  acc_f32 c, acc_u32 dt, acc_u32 z, acc_u32 ac, acc_u32 h) {
+  ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad_elem(row + lane, grads, hp, dt, z | ac | h,
+                                                   in_place, s, c);)
+}
+
+/* The form's bits one dispatch at a time (a macro cannot expand inside itself, so each
+ * ACC_FLAG_CALL after the first is in a function of its own). */
+ACC_INLINE void acc_step_grad_row_za(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                     acc_u64 grads, acc_u64 hp, acc_u32 in_place, acc_f32 s,
+                                     acc_f32 c, acc_u32 form, acc_u32 dt, acc_u32 z,
+                                     acc_u32 ac) {
+  ACC_FLAG_CALL(form, ACC_STEP_HAS_HP, acc_step_grad_row, row, rn, g, grads, hp, in_place, s, c,
+                dt, z, ac);
+}
+
+ACC_INLINE void acc_step_grad_row_z(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                    acc_u64 grads, acc_u64 hp, acc_u32 in_place, acc_f32 s,
+                                    acc_f32 c, acc_u32 form, acc_u32 dt, acc_u32 z) {
+  ACC_FLAG_CALL(form, ACC_STEP_ACCUMULATE, acc_step_grad_row_za, row, rn, g, grads, hp, in_place,
+                s, c, form, dt, z);
+}
+
+/* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS; the moments of dtype SDT,
+ * the state format), then the model weights (MDT; with ACC_DT_NONE none) = round(param). */
 #define ACC_DT_NONE 3u
 ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
-                                   ACC_GPTR(acc_f32) exp_avg, ACC_GPTR(acc_f32) exp_avg_sq,
-                                   ACC_GPTR(acc_f32) vmax, acc_u64 model, acc_u32 mdt,
-                                   acc_u32 mode, acc_u32 ams, const acc_adam_consts_t C) {
-  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, vmax, mode, ams, C);
+                                   acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
+                                   acc_u64 model, acc_u32 sdt, acc_u32 mdt, acc_u32 mode,
+                                   acc_u32 ams, const acc_adam_consts_t C) {
+  const acc_f32 p = acc_adam_apply(i, g, param, exp_avg, exp_avg_sq, vmax, sdt, mode, ams, C);
   if (mdt != ACC_DT_NONE) acc_store(model, i, mdt, p);
+}
+
+/* The pointers of a chunk's update stage (the chunk table's columns 2-6). */
+typedef struct acc_step_state {
+  ACC_GPTR(acc_f32) param;
+  acc_u64 exp_avg;
+  acc_u64 exp_avg_sq;
+  ACC_GPTR(acc_f32) vmax;
+  acc_u64 model;
+} acc_step_state_t;
+
+/* Stage 2 of a row: the model weights' dtype mdt, ams and bf16 (1: BF16 moments, else F32)
+ * constants. */
+ACC_INLINE void acc_step_adam_row(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                  const acc_step_state_t S, acc_u32 mode,
+                                  const acc_adam_consts_t C, acc_u32 mdt, acc_u32 ams,
+                                  acc_u32 bf16) {
+  ACC_GPTR(acc_f32) param = S.param;
+  const acc_u64 exp_avg = S.exp_avg;
+  const acc_u64 exp_avg_sq = S.exp_avg_sq;
+  ACC_GPTR(acc_f32) vmax = S.vmax;
+  const acc_u64 model = S.model;
+  const acc_u32 sdt = bf16 != 0u ? ACC_DT_BF16 : ACC_DT_F32;
+  ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg, exp_avg_sq, vmax,
+                                       model, sdt, mdt, mode, ams, C);)
+}
+
+/* The state format's dispatch (see acc_step_grad_row_z). */
+ACC_INLINE void acc_step_adam_row_s(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                    const acc_step_state_t S, acc_u32 mode,
+                                    const acc_adam_consts_t C, acc_u32 bf16, acc_u32 mdt,
+                                    acc_u32 ams) {
+  ACC_FLAG_CALL(bf16, 1u, acc_step_adam_row, row, rn, g, S, mode, C, mdt, ams);
+}
+
+/* The launch-wide values of the update. */
+typedef struct acc_step_run {
+  acc_f32 s, c;
+  acc_u32 mode, go;
+} acc_step_run_t;
+
+/* Chunk b of the update, row by row (see above). */
+ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_adam_args_t A,
+                                    const acc_step_run_t R, acc_u32 b, ACC_LANE_ARG(acc_f32, g)) {
+  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
+  const acc_u32 t = chunks[b].tensor;
+  const acc_u32 step = P.steps != 0u ? (acc_u32)ACC_PTR(const acc_f32, P.steps)[t] : A.step;
+  const acc_adam_consts_t C = acc_adam_consts(A, step);
+  const acc_u64 grads = chunks[b].ptr[0];
+  const acc_u64 hp = chunks[b].ptr[1];
+  acc_step_state_t S;
+  S.param = ACC_PTR(acc_f32, chunks[b].ptr[2]);
+  S.exp_avg = chunks[b].ptr[3];
+  S.exp_avg_sq = chunks[b].ptr[4];
+  S.model = chunks[b].ptr[5];
+  S.vmax = ACC_PTR(acc_f32, chunks[b].ptr[6]);
+  const acc_u32 ams = (acc_u32)(chunks[b].ptr[6] != 0u);
+  const acc_u32 count = chunks[b].count;
+  const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
+                       (hp != 0u ? ACC_STEP_HAS_HP : 0u);
+  const acc_u32 in_place = (acc_u32)(hp == grads); /* a run-time select, not a loop copy */
+  const acc_f32 s = R.s, c = R.c;
+  const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);
+  const acc_u32 bf16 = (acc_u32)(P.state_dtype == ACC_DT_BF16);
+  ACC_FOR_ROWS(row, rn, count) {
+    ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
+                   row, rn, g, grads, hp, in_place, s, c, form);
+    if (go && !model) {
+      ACC_FLAG_CALL(ams, 1u, acc_step_adam_row_s, row, rn, g, S, mode, C, bf16, ACC_DT_NONE);
+    } else if (go) {
+      ACC_DTYPE_CALL(P.model_dtype, ACC_FLAG_CALL, ams, 1u, acc_step_adam_row_s, row, rn, g, S,
+                     mode, C, bf16);
+    }
+  }
 }
 
 ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
   const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
-  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_f32 coef = P.total_norm != 0u
                            ? P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps)
                            : 1.0f;
-  const acc_f32 c = coef > 1.0f ? 1.0f : coef;
-  const acc_f32 s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
-  const acc_u32 mode =
-      acc_adam_mode(A) | ((P.flags & ACC_STEP_MAXIMIZE) != 0u ? ACC_ADAM_NEGATE : 0u);
-  const acc_u32 go = (acc_u32)(A.found_inf == 0.0f);
+  acc_step_run_t R;
+  R.c = coef > 1.0f ? 1.0f : coef;
+  R.s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
+  R.mode = acc_adam_mode(A) | ((P.flags & ACC_STEP_MAXIMIZE) != 0u ? ACC_ADAM_NEGATE : 0u);
+  R.go = (acc_u32)(A.found_inf == 0.0f);
   /* with no chunks a single block still stores coef_out (as accel_k_clip) */
   ACC_FOR_BLOCKS(b, P.num_chunks > 0u ? P.num_chunks : 1u) {
     if (b == 0u && P.coef_out != 0u) {
       ACC_LANE0(ACC_PTR(acc_f32, P.coef_out)[0] = coef;)
     }
     if (b >= P.num_chunks) continue;
-    const acc_u32 t = chunks[b].tensor;
+    const acc_u32 t = ACC_PTR(const acc_chunk_t, P.chunks)[b].tensor;
     if (!acc_step_has_grad(P.has_grad, t)) continue;
-    const acc_u32 step = P.steps != 0u ? (acc_u32)ACC_PTR(const acc_f32, P.steps)[t] : A.step;
-    const acc_adam_consts_t C = acc_adam_consts(A, step);
-    const acc_u64 grads = chunks[b].ptr[0];
-    const acc_u64 hp = chunks[b].ptr[1];
-    ACC_GPTR(acc_f32) param = ACC_PTR(acc_f32, chunks[b].ptr[2]);
-    ACC_GPTR(acc_f32) exp_avg = ACC_PTR(acc_f32, chunks[b].ptr[3]);
-    ACC_GPTR(acc_f32) exp_avg_sq = ACC_PTR(acc_f32, chunks[b].ptr[4]);
-    const acc_u64 model = chunks[b].ptr[5];
-    ACC_GPTR(acc_f32) vmax = ACC_PTR(acc_f32, chunks[b].ptr[6]);
-    const acc_u32 ams = (acc_u32)(chunks[b].ptr[6] != 0u);
-    const acc_u32 count = chunks[b].count;
-    const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
-                         (hp != 0u ? ACC_STEP_HAS_HP : 0u);
-    const acc_u32 in_place = (acc_u32)(hp == grads); /* a run-time select, not a loop copy */
     ACC_PRIVATE(acc_f32, g);
-    ACC_FOR_ROWS(row, rn, count) {
-      ACC_DTYPE_SWITCH(P.grad_dtype, DT,
-        ACC_FLAG_SWITCH(form, ACC_STEP_ZERO_GRADS, Z,
-          ACC_FLAG_SWITCH(form, ACC_STEP_ACCUMULATE, AC,
-            ACC_FLAG_SWITCH(form, ACC_STEP_HAS_HP, H,
-              ACC_ROW_LANES(rn, ACC_LV(g) = acc_step_grad_elem(row + lane, grads, hp, DT,
-                                                               Z | AC | H, in_place, s, c);)))))
-      if (go && model == 0u) {
-        ACC_FLAG_SWITCH(ams, 1u, AMS,
-          ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
-                                               exp_avg_sq, vmax, model, ACC_DT_NONE, mode, AMS,
-                                               C);))
-      } else if (go) {
-        ACC_DTYPE_SWITCH(P.model_dtype, MDT,
-          ACC_FLAG_SWITCH(ams, 1u, AMS,
-            ACC_ROW_LANES(rn, acc_step_adam_elem(row + lane, ACC_LV(g), param, exp_avg,
-                                                 exp_avg_sq, vmax, model, MDT, mode, AMS, C);)))
-      }
-    }
+    acc_adam_step_chunk(P, A, R, b, g);
   }
 }
 

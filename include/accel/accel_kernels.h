@@ -212,8 +212,11 @@ typedef struct accel_adam_step {
                                          unscale_ and clip_grad_norm_ leave them, bitwise
                                          (not with ACCUMULATE; it overrides ZERO_GRADS) */
   const accel_tensor_t *params;       /* F32 master weights */
-  const accel_tensor_t *exp_avg;      /* F32 */
-  const accel_tensor_t *exp_avg_sq;   /* F32 */
+  const accel_tensor_t *exp_avg;      /* F32, or BF16: the state format (update only) */
+  const accel_tensor_t *exp_avg_sq;   /* the same dtype as exp_avg. BF16 moments are read
+                                         exactly and stored rounded to nearest even; the
+                                         update uses them unrounded (docs/KERNELS.md,
+                                         "State formats") */
   const accel_tensor_t *model_params; /* NULL, or any dtype: = params rounded after the update
                                          (skipped on overflow) */
   const accel_adam_args_t *args_dev;  /* hyper-parameters, step; the update is skipped when
@@ -254,7 +257,8 @@ ACCEL_API accel_status_t accel_adam_step_norm(accel_stream_t *stream,
  * (lists of n tensors with matching numel, dtypes, alignment, live memory, no overlaps), plus:
  * CLIP needs norm_dev, ACCUMULATE needs hp_grads, AMSGRAD needs max_exp_avg_sq (and only
  * AMSGRAD takes it), unknown flags and a struct_size that ends before flags are
- * INVALID_ARGUMENT. */
+ * INVALID_ARGUMENT; so are F16 moments and moments of two dtypes (between exp_avg and
+ * exp_avg_sq, or inside one list). */
 ACCEL_API accel_status_t accel_adam_step_update(accel_stream_t *stream,
                                                 const accel_adam_step_t *step);
 

@@ -77,17 +77,25 @@ static void p_cast_skipped(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
 /* The fused update: grads (bf16, zeroed), hp (f32, accumulated into), params, exp_avg,
  * exp_avg_sq, model (f16); inv_scale and the total norm are scalars[0] (0.5: max_norm 0.25
  * makes the clip factor 0.5), coef_out scalars[1]. */
-static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+static void p_adam_step_state(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc, acc_u32 sdt) {
   acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, 0, 0, nc, ACC_DT_BF16, ACC_DT_F16,
-                              ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f};
+                              ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f, sdt, 0};
   memcpy(pp, &p, sizeof p);
+}
+static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  p_adam_step_state(pp, c, nc, sc, ACC_DT_F32);
+}
+/* ... with BF16 moments (the bf16 state format). */
+static void p_adam_step_bf16(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
+  p_adam_step_state(pp, c, nc, sc, ACC_DT_BF16);
 }
 /* ... with torch.optim.AdamW's options: f16 grads accumulated into hp, f32 params, exp_avg,
  * exp_avg_sq and model weights, AMSGrad's maximum (list 6), maximize, a step per tensor, two
  * tensors without a gradient; no loss scale, no clip. */
 static void p_adam_step_torch(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
   acc_adam_step_params_t p = {c, sc + 8, 0, 0, 0, sc + 4 * KT_STEPS, sc + 4 * KT_HAS_GRAD, nc,
-                              ACC_DT_F16, 0, ACC_STEP_ACCUMULATE | ACC_STEP_MAXIMIZE, 0.0f, 0.0f};
+                              ACC_DT_F16, 0, ACC_STEP_ACCUMULATE | ACC_STEP_MAXIMIZE, 0.0f, 0.0f,
+                              ACC_DT_F32, 0};
   memcpy(pp, &p, sizeof p);
 }
 
@@ -219,14 +227,15 @@ static void r_adam(void *const *const *L, const float *s) {
     st(L[3][k], i, 0, (float)v);
   }
 }
-static void r_adam_step(void *const *const *L, const float *s) {
+/* The moments of dtype sdt: read exactly, computed in double, stored rounded to nearest even. */
+static void r_adam_step_state(void *const *const *L, const float *s, acc_u32 sdt) {
   acc_adam_args_t a;
   memcpy(&a, &s[2], sizeof a);
   const double bc1 = 1 - pow(a.beta1, a.step), bc2 = 1 - pow(a.beta2, a.step);
   const double factor = (double)s[0] * (0.25 / (s[0] + 1e-6)); /* inv_scale * clip */
   FOR_ALL(k, i) {
     const double g = ((double)ld(L[1][k], i, 0) + ld(L[0][k], i, ACC_DT_BF16)) * factor;
-    double p = ld(L[2][k], i, 0), m = ld(L[3][k], i, 0), v = ld(L[4][k], i, 0);
+    double p = ld(L[2][k], i, 0), m = ld(L[3][k], i, sdt), v = ld(L[4][k], i, sdt);
     p *= 1 - (double)a.lr * a.weight_decay;
     m = a.beta1 * m + (1 - a.beta1) * g;
     v = a.beta2 * v + (1 - a.beta2) * g * g;
@@ -234,10 +243,16 @@ static void r_adam_step(void *const *const *L, const float *s) {
     st(L[0][k], i, ACC_DT_BF16, 0.0f);
     st(L[1][k], i, 0, (float)g);
     st(L[2][k], i, 0, (float)p);
-    st(L[3][k], i, 0, (float)m);
-    st(L[4][k], i, 0, (float)v);
+    st(L[3][k], i, sdt, (float)m);
+    st(L[4][k], i, sdt, (float)v);
     st(L[5][k], i, ACC_DT_F16, (float)p);
   }
+}
+static void r_adam_step(void *const *const *L, const float *s) {
+  r_adam_step_state(L, s, ACC_DT_F32);
+}
+static void r_adam_step_bf16(void *const *const *L, const float *s) {
+  r_adam_step_state(L, s, ACC_DT_BF16);
 }
 static void r_adam_step_torch(void *const *const *L, const float *s) {
   acc_adam_args_t a;
@@ -304,6 +319,9 @@ void kt_test_elementwise(void) {
       {ACCEL_KERNEL_CAST, 2, {0, ACC_DT_F16}, {1, 1}, sizeof(acc_cast_params_t), p_cast_skipped, r_nothing, 0},
       {ACCEL_KERNEL_ADAM_STEP, 6, {ACC_DT_BF16, 0, 0, 0, 0, ACC_DT_F16}, {1, 1, 1, 0.1f, 0.01f, 1},
        sizeof(acc_adam_step_params_t), p_adam_step, r_adam_step, 1e-7},
+      {ACCEL_KERNEL_ADAM_STEP, 6, {ACC_DT_BF16, 0, 0, ACC_DT_BF16, ACC_DT_BF16, ACC_DT_F16},
+       {1, 1, 1, 0.1f, 0.01f, 1}, sizeof(acc_adam_step_params_t), p_adam_step_bf16,
+       r_adam_step_bf16, 1e-7},
       {ACCEL_KERNEL_ADAM_STEP, 7, {ACC_DT_F16, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 0.1f, 0.01f, 1, 0.02f},
        sizeof(acc_adam_step_params_t), p_adam_step_torch, r_adam_step_torch, 1e-7},
   };

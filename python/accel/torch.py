@@ -346,6 +346,10 @@ def _step_counts(states, device):
     return steps
 
 
+# state_dtype -> the moments' torch dtype (None: the parameter's, as torch's AdamW).
+_STATE_DTYPES = {"fp32": None, "bf16": torch.bfloat16}
+
+
 class AdamW(torch.optim.Optimizer):
     """torch.optim.AdamW running accel's fused step in place.
 
@@ -357,11 +361,18 @@ class AdamW(torch.optim.Optimizer):
     divides the gradients by S and skips the whole update (parameters, state and step counts
     untouched) when any gradient is Inf or NaN, as torch's GradScaler does; last_step_skipped
     says whether that happened; capture=False launches the step's kernels on every step
-    instead of replaying one captured graph."""
+    instead of replaying one captured graph. state_dtype="bf16" keeps exp_avg and exp_avg_sq
+    in bfloat16 (half the state's memory; docs/KERNELS.md "State formats"): state_dict then
+    holds them in bfloat16, and a torch (fp32) state loads converted (rounded to nearest
+    even); "fp32" (the default) is torch's state."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
-                 differentiable=False, fused=None, max_grad_norm=None, capture=True):
+                 differentiable=False, fused=None, max_grad_norm=None, capture=True,
+                 state_dtype="fp32"):
+        if state_dtype not in _STATE_DTYPES:
+            raise ValueError(f"accel.torch.AdamW: state_dtype {state_dtype!r} is not one of "
+                             f"{sorted(_STATE_DTYPES)} (8-bit state is not built yet)")
         if differentiable:
             raise ValueError("accel.torch.AdamW: differentiable is not supported: the step runs "
                              "outside autograd (use torch.optim.AdamW)")
@@ -382,12 +393,13 @@ class AdamW(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self.max_grad_norm = max_grad_norm
         self.capture = capture
+        self.state_dtype = state_dtype
         self.last_step_skipped = False
         self._plan = None
 
     def __getstate__(self):
         return dict(super().__getstate__(), max_grad_norm=self.max_grad_norm,
-                    capture=self.capture)
+                    capture=self.capture, state_dtype=self.state_dtype)
 
     def __setstate__(self, state):
         """Also what torch's load_state_dict ends with: the captured step goes (the state's
@@ -402,6 +414,12 @@ class AdamW(torch.optim.Optimizer):
                 s["step"] = torch.tensor(float(s["step"]))
         self.__dict__.setdefault("max_grad_norm", None)
         self.__dict__.setdefault("capture", True)
+        self.__dict__.setdefault("state_dtype", "fp32")
+        moments = _STATE_DTYPES[self.state_dtype]  # torch's load casts them to the params'
+        for s in self.state.values():
+            for key in ("exp_avg", "exp_avg_sq"):
+                if moments is not None and key in s and s[key].is_floating_point():
+                    s[key] = s[key].to(moments)
         self.last_step_skipped = False
         self._drop_plan()
 
@@ -420,8 +438,13 @@ class AdamW(torch.optim.Optimizer):
         state = self.state[p]
         if not state:  # as torch's AdamW (capturable=False): created at the first gradient
             state["step"] = torch.tensor(0.0)
-            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            moments = _STATE_DTYPES[self.state_dtype]
+            if p.is_complex() or moments is None:
+                moments = p.dtype
+            state["exp_avg"] = torch.zeros_like(p, dtype=moments,
+                                                memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments,
+                                                   memory_format=torch.preserve_format)
         if group["amsgrad"] and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 

@@ -518,7 +518,8 @@ static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
  * 14), any dtypes and flags, optional lists and per-tensor arrays present or not, and one
  * injected fault: none, a NULL descriptor or one that ends before flags, an unknown flag, CLIP
  * without a norm, F16 master weights, model weights on the master weights, a misaligned
- * gradient, has-gradient flags in host memory; or the per-tensor step counts
+ * gradient, has-gradient flags in host memory; the moments in any dtype (the state format: F32
+ * or BF16, F16 refused by the update); or the per-tensor step counts
  * (accel_step_counts) over the same arrays. */
 static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   enum { NT_ = 2 };
@@ -527,6 +528,7 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   const accel_dtype_t gdt = (accel_dtype_t)(b % 3), mdt = (accel_dtype_t)((b >> 2) % 3);
   const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1, has_vmax = (b >> 6) & 1;
   const int per_tensor = (b >> 7) & 1;
+  const accel_dtype_t sdt = (accel_dtype_t)(u8() % 3); /* the moments' dtype */
   accel_tensor_t L[7][NT_];
   uint64_t chunks = 0;
   int invalid = 0;
@@ -534,7 +536,7 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     const size_t numel = u8() % 65;
     chunks += numel > 0;
     for (int l = 0; l < 7; ++l) {
-      const accel_dtype_t dt = l == 0 ? gdt : l == 5 ? mdt : ACCEL_F32;
+      const accel_dtype_t dt = l == 0 ? gdt : l == 5 ? mdt : l == 3 || l == 4 ? sdt : ACCEL_F32;
       const size_t slot = l == 6 ? 7 : (size_t)l;
       L[l][i] = (accel_tensor_t){scratch + slot * SLOT_FLOATS + i * 128, numel, dt};
     }
@@ -577,7 +579,7 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   if (call == 1) {
     invalid |= ((d.flags & ACCEL_ADAM_STEP_CLIP) && !d.norm_dev) ||
                (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0) ||
-               (amsgrad != has_vmax && n > 0);
+               (amsgrad != has_vmax && n > 0) || (sdt == ACCEL_F16 && n > 0);
   }
   int launches;
   if (call == 1) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);

@@ -1,0 +1,203 @@
+/*
+ * CTS cases for the optimizer state formats of the fused update (accel_adam_step_update with
+ * BF16 exp_avg / exp_avg_sq, docs/KERNELS.md "State formats"): one step from moments that are
+ * BF16 values gives, in every mode, the F32 state's step (which cases_step.c checks against the
+ * separate kernels) bit for bit in the gradients, the master and the model weights, and its new
+ * moments rounded to nearest even (kc_ref_narrow, independent of the kernels); and the formats'
+ * bad input is refused with a message.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kc_lists.h"
+
+static const size_t kSizes[] = {1, 3, 255, 256, 257, KC_CHUNK + 1, 100003};
+#define NT (sizeof kSizes / sizeof kSizes[0])
+
+typedef struct sf_scalars {
+  accel_adam_args_t args;
+  float inv_scale, norm, coef, reserved;
+} sf_scalars_t;
+
+typedef struct sf_state {
+  kc_list_t lp, p, m, v, model;
+  kc_scalars_t S;
+  sf_scalars_t *d;
+} sf_state_t;
+
+typedef struct sf_cfg {
+  uint32_t flags;
+  int model; /* BF16 model weights */
+  accel_adam_args_t args;
+} sf_cfg_t;
+
+typedef struct sf_job {
+  const sf_cfg_t *c;
+  sf_state_t *st;
+} sf_job_t;
+
+static void sf_free(cts_ctx_t *ctx, sf_state_t *st) {
+  kc_free(ctx, &st->lp);
+  kc_free(ctx, &st->p);
+  kc_free(ctx, &st->m);
+  kc_free(ctx, &st->v);
+  kc_free(ctx, &st->model);
+  if (st->S.buf.base) cts_dev_free(ctx, &st->S.buf);
+}
+
+/* Moments of dtype sdt holding the same BF16 values for every sdt (|x| when nonneg). */
+static accel_status_t sf_moments(cts_ctx_t *ctx, kc_list_t *L, accel_dtype_t sdt, float scale,
+                                 uint64_t seed, int nonneg) {
+  kc_list_t b;
+  accel_status_t s = kc_make(ctx, &b, NT, kSizes, NT, ACCEL_BF16, scale, seed);
+  if (s == ACCEL_OK) s = kc_make(ctx, L, NT, kSizes, NT, sdt, 1.0f, seed + 100);
+  for (size_t t = 0; s == ACCEL_OK && t < NT; ++t) {
+    for (size_t i = 0; i < kSizes[t]; ++i) {
+      const float x = kc_val(b.host[t], i, ACCEL_BF16);
+      kc_raw_set(L->host[t], i, sdt, kc_ref_narrow(nonneg ? fabsf(x) : x, sdt));
+    }
+    s = kc_push(ctx, L, t);
+  }
+  kc_free(ctx, &b);
+  return s;
+}
+
+static accel_status_t sf_make(cts_ctx_t *ctx, sf_state_t *st, accel_dtype_t sdt,
+                              const sf_cfg_t *c) {
+  memset(st, 0, sizeof *st);
+  accel_status_t s = kc_make(ctx, &st->lp, NT, kSizes, NT, ACCEL_BF16, 4.0f, 61);
+  if (s == ACCEL_OK) s = kc_make(ctx, &st->p, NT, kSizes, NT, ACCEL_F32, 1.0f, 63);
+  if (s == ACCEL_OK) s = sf_moments(ctx, &st->m, sdt, 0.01f, 64, 0);
+  if (s == ACCEL_OK) s = sf_moments(ctx, &st->v, sdt, 0.001f, 65, 1);
+  if (s == ACCEL_OK && c->model)
+    s = kc_make(ctx, &st->model, NT, kSizes, NT, ACCEL_BF16, 1.0f, 66);
+  const sf_scalars_t init = {c->args, 0x1p-10f, 0.0f, 0.0f, 0.0f};
+  if (s == ACCEL_OK) s = kc_scalars(ctx, &st->S, &init, sizeof init);
+  st->d = (sf_scalars_t *)st->S.dev;
+  return s;
+}
+
+static accel_adam_step_t sf_desc(const sf_cfg_t *c, sf_state_t *st) {
+  return (accel_adam_step_t){.struct_size = sizeof(accel_adam_step_t),
+                             .n = NT,
+                             .grads = st->lp.t,
+                             .params = st->p.t,
+                             .exp_avg = st->m.t,
+                             .exp_avg_sq = st->v.t,
+                             .model_params = c->model ? st->model.t : NULL,
+                             .args_dev = &st->d->args,
+                             .inv_scale_dev = &st->d->inv_scale,
+                             .found_inf_dev = &st->d->args.found_inf,
+                             .norm_type = 2.0f,
+                             .norm_dev = &st->d->norm,
+                             .max_norm = 1.0f,
+                             .clip_eps = 1e-6f,
+                             .coef_out_dev = &st->d->coef,
+                             .flags = c->flags};
+}
+
+static accel_status_t sf_body(accel_stream_t *s, void *u) {
+  const sf_job_t *j = u;
+  const accel_adam_step_t d = sf_desc(j->c, j->st);
+  accel_status_t r = accel_memset_async(s, &j->st->d->args.found_inf, 0, sizeof(float));
+  if (r == ACCEL_OK) r = accel_adam_step_norm(s, &d);
+  if (r == ACCEL_OK) r = accel_adam_step_update(s, &d);
+  return r;
+}
+
+/* Element by element: b's bits are a's, narrowed to b's dtype (a's values read as F32). */
+static cts_result_t sf_same(cts_ctx_t *ctx, kc_list_t *a, kc_list_t *b, const char *what) {
+  for (size_t t = 0; t < a->n; ++t) {
+    void *x = malloc(a->t[t].numel * kc_esz(a->dtype) + 1);
+    void *y = malloc(b->t[t].numel * kc_esz(b->dtype) + 1);
+    CTS_CHECK(x && y, "out of host memory");
+    const int ok = kc_pull(ctx, a, t, x) && kc_pull(ctx, b, t, y);
+    size_t i = 0;
+    uint32_t want = 0, got = 0;
+    for (; ok && i < a->t[t].numel; ++i) {
+      want = a->dtype == b->dtype ? kc_raw_get(x, i, a->dtype)
+                                  : kc_ref_narrow(kc_val(x, i, a->dtype), b->dtype);
+      got = kc_raw_get(y, i, b->dtype);
+      if (want != got) break;
+    }
+    free(x);
+    free(y);
+    CTS_CHECK(ok, "%s: tensor %zu: download failed or guard bytes overwritten", what, t);
+    CTS_CHECK(i == a->t[t].numel, "%s: tensor %zu[%zu]: BF16 state %08x, want %08x", what, t, i,
+              got, want);
+  }
+  return CTS_PASS;
+}
+
+#define ADAMW {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, 1, 0.0f}
+#define ADAM_L2 {1e-2f, 0.8f, 0.99f, 1e-8f, 0.05f, 7, 0, 0.0f}
+
+CTS_CASE(kernels_adam_step_bf16_state, CTS_TAG_KERNELS) {
+  static const sf_cfg_t cfgs[] = {
+      {ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP, 1, ADAMW},
+      {ACCEL_ADAM_STEP_CLIP | ACCEL_ADAM_STEP_MAXIMIZE, 0, ADAM_L2},
+  };
+  for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; ++k) {
+    sf_state_t f32, b16;
+    accel_status_t s = sf_make(ctx, &f32, ACCEL_F32, &cfgs[k]);
+    if (s == ACCEL_OK) s = sf_make(ctx, &b16, ACCEL_BF16, &cfgs[k]);
+    sf_job_t jf = {&cfgs[k], &f32}, jb = {&cfgs[k], &b16};
+    if (s == ACCEL_OK) s = cts_exec(ctx, sf_body, &jf, 1);
+    if (s == ACCEL_OK) s = cts_exec(ctx, sf_body, &jb, 1);
+    cts_result_t r = s == ACCEL_OK ? sf_same(ctx, &f32.lp, &b16.lp, "grads")
+                                   : cts_fail(ctx, __FILE__, __LINE__, "config %zu: %s: %s", k,
+                                              accel_status_name(s), accel_last_error());
+    if (r == CTS_PASS) r = sf_same(ctx, &f32.p, &b16.p, "params");
+    if (r == CTS_PASS) r = sf_same(ctx, &f32.m, &b16.m, "exp_avg");
+    if (r == CTS_PASS) r = sf_same(ctx, &f32.v, &b16.v, "exp_avg_sq");
+    if (r == CTS_PASS && cfgs[k].model) r = sf_same(ctx, &f32.model, &b16.model, "model");
+    sf_free(ctx, &f32);
+    sf_free(ctx, &b16);
+    if (r != CTS_PASS) return r;
+  }
+  return CTS_PASS;
+}
+
+/* Mixed formats (between the moments, inside a list), F16 moments and a wrong size. */
+CTS_CASE(kernels_adam_step_state_bad_input, CTS_TAG_KERNELS) {
+  const sf_cfg_t c = {ACCEL_ADAM_STEP_CLIP, 1, ADAMW};
+  sf_state_t st;
+  kc_list_t v32, h16;
+  CTS_OK(sf_make(ctx, &st, ACCEL_BF16, &c));
+  CTS_OK(kc_make(ctx, &v32, NT, kSizes, NT, ACCEL_F32, 0.001f, 70));
+  CTS_OK(kc_make(ctx, &h16, NT, kSizes, NT, ACCEL_F16, 0.001f, 71));
+  accel_stream_t *s;
+  CTS_OK(accel_stream_create(ctx->dev, &s));
+  const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
+  const accel_adam_step_t good = sf_desc(&c, &st);
+  accel_adam_step_t d = good;
+  accel_tensor_t t[NT];
+  d.exp_avg_sq = v32.t; /* BF16 first moments, F32 second moments */
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "same dtype"), "message: %s", accel_last_error());
+  d = good;
+  d.exp_avg = d.exp_avg_sq = h16.t; /* F16 is no state format */
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "state format"), "message: %s", accel_last_error());
+  memcpy(t, st.m.t, sizeof t);
+  t[3] = v32.t[3]; /* one F32 tensor in a BF16 list */
+  d = good;
+  d.exp_avg = t;
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "one dtype per list"), "message: %s", accel_last_error());
+  memcpy(t, st.v.t, sizeof t);
+  t[5].numel -= 1; /* a state tensor of the wrong size */
+  d = good;
+  d.exp_avg_sq = t;
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "elements"), "message: %s", accel_last_error());
+  CTS_OK(accel_adam_step_norm(s, &good)); /* the device still works */
+  CTS_OK(accel_adam_step_update(s, &good));
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, &v32);
+  kc_free(ctx, &h16);
+  sf_free(ctx, &st);
+  return CTS_PASS;
+}
