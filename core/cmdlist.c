@@ -98,16 +98,17 @@ accel_status_t accel_cmdlist_keep(accel_cmdlist_t *l, accel_keepalive_t *keep) {
 }
 
 accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *src,
-                                  bool skip_events) {
+                                  unsigned flags) {
   accel_cmdlist_clear(dst);
   for (size_t i = 0; i < src->count; ++i) {
     const accel_cmd_t *c = &src->cmds[i];
-    if (skip_events && (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT))
+    if ((flags & ACCEL_CMDLIST_SKIP_EVENTS) &&
+        (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT))
       continue;
     accel_status_t st = accel_cmdlist_append(dst, c, NULL);
     if (st != ACCEL_OK) return st;
   }
-  for (size_t i = 0; i < src->nkeeps; ++i) {
+  for (size_t i = 0; i < src->nkeeps && !(flags & ACCEL_CMDLIST_NO_KEEPS); ++i) {
     accel_status_t st = accel_cmdlist_keep(dst, src->keeps[i]);
     if (st != ACCEL_OK) return st;
   }

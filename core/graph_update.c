@@ -36,8 +36,10 @@ static accel_status_t take_source(accel_graph_t *g, accel_graph_t *src,
     st = accel_set_error(ACCEL_ERROR_STATE, "accel_graph_update: the source graph %s",
                          src->state == ACCEL_GRAPH_CAPTURING ? "is still capturing"
                                                             : "holds no capture");
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->cmds, &src->cmds, false);
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->flat, &src->flat, false);
+  /* flat keeps what the commands use (chunk tables, pools of replayed graphs) for both lists,
+   * as in a captured graph: the two are swapped in and retired together */
+  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->cmds, &src->cmds, ACCEL_CMDLIST_NO_KEEPS);
+  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->flat, &src->flat, 0);
   if (st == ACCEL_OK) st = accel_allocator_pin_again(src->dev->mem, &src->pins, &out->pins);
   if (st == ACCEL_OK && src->pool) {
     accel_pool_retain(src->pool);
