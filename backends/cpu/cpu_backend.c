@@ -40,6 +40,7 @@ static const accel_backend_vtable_t cpu_vtable = {
     .graph_launch = cpu_graph_launch,
     .graph_destroy = cpu_graph_destroy,
     .graph_update = cpu_graph_update, /* in place (cpu_graph.h) */
+    .conditionals = 1,                /* the queue worker reads the flag (cpu_ops_run) */
     .device_synchronize = NULL,
     .mem_info = cpu_mem_info,
     .dlpack_device_type = ACCEL_DL_CPU, /* registers host memory as is: no mem_register */

@@ -13,8 +13,11 @@ typedef struct cpu_graph_exec {
   const accel_host_api_t *host;
 } cpu_graph_exec_t;
 
-static int is_event(const accel_cmd_t *c) {
-  return c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT;
+/* Commands that convert to no op: event edges (list order satisfies them), region ends (the
+ * region's op counts its body). */
+static int no_op(const accel_cmd_t *c) {
+  return c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT ||
+         c->type == ACCEL_CMD_COND_END;
 }
 
 void cpu_graph_release(const cpu_graph_t *graph) {
@@ -25,9 +28,17 @@ void cpu_graph_release(const cpu_graph_t *graph) {
   free(g);
 }
 
-/* Folds and plans the fusion of g->ops into g->run and g->steps (the addresses decide it). */
+/* Folds and plans the fusion of g->ops into g->run and g->steps (the addresses decide it). A
+ * list with conditional regions runs as recorded: a region's op counts the ops of its body. */
 static void body_plan(cpu_graph_t *g) {
   if (g->nops) memcpy(g->run, g->ops, g->nops * sizeof *g->ops);
+  int regions = 0;
+  for (size_t i = 0; i < g->nops && !regions; ++i) regions = g->ops[i].type == CPU_OP_COND;
+  if (regions) {
+    memcpy(g->steps, g->run, g->nops * sizeof *g->ops);
+    g->count = g->nops;
+    return;
+  }
   size_t count = cpu_fuse_fold(g->run, g->nops);
   g->count = cpu_fuse_plan(g->run, count, g->threads, g->steps);
 }
@@ -52,7 +63,7 @@ static accel_status_t body_new(const accel_host_api_t *host, const char *what, u
   g->steps = g->run + slots;
   g->param_size = (uint32_t *)(void *)(g->steps + slots);
   for (size_t i = 0, k = 0; i < n; ++i)
-    if (!is_event(&cmds[i]))
+    if (!no_op(&cmds[i]))
       g->param_size[k++] = cmds[i].type == ACCEL_CMD_KERNEL ? cmds[i].u.kernel.params_size : 0u;
   g->threads = threads;
   atomic_init(&g->refs, 1u);
@@ -85,9 +96,11 @@ static accel_status_t op_matches(const accel_host_api_t *host, const cpu_graph_t
   static const cpu_op_type_t op_of[] = {[ACCEL_CMD_KERNEL] = CPU_OP_KERNEL,
                                         [ACCEL_CMD_MEMCPY] = CPU_OP_MEMCPY,
                                         [ACCEL_CMD_MEMSET] = CPU_OP_MEMSET,
-                                        [ACCEL_CMD_HOST_FUNC] = CPU_OP_HOST_FUNC};
+                                        [ACCEL_CMD_HOST_FUNC] = CPU_OP_HOST_FUNC,
+                                        [ACCEL_CMD_COND_BEGIN] = CPU_OP_COND};
   const cpu_op_t *op = k < g->nops ? &g->ops[k] : NULL;
-  int same = op != NULL && c->type <= ACCEL_CMD_HOST_FUNC && op->type == op_of[c->type];
+  int same = op != NULL && (c->type <= ACCEL_CMD_HOST_FUNC || c->type == ACCEL_CMD_COND_BEGIN) &&
+             op->type == op_of[c->type];
   if (same && c->type == ACCEL_CMD_KERNEL)
     same = op->u.kernel.kernel_id == c->u.kernel.kernel_id &&
            g->param_size[k] == c->u.kernel.params_size;
@@ -103,7 +116,7 @@ static accel_status_t body_matches(const accel_host_api_t *host, const cpu_graph
                                    const accel_cmd_t *cmds, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (is_event(&cmds[i])) continue;
+    if (no_op(&cmds[i])) continue;
     accel_status_t st = op_matches(host, g, k++, &cmds[i], i);
     if (st != ACCEL_OK) return st;
   }
@@ -138,7 +151,11 @@ static void body_rewrite(cpu_graph_t *g, const accel_cmd_t *cmds, size_t n) {
         op->u.host.fn = c->u.host_func.fn;
         op->u.host.user = c->u.host_func.user;
         break;
-      default: continue; /* an event edge: not an op */
+      case ACCEL_CMD_COND_BEGIN: /* same regions (body_matches): the body's count stands */
+        op->u.cond.flag = c->u.cond.flag;
+        op->u.cond.max_iterations = c->u.cond.max_iterations;
+        break;
+      default: continue; /* an event edge or a region end: not an op */
     }
     ++op;
   }
