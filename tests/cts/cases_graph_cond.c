@@ -108,24 +108,35 @@ static const char *expect(cts_ctx_t *ctx, const cond_fix_t *f, float want, float
   return NULL;
 }
 
-CTS_CASE(graph_cond_if_taken_and_skipped, CTS_TAG_KERNELS) {
+/* What a case checks on a fixture: NULL when it holds, else why (or *st set). */
+typedef const char *(*cond_run_fn)(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st);
+
+/* Skips where the device has no regions; runs `run` on a fresh fixture. */
+static cts_result_t cond_case(cts_ctx_t *ctx, cond_run_fn run) {
   int yes = 0;
   CTS_OK(cond_supported(ctx, &yes));
   if (!yes) return cts_skip(ctx, "ACCEL_ATTR_CONDITIONALS is NONE (graph_cond_unsupported)");
   cond_fix_t f;
   accel_status_t st = fix_make(ctx, &f);
-  const char *why = NULL;
-  for (int taken = 0; taken < 2 && st == ACCEL_OK && !why; ++taken) {
-    f.byte = taken ? 0x01 : 0x00;
-    st = cts_exec(ctx, if_body, &f, 1);
-    if (st == ACCEL_OK) why = expect(ctx, &f, taken ? 5.0f : 1.0f, taken ? 5.0f : 0.0f, NULL, &st);
-  }
+  const char *why = st == ACCEL_OK ? run(ctx, &f, &st) : NULL;
   char msg[256];
   snprintf(msg, sizeof msg, "%s", st != ACCEL_OK ? accel_last_error() : why ? why : "");
   fix_free(ctx, &f);
   CTS_CHECK(st == ACCEL_OK && !why, "%s %s", accel_status_name(st), msg);
   return CTS_PASS;
 }
+
+static const char *if_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
+  const char *why = NULL;
+  for (int taken = 0; taken < 2 && *st == ACCEL_OK && !why; ++taken) {
+    f->byte = taken ? 0x01 : 0x00;
+    *st = cts_exec(ctx, if_body, f, 1);
+    if (*st == ACCEL_OK) why = expect(ctx, f, taken ? 5.0f : 1.0f, taken ? 5.0f : 0.0f, NULL, st);
+  }
+  return why;
+}
+
+CTS_CASE(graph_cond_if_taken_and_skipped, CTS_TAG_KERNELS) { return cond_case(ctx, if_run); }
 
 /* The WHILE against a host loop: k passes for a flag of -k, at most max. */
 static const char *run_while(cts_ctx_t *ctx, cond_fix_t *f, cts_body_fn body, int32_t k,
@@ -146,50 +157,40 @@ static const char *run_while(cts_ctx_t *ctx, cond_fix_t *f, cts_body_fn body, in
   return expect(ctx, f, want, 0.0f, &flag, st);
 }
 
-CTS_CASE(graph_cond_while_counts_on_device, CTS_TAG_KERNELS) {
-  int yes = 0;
-  CTS_OK(cond_supported(ctx, &yes));
-  if (!yes) return cts_skip(ctx, "ACCEL_ATTR_CONDITIONALS is NONE (graph_cond_unsupported)");
-  cond_fix_t f;
-  accel_status_t st = fix_make(ctx, &f);
+static const char *while_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
   static const struct { int32_t k; uint32_t max; } runs[] = {{0, 8}, {1, 8}, {5, 8}, {8, 8},
                                                              {10, 4}};
-  const char *why = NULL;
-  size_t i = 0;
-  for (; i < sizeof runs / sizeof *runs && st == ACCEL_OK && !why; ++i)
-    why = run_while(ctx, &f, while_body, runs[i].k, runs[i].max, 0, &st);
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s", st != ACCEL_OK ? accel_last_error() : why ? why : "");
-  fix_free(ctx, &f);
-  CTS_CHECK(st == ACCEL_OK && !why, "k = %d, max %u: %s %s", (int)runs[i - 1].k,
-            runs[i - 1].max, accel_status_name(st), msg);
-  return CTS_PASS;
+  static char why[256];
+  for (size_t i = 0; i < sizeof runs / sizeof *runs; ++i) {
+    const char *bad = run_while(ctx, f, while_body, runs[i].k, runs[i].max, 1, st);
+    if (*st != ACCEL_OK) return NULL;
+    if (!bad) continue;
+    snprintf(why, sizeof why, "k = %d, max %u: %s", (int)runs[i].k, runs[i].max, bad);
+    return why;
+  }
+  return NULL;
+}
+
+CTS_CASE(graph_cond_while_counts_on_device, CTS_TAG_KERNELS) {
+  return cond_case(ctx, while_run);
 }
 
 /* A WHILE nested in an IF: runs when the outer flag is set, is skipped whole otherwise. */
-CTS_CASE(graph_cond_nested, CTS_TAG_KERNELS) {
-  int yes = 0;
-  CTS_OK(cond_supported(ctx, &yes));
-  if (!yes) return cts_skip(ctx, "ACCEL_ATTR_CONDITIONALS is NONE (graph_cond_unsupported)");
-  cond_fix_t f;
-  accel_status_t st = fix_make(ctx, &f);
+static const char *nested_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
   const float marker[COND_N] = {42.0f};
-  const char *why = NULL;
-  if (st == ACCEL_OK) why = run_while(ctx, &f, nested_body, 3, 8, 1, &st);
-  if (st == ACCEL_OK && !why) st = cts_upload(ctx, f.value, marker, sizeof marker);
-  if (st == ACCEL_OK && !why) why = run_while(ctx, &f, nested_body, 3, 8, 0, &st);
+  const char *why = run_while(ctx, f, nested_body, 3, 8, 1, st);
+  if (*st == ACCEL_OK && !why) *st = cts_upload(ctx, f->value, marker, sizeof marker);
+  if (*st == ACCEL_OK && !why) why = run_while(ctx, f, nested_body, 3, 8, 0, st);
   float v = 0.0f;
   int32_t flag = 0;
-  if (st == ACCEL_OK && !why) st = cts_download(ctx, &v, f.value, sizeof v);
-  if (st == ACCEL_OK && !why) st = cts_download(ctx, &flag, f.flag, sizeof flag);
-  if (st == ACCEL_OK && !why && (v != 42.0f || flag != -3))
+  if (*st == ACCEL_OK && !why) *st = cts_download(ctx, &v, f->value, sizeof v);
+  if (*st == ACCEL_OK && !why) *st = cts_download(ctx, &flag, f->flag, sizeof flag);
+  if (*st == ACCEL_OK && !why && (v != 42.0f || flag != -3))
     why = "the outer IF was not taken but its WHILE ran";
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s", st != ACCEL_OK ? accel_last_error() : why ? why : "");
-  fix_free(ctx, &f);
-  CTS_CHECK(st == ACCEL_OK && !why, "%s %s", accel_status_name(st), msg);
-  return CTS_PASS;
+  return why;
 }
+
+CTS_CASE(graph_cond_nested, CTS_TAG_KERNELS) { return cond_case(ctx, nested_run); }
 
 /* Refusals: bad flags and bounds, ends without a start or of the other kind, an event record in
  * a region, a synchronize in a region opened outside a capture, a capture ended with a region
