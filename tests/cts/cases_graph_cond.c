@@ -192,6 +192,62 @@ static const char *nested_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st)
 
 CTS_CASE(graph_cond_nested, CTS_TAG_KERNELS) { return cond_case(ctx, nested_run); }
 
+/* if (flag) value = v, captured into *g on s. */
+static accel_status_t if_graph(cts_ctx_t *ctx, accel_stream_t *s, const int32_t *flag,
+                               float *value, float v, accel_graph_t **g) {
+  accel_tensor_t t = {value, COND_N, ACCEL_F32};
+  accel_status_t st = accel_graph_create(ctx->dev, g);
+  if (st == ACCEL_OK) st = accel_graph_capture_begin(*g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL);
+  if (st != ACCEL_OK) return st;
+  if (flag) st = accel_graph_capture_if(s, flag);
+  if (st == ACCEL_OK) st = accel_fill(s, &t, 1, v);
+  if (st == ACCEL_OK && flag) st = accel_graph_capture_end_if(s);
+  accel_status_t end = accel_graph_capture_end(*g);
+  return st != ACCEL_OK ? st : end;
+}
+
+/* Replays g with the flags set to a and b: value (from 1) must end as want. */
+static const char *replay_flags(cts_ctx_t *ctx, accel_stream_t *s, accel_graph_t *g,
+                                cond_fix_t *f, int32_t a, int32_t b, float want,
+                                accel_status_t *st) {
+  float ones[COND_N];
+  for (int i = 0; i < COND_N; ++i) ones[i] = 1.0f;
+  *st = cts_upload(ctx, f->flag, &a, sizeof a);
+  if (*st == ACCEL_OK) *st = cts_upload(ctx, f->flag2, &b, sizeof b);
+  if (*st == ACCEL_OK) *st = cts_upload(ctx, f->value, ones, sizeof ones);
+  if (*st == ACCEL_OK) *st = accel_graph_replay(g, s);
+  if (*st == ACCEL_OK) *st = accel_stream_synchronize(s);
+  return *st == ACCEL_OK ? expect(ctx, f, want, 0.0f, NULL, st) : NULL;
+}
+
+/* accel_graph_update of a graph with a region: the flag is an argument (the updated graph
+ * reads the source's flag), the region part of the topology (a graph without it is refused,
+ * naming the region). */
+static const char *update_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
+  accel_stream_t *s = NULL;
+  accel_graph_t *g[3] = {0};
+  const char *why = NULL;
+  *st = accel_stream_create_ex(ctx->dev, cts_stream_flags(ctx), &s);
+  if (*st == ACCEL_OK) *st = if_graph(ctx, s, f->flag, f->value, 5.0f, &g[0]);
+  if (*st == ACCEL_OK) *st = if_graph(ctx, s, f->flag2, f->value, 7.0f, &g[1]);
+  if (*st == ACCEL_OK) *st = if_graph(ctx, s, NULL, f->value, 9.0f, &g[2]);
+  if (*st == ACCEL_OK) why = replay_flags(ctx, s, g[0], f, 1, 0, 5.0f, st);
+  if (*st == ACCEL_OK && !why) *st = accel_graph_update(g[0], g[1]);
+  if (*st == ACCEL_OK && !why) why = replay_flags(ctx, s, g[0], f, 1, 0, 1.0f, st);
+  if (*st == ACCEL_OK && !why) why = replay_flags(ctx, s, g[0], f, 0, 1, 7.0f, st);
+  if (*st == ACCEL_OK && !why) {
+    accel_status_t mismatch = accel_graph_update(g[0], g[2]);
+    if (mismatch != ACCEL_ERROR_GRAPH_MISMATCH || !strstr(accel_last_error(), "if region"))
+      why = "an update that drops the region is not refused naming it";
+  }
+  for (int i = 0; i < 3; ++i)
+    if (g[i]) accel_graph_destroy(g[i]);
+  if (s) accel_stream_destroy(s);
+  return why;
+}
+
+CTS_CASE(graph_cond_update, CTS_TAG_KERNELS) { return cond_case(ctx, update_run); }
+
 /* Refusals: bad flags and bounds, ends without a start or of the other kind, an event record in
  * a region, a synchronize in a region opened outside a capture, a capture ended with a region
  * open. Each leaves the stream usable. */
