@@ -326,29 +326,3 @@ CTS_CASE(graph_cond_illegal_calls, CTS_TAG_NONE) {
             "a capture ended with a region open: %s: %s", accel_status_name(unbalanced), msg);
   return CTS_PASS;
 }
-
-/* ACCEL_ATTR_CONDITIONALS NATIVE: an empty region opens and closes on an eager stream, and
- * one recorded in a capture replays. (NONE: cond_refused.) */
-CTS_CASE(graph_cond_attribute_matches, CTS_TAG_NONE) {
-  int yes = 0;
-  CTS_OK(cond_supported(ctx, &yes));
-  if (!yes) return cond_refused(ctx);
-  cond_fix_t f;
-  accel_stream_t *s = NULL;
-  accel_graph_t *g = NULL;
-  CTS_OK(fix_make(ctx, &f));
-  CTS_OK(accel_stream_create_ex(ctx->dev, cts_stream_flags(ctx), &s));
-  CTS_OK(accel_graph_capture_if(s, f.flag));
-  CTS_OK(accel_graph_capture_end_if(s));
-  CTS_OK(accel_graph_create(ctx->dev, &g));
-  CTS_OK(accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
-  CTS_OK(accel_graph_capture_while(s, f.flag, 2));
-  CTS_OK(accel_graph_capture_end_while(s));
-  CTS_OK(accel_graph_capture_end(g));
-  CTS_OK(accel_graph_replay(g, s));
-  CTS_OK(accel_stream_synchronize(s));
-  accel_graph_destroy(g);
-  accel_stream_destroy(s);
-  fix_free(ctx, &f);
-  return CTS_PASS;
-}
