@@ -40,6 +40,12 @@ struct accel_capture {
   accel_event_t **events;       /* events recorded in the capture, a reference each */
   size_t nevents, capevents;
   uint32_t next_event_slot;
+  /* open conditional regions (accel_graph_capture_if / _while), innermost last, all on the
+   * stream of slot cond_slot; private: the capture exists for one region opened outside a
+   * capture (graph_cond.c ends and replays it when the region closes). Guarded by lock. */
+  uint32_t cond_kinds[ACCEL_CAPTURE_COND_DEPTH];
+  uint32_t cond_depth, cond_slot;
+  bool cond_private;
   accel_capture_t *next;
 };
 
@@ -177,6 +183,15 @@ accel_status_t accel_capture_begin(accel_graph_t *g, accel_stream_t *s, accel_po
 
 accel_allocator_arena_t *accel_capture_arena(accel_capture_t *c) { return c->pool->arena; }
 
+/* Invalidates c for what happened inside one of its conditional regions (c->lock held). */
+static accel_status_t cond_refuse(accel_capture_t *c, const char *what) {
+  accel_capture_invalidate(c, "%s inside a conditional region", what);
+  return accel_set_error(ACCEL_ERROR_ILLEGAL_IN_CAPTURE,
+                         "%s inside a conditional region (accel_graph_capture_if / _while): a "
+                         "region's work stays on its stream, without event edges; the capture "
+                         "is invalidated", what);
+}
+
 accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t *cmd,
                                            accel_keepalive_t *keep) {
   accel_capture_t *c = s->capture;
@@ -185,7 +200,9 @@ accel_status_t accel_capture_record_locked(accel_stream_t *s, const accel_cmd_t 
   rec.stream_slot = s->capture_slot;
   accel_allocator_t *mem = s->dev->mem;
   pthread_mutex_lock(&c->lock);
-  accel_status_t st = accel_cmdlist_append(&c->cmds, &rec, keep);
+  accel_status_t st = c->cond_depth && rec.stream_slot != c->cond_slot
+                          ? cond_refuse(c, "work of another stream of the capture")
+                          : accel_cmdlist_append(&c->cmds, &rec, keep);
   if (st == ACCEL_OK && cmd->type == ACCEL_CMD_MEMCPY) {
     st = accel_allocator_pin(mem, cmd->u.memcpy.dst, cmd->u.memcpy.size, &c->pins);
     if (st == ACCEL_OK)
@@ -239,6 +256,11 @@ accel_status_t accel_capture_event_record_locked(accel_stream_t *s, accel_event_
   if (is_invalid(c)) return invalidated_error(c);
   accel_status_t st = ACCEL_OK;
   pthread_mutex_lock(&c->lock);
+  if (c->cond_depth) {
+    st = cond_refuse(c, "an event record");
+    pthread_mutex_unlock(&c->lock);
+    return st;
+  }
   if (c->nevents == c->capevents) {
     size_t cap = c->capevents ? c->capevents * 2 : 8;
     accel_event_t **n = realloc(c->events, cap * sizeof *n);
@@ -324,7 +346,8 @@ accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_
   accel_cmd_t rec = {.type = ACCEL_CMD_EVENT_WAIT, .stream_slot = s->capture_slot};
   rec.u.event.event_slot = slot;
   pthread_mutex_lock(&ec->lock);
-  accel_status_t st = accel_cmdlist_append(&ec->cmds, &rec, NULL);
+  accel_status_t st = ec->cond_depth ? cond_refuse(ec, "an event wait")
+                                     : accel_cmdlist_append(&ec->cmds, &rec, NULL);
   pthread_mutex_unlock(&ec->lock);
   return st;
 }
@@ -381,7 +404,8 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   pthread_mutex_lock(&active_lock);
   bool invalid = c->invalidated;
   pthread_mutex_unlock(&active_lock);
-  uint32_t unjoined = invalid ? 0 : find_unjoined(c);
+  uint32_t open_regions = c->cond_depth; /* nothing records any more: no lock needed */
+  uint32_t unjoined = invalid || open_regions ? 0 : find_unjoined(c);
   void *unjoined_stream = c->streams[unjoined];
   for (uint32_t i = 1; i < c->nstreams; ++i) accel_stream_release_ref(c->streams[i]);
   for (size_t i = 0; i < c->nevents; ++i) {
@@ -398,6 +422,11 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   *valid = false;
   if (invalid) {
     st = invalidated_error(c);
+  } else if (open_regions) {
+    st = accel_set_error(ACCEL_ERROR_CAPTURE_INVALIDATED,
+                         "accel_graph_capture_end: %u conditional region(s) still open (an "
+                         "accel_graph_capture_if or _while without its end); the capture is "
+                         "invalid", open_regions);
   } else if (unjoined) {
     st = accel_set_error(ACCEL_ERROR_CAPTURE_INVALIDATED,
                          "accel_graph_capture_end: stream %p joined the capture but its work "
@@ -414,6 +443,53 @@ accel_status_t accel_capture_end(accel_capture_t *c, accel_cmdlist_t *out,
   /* the origin stream's reference and the graph's reference to c go last, dropped by the
    * caller once it no longer holds the origin's lock (their releases may take stream locks) */
   c->streams[0] = NULL;
+  return st;
+}
+
+accel_status_t accel_capture_cond_begin_locked(accel_stream_t *s, const accel_cmd_t *begin,
+                                               bool private_capture) {
+  accel_capture_t *c = s->capture;
+  if (is_invalid(c)) return invalidated_error(c);
+  accel_cmd_t rec = *begin;
+  rec.stream_slot = s->capture_slot;
+  pthread_mutex_lock(&c->lock);
+  accel_status_t st = ACCEL_OK;
+  if (c->cond_depth && rec.stream_slot != c->cond_slot)
+    st = cond_refuse(c, "a region on another stream");
+  else if (c->cond_depth == ACCEL_CAPTURE_COND_DEPTH)
+    st = accel_set_error(ACCEL_ERROR_UNSUPPORTED,
+                         "conditional regions nest %d deep at most; the region was not opened",
+                         ACCEL_CAPTURE_COND_DEPTH);
+  /* the flag's allocation is pinned first: a failed pin leaves no region half open */
+  if (st == ACCEL_OK)
+    st = accel_allocator_pin(s->dev->mem, begin->u.cond.flag, sizeof(int32_t), &c->pins);
+  if (st == ACCEL_OK) st = accel_cmdlist_append(&c->cmds, &rec, NULL);
+  if (st == ACCEL_OK) {
+    c->cond_slot = rec.stream_slot;
+    c->cond_kinds[c->cond_depth++] = begin->u.cond.kind;
+    c->cond_private |= private_capture;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
+accel_status_t accel_capture_cond_end_locked(accel_stream_t *s, uint32_t kind, const char *fn,
+                                             accel_graph_t **finish) {
+  static const char *const names[] = {"an if", "a while"};
+  accel_capture_t *c = s->capture;
+  accel_cmd_t rec = {.type = ACCEL_CMD_COND_END, .stream_slot = s->capture_slot};
+  *finish = NULL;
+  pthread_mutex_lock(&c->lock);
+  accel_status_t st = ACCEL_OK;
+  if (!c->cond_depth || rec.stream_slot != c->cond_slot)
+    st = accel_set_error(ACCEL_ERROR_STATE, "%s: no conditional region is open on this stream",
+                         fn);
+  else if (c->cond_kinds[c->cond_depth - 1] != kind)
+    st = accel_set_error(ACCEL_ERROR_STATE, "%s: the innermost open region is %s region", fn,
+                         names[c->cond_kinds[c->cond_depth - 1] == ACCEL_COND_WHILE]);
+  if (st == ACCEL_OK) st = accel_cmdlist_append(&c->cmds, &rec, NULL);
+  if (st == ACCEL_OK && --c->cond_depth == 0 && c->cond_private) *finish = c->graph;
+  pthread_mutex_unlock(&c->lock);
   return st;
 }
 

@@ -58,6 +58,18 @@ accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_
 /* Invalidate the capture s belongs to (caller holds s->lock) with a reason. */
 void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Conditional regions (accel_graph_capture_if / _while; graph_cond.c) nest this deep at most. */
+#define ACCEL_CAPTURE_COND_DEPTH 8
+/* Opens a conditional region on the capturing stream s (caller holds s->lock): pins the flag's
+ * allocation and records begin (an ACCEL_CMD_COND_BEGIN). Every region of a capture is on one
+ * stream. private_capture: the capture was begun for this region alone (graph_cond.c). */
+accel_status_t accel_capture_cond_begin_locked(accel_stream_t *s, const accel_cmd_t *begin,
+                                               bool private_capture);
+/* Closes the innermost region, which must be of kind (ACCEL_COND_*), on s (s->lock held):
+ * records COND_END. *finish: the capture's graph when that closed the last region of a private
+ * capture (the caller ends and replays it), else NULL. */
+accel_status_t accel_capture_cond_end_locked(accel_stream_t *s, uint32_t kind, const char *fn,
+                                             accel_graph_t **finish);
 /* Active captures in the process (fast path for the unsafe-call check). */
 extern atomic_int accel_active_captures;
 

@@ -98,16 +98,17 @@ accel_status_t accel_cmdlist_keep(accel_cmdlist_t *l, accel_keepalive_t *keep) {
 }
 
 accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *src,
-                                  bool skip_events) {
+                                  unsigned flags) {
   accel_cmdlist_clear(dst);
   for (size_t i = 0; i < src->count; ++i) {
     const accel_cmd_t *c = &src->cmds[i];
-    if (skip_events && (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT))
+    if ((flags & ACCEL_CMDLIST_SKIP_EVENTS) &&
+        (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT))
       continue;
     accel_status_t st = accel_cmdlist_append(dst, c, NULL);
     if (st != ACCEL_OK) return st;
   }
-  for (size_t i = 0; i < src->nkeeps; ++i) {
+  for (size_t i = 0; i < src->nkeeps && !(flags & ACCEL_CMDLIST_NO_KEEPS); ++i) {
     accel_status_t st = accel_cmdlist_keep(dst, src->keeps[i]);
     if (st != ACCEL_OK) return st;
   }
@@ -159,6 +160,11 @@ uint64_t accel_cmdlist_hash(const accel_cmdlist_t *l) {
         h = accel_hash_fold(h, (uintptr_t)c->u.native.enqueue);
         h = accel_hash_fold(h, (uintptr_t)c->u.native.ctx);
         break;
+      case ACCEL_CMD_COND_BEGIN:
+        h = accel_hash_fold(h, (uintptr_t)c->u.cond.flag);
+        h = accel_hash_fold(h, (uint64_t)c->u.cond.kind << 32 | c->u.cond.max_iterations);
+        break;
+      case ACCEL_CMD_COND_END: break;
       default:
         h = accel_hash_fold(h, c->stream_slot);
         h = accel_hash_fold(h, c->u.event.event_slot);
@@ -186,6 +192,10 @@ static bool cmd_equal(const accel_cmd_t *a, const accel_cmd_t *b) {
       return a->u.host_func.fn == b->u.host_func.fn && a->u.host_func.user == b->u.host_func.user;
     case ACCEL_CMD_NATIVE:
       return a->u.native.enqueue == b->u.native.enqueue && a->u.native.ctx == b->u.native.ctx;
+    case ACCEL_CMD_COND_BEGIN:
+      return a->u.cond.flag == b->u.cond.flag && a->u.cond.kind == b->u.cond.kind &&
+             a->u.cond.max_iterations == b->u.cond.max_iterations;
+    case ACCEL_CMD_COND_END: return true;
     default:
       return a->u.event.event_slot == b->u.event.event_slot;
   }

@@ -30,7 +30,9 @@ static bool core_answer(accel_device_t *dev, const accel_device_info_t *info,
                ? ACCEL_GRAPH_UPDATE_NATIVE
                : ACCEL_GRAPH_UPDATE_EMULATED;
       return true;
-    case ACCEL_ATTR_CONDITIONALS: *v = ACCEL_CONDITIONALS_NONE; return true;
+    case ACCEL_ATTR_CONDITIONALS:
+      *v = vt->conditionals ? ACCEL_CONDITIONALS_NATIVE : ACCEL_CONDITIONALS_NONE;
+      return true;
     case ACCEL_ATTR_LAZY_DEFAULT: *v = dev->lazy_default; return true;
     case ACCEL_ATTR_HOST_ACCESSIBLE: *v = info->host_accessible; return true;
     case ACCEL_ATTR_UNIFIED_MEMORY:

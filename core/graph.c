@@ -256,7 +256,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     accel_cmdlist_free(&g->cmds); /* storage kept by an earlier graph_clear */
     g->cmds = cmds;
     g->pins = pins;
-    st = accel_cmdlist_copy(&g->flat, &g->cmds, true);
+    st = accel_cmdlist_copy(&g->flat, &g->cmds, ACCEL_CMDLIST_SKIP_EVENTS);
   }
   if (valid && st == ACCEL_OK) {
     g->native = accel_graph_instantiate_native(g->dev, &g->cmds);

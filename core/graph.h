@@ -29,7 +29,7 @@ struct accel_graph {
   accel_graph_state_t state;
   accel_capture_t *capture;
   accel_stream_t *capture_stream; /* origin stream while capturing */
-  accel_cmdlist_t cmds;           /* as recorded, with fork/join events */
+  accel_cmdlist_t cmds; /* as recorded, with fork/join events (flat keeps what they use) */
   accel_cmdlist_t flat;           /* without event commands: the batch a replay submits */
   accel_pool_t *pool;             /* reference held while captured */
   accel_be_graph_t *native;

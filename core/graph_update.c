@@ -36,8 +36,10 @@ static accel_status_t take_source(accel_graph_t *g, accel_graph_t *src,
     st = accel_set_error(ACCEL_ERROR_STATE, "accel_graph_update: the source graph %s",
                          src->state == ACCEL_GRAPH_CAPTURING ? "is still capturing"
                                                             : "holds no capture");
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->cmds, &src->cmds, false);
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->flat, &src->flat, false);
+  /* flat keeps what the commands use (chunk tables, pools of replayed graphs) for both lists,
+   * as in a captured graph: the two are swapped in and retired together */
+  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->cmds, &src->cmds, ACCEL_CMDLIST_NO_KEEPS);
+  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->flat, &src->flat, 0);
   if (st == ACCEL_OK) st = accel_allocator_pin_again(src->dev->mem, &src->pins, &out->pins);
   if (st == ACCEL_OK && src->pool) {
     accel_pool_retain(src->pool);
@@ -80,6 +82,11 @@ static void describe(const accel_cmd_t *c, char *buf, size_t len) {
                c->type == ACCEL_CMD_EVENT_RECORD ? "record" : "wait", c->u.event.event_slot,
                slot);
       break;
+    case ACCEL_CMD_COND_BEGIN:
+      snprintf(buf, len, "the start of %s region on stream %u",
+               c->u.cond.kind == ACCEL_COND_WHILE ? "a while" : "an if", slot);
+      break;
+    case ACCEL_CMD_COND_END: snprintf(buf, len, "the end of a region on stream %u", slot); break;
     default: snprintf(buf, len, "native command on stream %u", slot); break;
   }
 }
@@ -93,7 +100,8 @@ static bool same_node(const accel_cmd_t *a, const accel_cmd_t *b) {
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT: return a->u.event.event_slot == b->u.event.event_slot;
     case ACCEL_CMD_NATIVE: return a->u.native.enqueue == b->u.native.enqueue;
-    default: return true; /* memset, host function: arguments only */
+    case ACCEL_CMD_COND_BEGIN: return a->u.cond.kind == b->u.cond.kind;
+    default: return true; /* memset, host function, region end: arguments only */
   }
 }
 

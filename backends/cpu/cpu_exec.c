@@ -144,14 +144,31 @@ void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op) {
       cpu_record_wait(device, op->u.record.record);
       break;
     case CPU_OP_BATCH:
-      for (size_t i = 0; i < op->u.batch.count; ++i) cpu_op_execute(device, &op->u.batch.ops[i]);
+      cpu_ops_run(device, op->u.batch.ops, op->u.batch.count);
       break;
     case CPU_OP_FUSED:
       exec_fused(device, op);
       break;
     case CPU_OP_GRAPH:
-      for (size_t i = 0; i < op->u.graph.graph->count; ++i)
-        cpu_op_execute(device, &op->u.graph.graph->steps[i]);
+      cpu_ops_run(device, op->u.graph.graph->steps, op->u.graph.graph->count);
       break;
+    case CPU_OP_COND: /* only in op lists, run by cpu_ops_run with its body */
+      break;
+  }
+}
+
+void cpu_ops_run(cpu_device_t *device, const cpu_op_t *ops, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const cpu_op_t *op = &ops[i];
+    if (op->type != CPU_OP_COND) {
+      cpu_op_execute(device, op);
+      continue;
+    }
+    /* The ops before finished on this worker (split work joined), so their writes of the flag
+     * are visible; the body's kernels may write it for the next pass. */
+    const volatile int32_t *flag = op->u.cond.flag;
+    for (uint32_t pass = 0; pass < op->u.cond.max_iterations && *flag != 0; ++pass)
+      cpu_ops_run(device, op + 1, op->u.cond.count);
+    i += op->u.cond.count;
   }
 }

@@ -33,7 +33,8 @@ typedef enum cpu_op_type {
   CPU_OP_WAIT,   /* waits for an event record (of any stream) to complete */
   CPU_OP_BATCH,  /* a list of KERNEL/MEMCPY/MEMSET/HOST_FUNC ops run in order */
   CPU_OP_FUSED,  /* KERNEL ops run tile by tile over their blocks (cpu_fuse.h) */
-  CPU_OP_GRAPH   /* an instantiated graph's steps (cpu_graph.h); the entry holds a reference */
+  CPU_OP_GRAPH,  /* an instantiated graph's steps (cpu_graph.h); the entry holds a reference */
+  CPU_OP_COND    /* a conditional region: the next `count` ops run iff / while *flag != 0 */
 } cpu_op_type_t;
 
 typedef struct cpu_record cpu_record_t;
@@ -62,8 +63,16 @@ struct cpu_op {
       uint32_t parts;       /* pool parts (1: inline on the stream worker) */
     } fused;
     struct { const cpu_graph_t *graph; } graph;
+    struct {
+      const int32_t *flag;
+      uint32_t max_iterations; /* passes at most (an IF: 1) */
+      size_t count;            /* the ops of the body, nested regions' included */
+    } cond;
   } u;
 };
+
+/* Conditional regions of one op list nest at most this deep (the core allows 8). */
+#define CPU_COND_DEPTH 16u
 
 /* Pool parts for work touching `bytes`: 1 (run inline) with one thread or below split_at,
  * otherwise one part per part_bytes, at most `threads`. */
@@ -76,6 +85,10 @@ static inline unsigned cpu_split_parts(unsigned threads, uint64_t bytes, uint64_
 
 /* Runs op on the calling stream worker (helped by the device's pool for large work). */
 void cpu_op_execute(cpu_device_t *device, const cpu_op_t *op);
+
+/* Runs ops[0, n) in order; a CPU_OP_COND reads its flag when it is reached (after every op
+ * before it finished) and runs or skips its body. */
+void cpu_ops_run(cpu_device_t *device, const cpu_op_t *ops, size_t n);
 
 /* Runs a kernel's blocks [0, num_blocks) split into `parts` contiguous ranges over the pool
  * (exposed for tests: any `parts` must give the same result). */

@@ -99,21 +99,32 @@ static int hazard(const fuse_range_t *a, const fuse_range_t *b) {
           a->block != b->block);
 }
 
-/* 1 when some two overlapping ranges of the sorted vector are a hazard (or it is too tangled
- * to tell). */
-static int has_hazard(const range_vec_t *r) {
-  size_t active[ACTIVE_MAX];
-  size_t na = 0;
+/* 1 when a range of launch `pos` (the candidate) and an overlapping range of an earlier launch
+ * of the sorted vector are a hazard, or it is too tangled to tell. Pairs of earlier launches
+ * were checked when the later of the two joined the group, and the ranges of one launch are
+ * never a hazard to each other: only pairs with the candidate are looked at (a group of k
+ * launches over one tensor costs O(k^2), not O(k^3)). */
+static size_t prune(const range_vec_t *r, size_t *active, size_t n, uint64_t lo) {
+  size_t keep = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (r->v[active[k]].hi > lo) active[keep++] = active[k];
+  return keep;
+}
+
+static int has_hazard(const range_vec_t *r, uint32_t pos) {
+  /* [0]: ranges of earlier launches, [1]: of the candidate; a side is pruned of the ranges that
+   * end before x only when x is checked against it or it is full */
+  size_t active[2][ACTIVE_MAX];
+  size_t na[2] = {0, 0};
   for (size_t i = 0; i < r->n; ++i) {
     const fuse_range_t *x = &r->v[i];
-    size_t keep = 0;
-    for (size_t k = 0; k < na; ++k)
-      if (r->v[active[k]].hi > x->lo) active[keep++] = active[k];
-    na = keep;
-    for (size_t k = 0; k < na; ++k)
-      if (hazard(&r->v[active[k]], x)) return 1;
-    if (na == ACTIVE_MAX) return 1;
-    active[na++] = i;
+    const int mine = x->op == pos;
+    na[!mine] = prune(r, active[!mine], na[!mine], x->lo);
+    for (size_t k = 0; k < na[!mine]; ++k)
+      if (hazard(&r->v[active[!mine][k]], x)) return 1;
+    if (na[mine] == ACTIVE_MAX) na[mine] = prune(r, active[mine], na[mine], x->lo);
+    if (na[mine] == ACTIVE_MAX) return 1;
+    active[mine][na[mine]++] = i;
   }
   return 0;
 }
@@ -193,7 +204,7 @@ size_t cpu_fuse_plan(const cpu_op_t *ops, size_t n, unsigned threads, cpu_op_t *
           no_memory = 1;
           break;
         }
-        if (has_hazard(&merged)) break;
+        if (has_hazard(&merged, (uint32_t)(j - i))) break;
         range_vec_t t = group;
         group = merged;
         merged = t;

@@ -78,61 +78,95 @@ static size_t align_up(size_t v) {
   return (v + BATCH_PARAMS_ALIGN - 1u) & ~(size_t)(BATCH_PARAMS_ALIGN - 1u);
 }
 
-accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
-                             const accel_cmd_t *cmds, size_t n, int skip_events,
-                             cpu_op_t **out_ops, size_t *out_count) {
-  /* One allocation holds the op list followed by every kernel's parameter block. */
-  size_t bytes = align_up(n * sizeof(cpu_op_t));
+/* Checks cmds[0, n) for cpu_ops_build and sizes its block: the op list and every kernel's
+ * parameter block. Regions must balance and nest at most CPU_COND_DEPTH deep. */
+static accel_status_t ops_check(const accel_host_api_t *host, const char *what,
+                                const accel_cmd_t *cmds, size_t n, int skip_events,
+                                size_t *bytes) {
+  *bytes = align_up(n * sizeof(cpu_op_t));
+  unsigned depth = 0;
   for (size_t i = 0; i < n; ++i) {
     uint32_t type = cmds[i].type;
     if (type == ACCEL_CMD_KERNEL) {
       if (resolve_kernel(host, what, &cmds[i].u.kernel) == NULL) return ACCEL_ERROR_UNSUPPORTED;
-      bytes += align_up(cmds[i].u.kernel.params_size);
+      *bytes += align_up(cmds[i].u.kernel.params_size);
+    } else if (type == ACCEL_CMD_COND_BEGIN || type == ACCEL_CMD_COND_END) {
+      if (type == ACCEL_CMD_COND_END ? depth-- == 0 : ++depth > CPU_COND_DEPTH)
+        return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                               "cpu: %s: command %zu: %s", what, i,
+                               type == ACCEL_CMD_COND_END ? "a region end without its start"
+                                                          : "regions nest too deep");
     } else if (skip_events && (type == ACCEL_CMD_EVENT_RECORD || type == ACCEL_CMD_EVENT_WAIT)) {
       continue;
     } else if (type != ACCEL_CMD_MEMCPY && type != ACCEL_CMD_MEMSET &&
                type != ACCEL_CMD_HOST_FUNC) {
       return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                             "cpu: %s: command %zu has type %u; only kernel, memcpy, memset and "
-                             "host-function commands%s can run here", what, i, type,
+                             "cpu: %s: command %zu has type %u; only kernel, memcpy, memset, "
+                             "host-function and region commands%s can run here", what, i, type,
                              skip_events ? " (and event edges)" : "");
     }
   }
+  if (depth == 0) return ACCEL_OK;
+  return host->set_error(ACCEL_ERROR_INVALID_ARGUMENT, "cpu: %s: %u region(s) without an end",
+                         what, depth);
+}
+
+/* The op of command c (0: none, an event edge or a region end), its parameters at *params. */
+static int cmd_op(const accel_cmd_t *c, cpu_op_t *op, unsigned char **params) {
+  switch (c->type) {
+    case ACCEL_CMD_KERNEL: {
+      const accel_kernel_launch_t *k = &c->u.kernel;
+      if (k->params_size > 0) memcpy(*params, k->params, k->params_size);
+      set_kernel_op(op, accel_cpu_kernel_lookup(k->kernel_id), k, *params);
+      *params += align_up(k->params_size);
+      return 1;
+    }
+    case ACCEL_CMD_MEMCPY:
+      *op = (cpu_op_t){.type = CPU_OP_MEMCPY,
+                       .u.copy = {.dst = c->u.memcpy.dst, .src = c->u.memcpy.src,
+                                  .size = c->u.memcpy.size}};
+      return 1;
+    case ACCEL_CMD_MEMSET:
+      *op = (cpu_op_t){.type = CPU_OP_MEMSET,
+                       .u.fill = {.dst = c->u.memset.dst, .size = c->u.memset.size,
+                                  .value = (uint8_t)c->u.memset.value}};
+      return 1;
+    case ACCEL_CMD_HOST_FUNC:
+      *op = (cpu_op_t){.type = CPU_OP_HOST_FUNC,
+                       .u.host = {.fn = c->u.host_func.fn, .user = c->u.host_func.user}};
+      return 1;
+    case ACCEL_CMD_COND_BEGIN: /* its count is set at its end */
+      *op = (cpu_op_t){.type = CPU_OP_COND,
+                       .u.cond = {.flag = c->u.cond.flag,
+                                  .max_iterations = c->u.cond.max_iterations}};
+      return 1;
+    default: /* an event edge (skip_events): list order already satisfies it */
+      return 0;
+  }
+}
+
+accel_status_t cpu_ops_build(const accel_host_api_t *host, const char *what,
+                             const accel_cmd_t *cmds, size_t n, int skip_events,
+                             cpu_op_t **out_ops, size_t *out_count) {
+  /* One allocation holds the op list followed by every kernel's parameter block. */
+  size_t bytes = 0;
+  accel_status_t st = ops_check(host, what, cmds, n, skip_events, &bytes);
+  if (st != ACCEL_OK) return st;
   unsigned char *storage = malloc(bytes ? bytes : 1u); /* an empty graph is still a graph */
   if (storage == NULL)
     return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: %s: malloc(%zu) failed", what, bytes);
   cpu_op_t *ops = (cpu_op_t *)storage;
   unsigned char *params = storage + align_up(n * sizeof(cpu_op_t));
-  size_t count = 0;
+  size_t count = 0, open[CPU_COND_DEPTH]; /* the ops of the open regions (ops_check bounds) */
+  unsigned depth = 0;
   for (size_t i = 0; i < n; ++i) {
-    const accel_cmd_t *c = &cmds[i];
-    cpu_op_t *op = &ops[count];
-    switch (c->type) {
-      case ACCEL_CMD_KERNEL: {
-        const accel_kernel_launch_t *k = &c->u.kernel;
-        if (k->params_size > 0) memcpy(params, k->params, k->params_size);
-        set_kernel_op(op, accel_cpu_kernel_lookup(k->kernel_id), k, params);
-        params += align_up(k->params_size);
-        break;
-      }
-      case ACCEL_CMD_MEMCPY:
-        *op = (cpu_op_t){.type = CPU_OP_MEMCPY,
-                         .u.copy = {.dst = c->u.memcpy.dst, .src = c->u.memcpy.src,
-                                    .size = c->u.memcpy.size}};
-        break;
-      case ACCEL_CMD_MEMSET:
-        *op = (cpu_op_t){.type = CPU_OP_MEMSET,
-                         .u.fill = {.dst = c->u.memset.dst, .size = c->u.memset.size,
-                                    .value = (uint8_t)c->u.memset.value}};
-        break;
-      case ACCEL_CMD_HOST_FUNC:
-        *op = (cpu_op_t){.type = CPU_OP_HOST_FUNC,
-                         .u.host = {.fn = c->u.host_func.fn, .user = c->u.host_func.user}};
-        break;
-      default: /* an event edge (skip_events): list order already satisfies it */
-        continue;
+    if (cmds[i].type == ACCEL_CMD_COND_END) {
+      --depth;
+      ops[open[depth]].u.cond.count = count - open[depth] - 1u;
+    } else if (cmd_op(&cmds[i], &ops[count], &params)) {
+      if (cmds[i].type == ACCEL_CMD_COND_BEGIN) open[depth++] = count;
+      ++count;
     }
-    ++count;
   }
   *out_ops = ops;
   *out_count = count;

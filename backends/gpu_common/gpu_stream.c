@@ -96,6 +96,8 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
     }
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT:
+    case ACCEL_CMD_COND_BEGIN: /* never handed over: conditionals is 0 */
+    case ACCEL_CMD_COND_END:
       break;
   }
   return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: command type %u not valid here",

@@ -24,6 +24,8 @@ accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handl
     case ACCEL_CMD_NATIVE: /* never handed over: native_commands is 0 */
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT:
+    case ACCEL_CMD_COND_BEGIN: /* never handed over: conditionals is 0 */
+    case ACCEL_CMD_COND_END:
       break;
   }
   return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,

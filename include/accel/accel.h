@@ -464,6 +464,23 @@ enum {
 ACCEL_API accel_status_t accel_device_get_attribute(accel_device_t *device,
                                                     accel_device_attr_t attr, int64_t *value);
 
+/* Device-flag control flow (docs/GRAPHS.md, "Branches on a device flag"). The work submitted to
+ * stream between accel_graph_capture_if and accel_graph_capture_end_if runs iff the int32 at
+ * flag_dev (device memory, 4-byte aligned) is nonzero when the stream reaches that point; between
+ * accel_graph_capture_while and accel_graph_capture_end_while it runs again and again while the
+ * flag is nonzero, at most max_iterations (>= 1) times (the body updates the flag). The flag is
+ * read on the device in stream order, never by the host. Inside a capture the region is
+ * recorded into the graph (regions nest); outside one the region is captured privately and
+ * replayed on the stream at its end (eager and lazy streams alike). The capture rules hold in
+ * a region, and a region's work stays on its stream: event records and waits, and work of
+ * other streams of the capture, invalidate the capture. ACCEL_ATTR_CONDITIONALS says whether the
+ * device supports it (ACCEL_ERROR_UNSUPPORTED otherwise). */
+ACCEL_API accel_status_t accel_graph_capture_if(accel_stream_t *stream, const int32_t *flag_dev);
+ACCEL_API accel_status_t accel_graph_capture_end_if(accel_stream_t *stream);
+ACCEL_API accel_status_t accel_graph_capture_while(accel_stream_t *stream, const int32_t *flag_dev,
+                                                   uint32_t max_iterations);
+ACCEL_API accel_status_t accel_graph_capture_end_while(accel_stream_t *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -153,8 +153,19 @@ typedef enum accel_cmd_type {
    * plugin (submit_batch, graph_instantiate) only when its vtable sets native_commands; the
    * core runs it itself elsewhere (eager) or refuses it (capture). The core keeps ctx alive
    * for as long as the command list exists. */
-  ACCEL_CMD_NATIVE = 6
+  ACCEL_CMD_NATIVE = 6,
+  /* A conditional region (accel_graph_capture_if / _while): the commands up to the matching
+   * COND_END (regions nest) run iff (IF) / while (WHILE, at most max_iterations passes) the
+   * int32 at flag is nonzero, read on the device when the stream reaches the command (never by
+   * the host at submission). Handed to a plugin (submit_batch, graph_instantiate) only when its
+   * vtable sets conditionals; the core refuses the calls otherwise. */
+  ACCEL_CMD_COND_BEGIN = 7,
+  ACCEL_CMD_COND_END = 8
 } accel_cmd_type_t;
+
+/* accel_cmd_t.u.cond.kind */
+#define ACCEL_COND_IF 0u
+#define ACCEL_COND_WHILE 1u
 
 typedef struct accel_cmd {
   uint32_t type;         /* accel_cmd_type_t */
@@ -169,6 +180,11 @@ typedef struct accel_cmd {
       accel_status_t (*enqueue)(void *ctx, const accel_native_t *stream);
       void *ctx;
     } native; /* ACCEL_CMD_NATIVE; no larger than the kernel member: the union keeps its size */
+    struct {
+      const int32_t *flag;
+      uint32_t kind;           /* ACCEL_COND_IF or ACCEL_COND_WHILE */
+      uint32_t max_iterations; /* WHILE: the bound on passes (IF: 1) */
+    } cond;                    /* ACCEL_CMD_COND_BEGIN (COND_END has no arguments) */
   } u;
 } accel_cmd_t;
 
@@ -366,6 +382,11 @@ typedef struct accel_backend_vtable {
    * graph must be unchanged; the core then instantiates a new graph from cmds. NULL: the core
    * always instantiates anew (ACCEL_GRAPH_UPDATE_EMULATED). */
   accel_status_t (*graph_update)(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
+  /* Nonzero: submit_batch and graph_instantiate (and graph_update) accept ACCEL_CMD_COND_BEGIN
+   * / COND_END, nested, and evaluate the flag on the device in stream order
+   * (ACCEL_ATTR_CONDITIONALS = ACCEL_CONDITIONALS_NATIVE). Zero: accel_graph_capture_if and
+   * _while answer ACCEL_ERROR_UNSUPPORTED on the backend's devices. */
+  uintptr_t conditionals;
 } accel_backend_vtable_t;
 
 /* Values of kernel_forms. */

@@ -217,6 +217,11 @@ class Device(_Handle):
         super().close()
 
 
+def _flag_ptr(flag):
+    """The int32 flag of a conditional region: the start of a Buffer."""
+    return ffi.cast("const int32_t *", flag._handle())
+
+
 class Stream(_Handle):
     """A stream of a Device. Kernels, copies and graph replays are ordered on it."""
     _release = lib.accel_stream_release
@@ -268,6 +273,38 @@ class Stream(_Handle):
 
     def synchronize(self):
         check(lib.accel_stream_synchronize(self._handle()))
+
+    @contextlib.contextmanager
+    def capture_if(self, flag):
+        """The work submitted inside the block runs iff the int32 in the first 4 bytes of flag
+        (a Buffer) is nonzero when the stream reaches it, read on the device
+        (accel_graph_capture_if). Inside Graph.capture the region is recorded; otherwise it runs
+        when the block ends. Unsupported on devices whose attribute "conditionals" is NONE."""
+        with self._region(lib.accel_graph_capture_if(self._handle(), _flag_ptr(flag)),
+                          lib.accel_graph_capture_end_if):
+            yield self
+
+    @contextlib.contextmanager
+    def capture_while(self, flag, max_iterations):
+        """The work submitted inside the block runs again and again while the int32 flag is
+        nonzero, at most max_iterations times; the block's work updates the flag
+        (accel_graph_capture_while)."""
+        with self._region(lib.accel_graph_capture_while(self._handle(), _flag_ptr(flag),
+                                                        max_iterations),
+                          lib.accel_graph_capture_end_while):
+            yield self
+
+    @contextlib.contextmanager
+    def _region(self, begin_status, end):
+        check(begin_status)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            st = end(self._handle())
+            if ok:
+                check(st)
 
     def query(self):
         """True when all work submitted so far is done."""

@@ -778,6 +778,42 @@ static void op_graph_update(void) {
     if (R[r].st == R_ZOMBIE && !reg_pinned(r)) R[r].st = R_UNCERTAIN;
 }
 
+/* accel_graph_capture_if / _while and their ends, balanced with nothing between (the model
+ * does not track regions): on a capturing stream the region is recorded into its capture,
+ * outside one it is captured privately and replayed at its end. The flag: NULL or a host
+ * address (INVALID_ARGUMENT), or a model allocation, whose size and liveness the library
+ * decides (OK or INVALID_ARGUMENT); max_iterations 0 is INVALID_ARGUMENT. An end of the other
+ * kind first, or an end with nothing open, is STATE. */
+static void op_cond(void) {
+  accel_status_t ss;
+  int s, a;
+  accel_stream_t *sh;
+  if (!pick_stream(&s, &sh, &ss)) return;
+  const unsigned how = u8();
+  const int32_t *flag = pick_ptr(&a);
+  const int is_while = how & 1, wrong_end_first = how & 2;
+  const uint32_t max = is_while ? (how >> 2) % 3 : 1;
+  accel_status_t want = ss;
+  if (want == ACCEL_OK && (a < 0 || max == 0)) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  /* a model allocation the library finds too small or freed */
+  const accel_status_t other = ss == ACCEL_OK && a >= 0 ? ACCEL_ERROR_INVALID_ARGUMENT : want;
+  if (want == ACCEL_OK && s < 0) want = ACCEL_ERROR_INVALID_ARGUMENT; /* the default stream */
+  if (want == ACCEL_OK && S[s].cap >= 0 && G[S[s].cap].invalid)
+    want = ACCEL_ERROR_CAPTURE_INVALIDATED;
+  accel_status_t st = is_while ? accel_graph_capture_while(sh, flag, max)
+                               : accel_graph_capture_if(sh, flag);
+  expect2(is_while ? "accel_graph_capture_while" : "accel_graph_capture_if", st, want, other);
+  accel_status_t end_want = ss != ACCEL_OK ? ss : ACCEL_ERROR_STATE;
+  if (wrong_end_first || st != ACCEL_OK)
+    expect("accel_graph_capture_end_(other kind)",
+           is_while ? accel_graph_capture_end_if(sh) : accel_graph_capture_end_while(sh),
+           end_want);
+  if (st != ACCEL_OK) return;
+  expect(is_while ? "accel_graph_capture_end_while" : "accel_graph_capture_end_if",
+         is_while ? accel_graph_capture_end_while(sh) : accel_graph_capture_end_if(sh),
+         ACCEL_OK);
+}
+
 static void op_graph_pool(void) {
   accel_status_t hs;
   int g = pick_graph(&hs);
@@ -1409,8 +1445,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   in_pos = 0;
   for (op_index = 0; in_pos < in_size && op_index < 256; ++op_index) {
     /* op bytes 240..255 select the operations added later (interop 240..245, graph update
-     * 246..247, mixed precision 248..255), so the corpus written before them (op bytes below
-     * 240) decodes as it did */
+     * 246, conditional regions 247, mixed precision 248..255), so the corpus written before
+     * them (op bytes below 240) decodes as it did */
     const unsigned op = u8();
     if (op >= 248) {
       op_amp();
@@ -1443,7 +1479,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 27: op_import(); break;
       case 28: op_release(); break;
       case 29: op_free_reg(); break;
-      default: op_graph_update(); break; /* op bytes 246, 247 */
+      default: op == 247 ? op_cond() : op_graph_update(); break; /* op bytes 246, 247 */
     }
   }
   teardown_input();

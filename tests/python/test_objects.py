@@ -219,3 +219,35 @@ def test_wrap_stream_refused_without_native_queues(dev):
     assert "accel_stream_wrap_native" in e.value.message
     with pytest.raises(accel.Unsupported):
         dev.stream().native_queue()
+
+
+def test_conditional_regions(dev, stream):
+    ffi, lib = accel.ffi, accel.lib
+    if dev.attribute("conditionals") == lib.ACCEL_CONDITIONALS_NONE:
+        with pytest.raises(accel.Unsupported):
+            with stream.capture_if(dev.empty(1)):
+                pass
+        return
+    flag, value, two = dev.empty(1), dev.empty(8), dev.empty(1)
+    two.numpy()[0] = 2.0
+    for taken in (0, 1):
+        flag.numpy().view(np.int32)[0] = taken
+        value.numpy()[:] = 1.0
+        with stream.capture_if(flag):
+            accel.fill(accel.TensorList(dev, [value]), 5.0, stream=stream)
+        stream.synchronize()
+        assert np.all(value.numpy() == (5.0 if taken else 1.0))
+    # while: a kernel adds 1 to the flag each pass, from -3 up to 0; value doubles each pass
+    g = dev.graph()
+    with g.capture(stream):
+        with stream.capture_while(flag, 10):
+            accel.scale(accel.TensorList(dev, [value]), two, stream=stream)
+            assert lib.accel_step_count(stream._handle(), ffi.cast("uint32_t *", flag._handle()),
+                                        ffi.NULL) == lib.ACCEL_OK
+    flag.numpy().view(np.int32)[0] = -3
+    value.numpy()[:] = 1.0
+    g.replay(stream)
+    stream.synchronize()
+    assert np.all(value.numpy() == 8.0) and flag.numpy().view(np.int32)[0] == 0
+    assert lib.accel_graph_capture_end_if(stream._handle()) == lib.ACCEL_ERROR_STATE
+    g.close()
