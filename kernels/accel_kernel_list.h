@@ -141,7 +141,9 @@ ACCEL_KERNEL(STEP_COUNTS, accel_k_step_counts, acc_step_counts_params_t,
               ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
                          ACC_PER_TENSOR),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
-#ifdef ACCEL_TEST_EXTRA_KERNEL
-/* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
-#include "accel_test_extra_kernel.h"
+#ifdef ACCEL_EXTRA_KERNEL_ROWS
+/* A build's own rows after every real kernel, from a header named by
+ * -DACCEL_EXTRA_KERNEL_ROWS='"rows.h"' (tests/krow: a test kernel; tests/unit/test_kernel_table.c:
+ * a throw-away row). Keep this the last line: gen_kernel_abi.py stops here. */
+#include ACCEL_EXTRA_KERNEL_ROWS
 #endif

@@ -14,6 +14,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
+MACRO_INCLUDE = re.compile(r'^\s*#\s*include\s+ACCEL_EXTRA_KERNEL_\w+\s*$')
 
 
 def flatten(path, seen, out):
@@ -26,6 +27,8 @@ def flatten(path, seen, out):
             m = INCLUDE.match(line)
             if m:
                 flatten(os.path.join(os.path.dirname(path), m.group(1)), seen, out)
+            elif MACRO_INCLUDE.match(line):
+                out.append(line)  # a build's extra header (#ifdef'd out unless it names one)
             elif line.lstrip().startswith("#include"):
                 raise SystemExit(f"gen_opencl.py: {path}: only quoted includes allowed: {line.strip()}")
             else:
