@@ -7,9 +7,10 @@
  *    different sizes, overlapping x and y, a missing or dead device scalar, each refused with a
  *    message naming accel_test_axpby and the argument, nothing written;
  *  - the CPU backend's access table entry (graph fusion proves launches independent with it);
- *  - results on the CPU: y = alpha * x + beta * y bitwise equal to an f32 emulation (each product
- *    rounded, then the sum) and within 1e-6 of a double reference, x F32 and BF16, tensors
- *    across a chunk boundary, n = 0.
+ *  - results on the CPU, and on OpenCL (PoCL) when the plugin opens (its OpenCL C has the body
+ *    too): y = alpha * x + beta * y bitwise equal to an f32 emulation (each product rounded,
+ *    then the sum) and within 1e-6 of a double reference, x F32 and BF16, tensors across a
+ *    chunk boundary, n = 0.
  */
 #include <math.h>
 #include <stdint.h>
@@ -190,6 +191,16 @@ int main(void) {
   OK(accel_free(dev, mem));
   OK(accel_stream_destroy(s));
   OK(accel_device_close(dev));
+  if (accel_device_open("opencl", &dev) == ACCEL_OK) {
+    OK(accel_stream_create(dev, &s));
+    check_results(dev, s, ACCEL_F32);
+    check_results(dev, s, ACCEL_BF16);
+    OK(accel_stream_destroy(s));
+    OK(accel_device_close(dev));
+    printf("opencl: checked\n");
+  } else {
+    printf("opencl: not here (%s)\n", accel_last_error());
+  }
   if (failures) fprintf(stderr, "%d failure(s)\n", failures);
   else printf("ok: accel_test_axpby from its body and its row\n");
   return failures ? 1 : 0;
