@@ -130,6 +130,8 @@ def check_generated(row):
     for li in row["lists"]:
         if li["access"][0] != "ACC_IO":
             bad(f"list {li['name']}: ACC_IO_IF needs a flags argument: use ACC_IO(...)")
+        if li["optional"]:
+            bad(f"list {li['name']}: ACC_OPT_LIST (the wrappers take every list)")
     for s in row["scalars"]:
         if s["scratch"] or not s["field"]:
             bad("ACC_SCRATCH and ACC_NO_FIELD need a hand-written launch")
