@@ -337,6 +337,39 @@ accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The operations of generated rows (gen_kernel_rows.py): one launch, filled from the layout
+ * ------------------------------------------------------------------------------------------- */
+
+static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
+  const kop_row_layout_t *l = user;
+  _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char p[KOP_ROW_PARAMS_MAX] = {0};
+  const acc_u64 chunks = e->chunks_addr;
+  const acc_u32 num_chunks = e->num_chunks;
+  memcpy(p + l->chunks, &chunks, sizeof chunks);
+  memcpy(p + l->num_chunks, &num_chunks, sizeof num_chunks);
+  for (int k = 0; k < r->desc->nl; ++k) {
+    const acc_u32 dtype = kop_has_list(r, k) ? (acc_u32)r->lists[k][0].dtype : 0u;
+    if (l->dtype[k] != KOP_ROW_NONE) memcpy(p + l->dtype[k], &dtype, sizeof dtype);
+  }
+  for (int s = 0; s < r->desc->ns; ++s) {
+    const acc_u64 addr = ADDR(r->scalars[s]);
+    memcpy(p + l->scalar[s], &addr, sizeof addr);
+  }
+  return kop_launch(r, r->op, num_chunks, p, l->size, e);
+}
+
+accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
+                          const accel_tensor_t *const *lists, size_t n,
+                          const void *const *scalars) {
+  kop_req_t r = {.desc = &accel_kop_descs[id], .op = id, .stream = stream, .n = n};
+  memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
+  memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
+  accel_status_t st = kop_prepare(&r);
+  if (st != ACCEL_OK || r.num_chunks == 0) return st;
+  return kop_run(&r, row_body, layout);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The fused optimizer step
  * ------------------------------------------------------------------------------------------- */
 

@@ -167,6 +167,23 @@ size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r);
 void kop_memo_put(const kop_req_t *r, kop_entry_t *e);
 void kop_entry_release(kop_entry_t *e);
 
+/* Where the table-driven launch (kop_row_op) stores a call's values in the parameter struct of a
+ * row gen_kernel_rows.py generated (offsets; KOP_ROW_NONE: no field). */
+#define KOP_ROW_NONE UINT16_MAX
+#define KOP_ROW_PARAMS_MAX 128u
+typedef struct kop_row_layout {
+  uint16_t size, chunks, num_chunks;   /* sizeof, the acc_u64 chunks and acc_u32 num_chunks */
+  uint16_t dtype[KOP_MAX_LISTS];       /* acc_u32: list l's dtype (ACC_ANY_DT's field) */
+  uint16_t scalar[KOP_MAX_SCALARS];    /* acc_u64: scalar s's address (its ACC_FIELD) */
+} kop_row_layout_t;
+
+/* The public function of a generated row (its definition is generated): validates the call by
+ * the row of kernel id (lists[0..nl), scalars[0..ns) in the row's order) and launches the kernel
+ * once, one block per chunk, its parameters filled as layout says. */
+accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
+                          const accel_tensor_t *const *lists, size_t n,
+                          const void *const *scalars);
+
 /* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
  * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a
  * collective (comm.c). */

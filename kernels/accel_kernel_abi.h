@@ -277,4 +277,10 @@ typedef struct acc_step_counts_params {
   acc_u32 num_tensors;
 } acc_step_counts_params_t;
 
+/* The parameter structs gen_kernel_rows.py generates from a build's extra rows (a row whose
+ * params_t no struct above defines), named by -DACCEL_EXTRA_KERNEL_PARAMS='"params.h"'. */
+#ifdef ACCEL_EXTRA_KERNEL_PARAMS
+#include ACCEL_EXTRA_KERNEL_PARAMS
+#endif
+
 #endif

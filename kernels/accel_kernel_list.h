@@ -36,11 +36,13 @@
  *               n of them; block b touches the element of its chunk's tensor).
  *
  * Generated from it: the ids and names (accel_kernel_ids.h), the installed kernel ABI
- * <accel/accel_kernel_abi.h> (gen_kernel_abi.py reads the first line of each row), the number
+ * <accel/accel_kernel_abi.h> (gen_kernel_abi.py, through gen_kernel_rows.py's reader), the number
  * of table users (the per-stream memo slots, core/kernel_support.h), core's validation descriptors
  * (core/kernel_validate.c), the CPU backend's access table (kernels/cpu/accel_cpu_kernels.c);
  * tests/unit/test_kernel_docs.c checks that docs/KERNELS.md lists exactly these kernels, and
- * tests/plugins/check_*.{py,sh} read the symbols from the first line of each row.
+ * tests/plugins/check_*.{py,sh} read the symbols from the first line of each row. A row whose
+ * params_t accel_kernel_abi.h does not declare (a build's extra rows only) also gets its struct,
+ * public function and Python wrapper from kernels/gen_kernel_rows.py (docs/KERNELS.md).
  */
 ACCEL_KERNEL(NORM_PARTIAL, accel_k_norm_partial, acc_norm_partial_params_t,
              ACC_OP("accel_multi_tensor_norm", ACC_TABLE_PER_STREAM),
@@ -141,7 +143,9 @@ ACCEL_KERNEL(STEP_COUNTS, accel_k_step_counts, acc_step_counts_params_t,
               ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
                          ACC_PER_TENSOR),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
-#ifdef ACCEL_TEST_EXTRA_KERNEL
-/* A test's throw-away rows (tests/unit/test_kernel_table.c), after every real kernel. */
-#include "accel_test_extra_kernel.h"
+#ifdef ACCEL_EXTRA_KERNEL_ROWS
+/* A build's own rows after every real kernel, from a header named by
+ * -DACCEL_EXTRA_KERNEL_ROWS='"rows.h"' (tests/krow: a test kernel; tests/unit/test_kernel_table.c:
+ * a throw-away row). Keep this the last line: gen_kernel_abi.py stops here. */
+#include ACCEL_EXTRA_KERNEL_ROWS
 #endif

@@ -10,5 +10,10 @@
 #include "adam.h"
 #include "amp.h"
 #include "step.h"
+/* A build's extra kernel bodies (the rows of ACCEL_EXTRA_KERNEL_ROWS), named by
+ * -DACCEL_EXTRA_KERNEL_BODIES='"bodies.h"'. */
+#ifdef ACCEL_EXTRA_KERNEL_BODIES
+#include ACCEL_EXTRA_KERNEL_BODIES
+#endif
 
 #endif

@@ -19,6 +19,8 @@ from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, P
                        backends, version)
 from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
                        multi_tensor_norm, scale, unscale_and_check, update_hp_grads)
+from . import _kernels_gen
+from ._kernels_gen import *  # noqa: F401,F403 - the wrappers of the table's generated rows
 
 __version__ = version()
 
@@ -31,4 +33,4 @@ __all__ = [
     "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
     "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",
     "StateError", "GraphMismatch", "ffi", "lib",
-]
+] + _kernels_gen.__all__

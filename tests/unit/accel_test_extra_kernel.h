@@ -1,6 +1,6 @@
 /*
  * A throw-away row of the kernel table for tests/unit/test_kernel_table.c (included at the end
- * of kernels/accel_kernel_list.h when ACCEL_TEST_EXTRA_KERNEL is defined): a fake operation
+ * of kernels/accel_kernel_list.h as -DACCEL_EXTRA_KERNEL_ROWS names it): a fake operation
  * with an F32-only written list, a read list it must not overlap, and a read-write list of the
  * read list's dtype that may be the read list itself (in place). Nothing but the row tells
  * core's validation about it.

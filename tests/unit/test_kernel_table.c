@@ -1,5 +1,5 @@
 /*
- * The kernel table drives validation (issue 17): built with -DACCEL_TEST_EXTRA_KERNEL, the table
+ * The kernel table drives validation (issue 17): built with -DACCEL_EXTRA_KERNEL_ROWS, the table
  * gets one more row (accel_test_extra_kernel.h) and core/kernel_validate.c is compiled into this
  * program with it. The fake operation's calls must be refused for a wrong dtype, an aliasing
  * output, a partial in-place overlap and a missing scalar, with INVALID_ARGUMENT and a message
@@ -13,8 +13,8 @@
 
 #include "kernel_ops_internal.h"
 
-#ifndef ACCEL_TEST_EXTRA_KERNEL
-#error "build with -DACCEL_TEST_EXTRA_KERNEL"
+#ifndef ACCEL_EXTRA_KERNEL_ROWS
+#error "build with -DACCEL_EXTRA_KERNEL_ROWS='\"accel_test_extra_kernel.h\"'"
 #endif
 
 static int failures;

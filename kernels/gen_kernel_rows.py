@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Reads kernel table rows and generates what a row implies: a kernel = its body + one row.
+
+usage: gen_kernel_rows.py --abi accel_kernel_abi.h ROWS.h... [--params OUT.h] [--ops-h OUT.h]
+                          [--ops-c OUT.c] [--python OUT.py]
+
+Each ROWS.h (the table, then a build's extra rows) holds ACCEL_KERNEL(...) rows (kernels/accel_kernel_list.h describes the format); reading
+stops at `#ifdef ACCEL_EXTRA_KERNEL_ROWS`. A row whose params_t no struct of accel_kernel_abi.h
+defines is a generated row, and gets:
+  --params  its parameter struct (the fields the row names, in the ABI's order: chunks, the
+            scalars' ACC_FIELD members as acc_u64, num_chunks, the lists' ACC_ANY_DT fields as
+            acc_u32, a `reserved` pad to an even number of 4-byte fields);
+  --ops-h   its public prototype: accel_status_t fn(stream, the lists, size_t n, the scalars);
+  --ops-c   its definition, one table-driven launch over the chunk table (core/kernel_ops.c
+            kop_row_op: validation from the row, one block per chunk);
+  --python  its Python wrapper (accel.<fn without accel_>(lists..., scalars..., stream=,
+            device=)), beside the package's own in python/accel/_tensors.py.
+gen_kernel_abi.py reads the table through read_rows() too.
+"""
+import argparse
+import re
+import sys
+
+STOP = "#ifdef ACCEL_EXTRA_KERNEL_ROWS"
+
+
+class RowError(SystemExit):
+    pass
+
+
+def split_top(text):
+    """text split at its top-level commas, each part stripped."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
+
+
+def call(text):
+    """('NAME', [args]) of `NAME(args)`, or ('NAME', None) of a bare name."""
+    m = re.fullmatch(r"(\w+)\s*(?:\((.*)\))?", text.strip(), re.S)
+    if not m:
+        raise RowError(f"gen_kernel_rows.py: cannot read '{text}'")
+    return m.group(1), (split_top(m.group(2)) if m.group(2) is not None else None)
+
+
+def unparen(text):
+    text = text.strip()
+    if not (text.startswith("(") and text.endswith(")")):
+        raise RowError(f"gen_kernel_rows.py: expected a parenthesised list, got '{text}'")
+    return split_top(text[1:-1])
+
+
+def parse_row(text):
+    f = split_top(text)
+    if len(f) != 6:
+        raise RowError(f"gen_kernel_rows.py: a row has 6 fields, got {len(f)}: {text[:60]}")
+    ident, symbol, ptype, op, lists, scalars = f
+    row = {"id": ident, "symbol": symbol, "type": ptype, "fn": None, "per_stream": False,
+           "lists": [], "scalars": []}
+    op_name, op_args = call(op)
+    if op_name == "ACC_OP":
+        row["fn"] = op_args[0].strip('"')
+        row["per_stream"] = op_args[1] == "ACC_TABLE_PER_STREAM"
+    for item in unparen(lists):
+        kind, a = call(item)
+        row["lists"].append({"name": a[0].strip('"'), "optional": kind == "ACC_OPT_LIST",
+                             "access": call(a[1]), "dtype": call(a[2]), "alias": a[3]})
+    for item in unparen(scalars):
+        kind, a = call(item)
+        if kind == "ACC_SCRATCH":
+            row["scalars"].append({"scratch": True, "field": a[0]})
+            continue
+        field = call(a[1])
+        row["scalars"].append({"scratch": False, "name": a[0].strip('"'),
+                               "field": field[1][0] if field[0] == "ACC_FIELD" else None,
+                               "size": a[2], "mode": a[3], "required": a[4] == "ACC_REQUIRED",
+                               "blocks": a[5]})
+    return row
+
+
+def read_rows(path):
+    """Every ACCEL_KERNEL row of path (comments and preprocessor lines ignored)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read().split(STOP)[0]
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    rows, pos = [], 0
+    while True:
+        m = re.compile(r"\bACCEL_KERNEL\s*\(").search(text, pos)
+        if not m:
+            return rows
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        if depth:
+            raise RowError(f"gen_kernel_rows.py: {path}: unbalanced row at offset {m.start()}")
+        rows.append(parse_row(text[m.end():i - 1]))
+        pos = i
+
+
+def defined_structs(abi_path):
+    with open(abi_path, encoding="utf-8") as f:
+        return set(re.findall(r"}\s*(\w+)\s*;", f.read()))
+
+
+def check_generated(row):
+    """Refuses what the table-driven launch cannot fill from the row alone."""
+    def bad(why):
+        raise RowError(f"gen_kernel_rows.py: row {row['id']} ({row['type']} is generated): {why}")
+    if not row["fn"]:
+        bad("needs ACC_OP(\"public function\", ACC_TABLE_SHARED)")
+    if row["per_stream"]:
+        bad("ACC_TABLE_PER_STREAM carries scratch: declare its struct in accel_kernel_abi.h")
+    if not row["lists"]:
+        bad("needs at least one tensor list (one block per chunk)")
+    for li in row["lists"]:
+        if li["access"][0] != "ACC_IO":
+            bad(f"list {li['name']}: ACC_IO_IF needs a flags argument: use ACC_IO(...)")
+        if li["optional"]:
+            bad(f"list {li['name']}: ACC_OPT_LIST (the wrappers take every list)")
+    for s in row["scalars"]:
+        if s["scratch"] or not s["field"]:
+            bad("ACC_SCRATCH and ACC_NO_FIELD need a hand-written launch")
+    if len(row["scalars"]) > 6 or len(row["lists"]) > 8:
+        bad("at most 8 lists and 6 scalars")
+
+
+def struct_fields(row):
+    """[(ctype, name)] of a generated row's parameter struct."""
+    u64 = ["chunks"] + [s["field"] for s in row["scalars"]]
+    u32 = ["num_chunks"]
+    for li in row["lists"]:
+        if li["dtype"][0] == "ACC_ANY_DT" and li["dtype"][1][0] not in u32:
+            u32.append(li["dtype"][1][0])
+    if len(u32) % 2:
+        u32.append("reserved")
+    return [("acc_u64", n) for n in u64] + [("acc_u32", n) for n in u32]
+
+
+def scalar_ctype(s):
+    const = "const " if s["mode"] == "R" else ""
+    return f"{const}{'float' if s['size'] == '4' else 'void'} *"
+
+
+def prototype(row):
+    args = ["accel_stream_t *stream"]
+    args += [f"const accel_tensor_t *{li['name']}" for li in row["lists"]]
+    args.append("size_t n")
+    args += [f"{scalar_ctype(s)}{s['name']}" for s in row["scalars"]]
+    return f"accel_status_t {row['fn']}({', '.join(args)})"
+
+
+def doc(row):
+    lists = ", ".join(f"{li['name']} ({li['access'][1][0]})" for li in row["lists"])
+    scalars = ", ".join(f"{s['name']} ({s['mode']})" for s in row["scalars"]) or "none"
+    return f"/* {row['symbol']} over lists {lists}; device scalars {scalars}. */"
+
+
+HEADER = "/* Generated by kernels/gen_kernel_rows.py from {src}; do not edit. */\n"
+
+
+def gen_params(rows, src):
+    out = [HEADER.format(src=src)]
+    for row in rows:
+        out.append(f"/* {row['symbol']}: the row of {row['id']}. */")
+        out.append(f"typedef struct {row['type'].removesuffix('_t')} {{")
+        out += [f"  {t} {n};" for t, n in struct_fields(row)]
+        out.append(f"}} {row['type']};\n")
+    return "\n".join(out)
+
+
+def gen_ops_h(rows, src, guard):
+    out = [HEADER.format(src=src), f"#ifndef {guard}", f"#define {guard}", "",
+           "#include <accel/accel_kernels.h>", "", "#ifdef __cplusplus", 'extern "C" {',
+           "#endif", ""]
+    for row in rows:
+        out += [doc(row), f"ACCEL_API {prototype(row)};", ""]
+    out += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]
+    return "\n".join(out)
+
+
+def gen_ops_c(rows, src, ops_h):
+    out = [HEADER.format(src=src), "#include <stddef.h>", "",
+           '#include "kernel_ops_internal.h"', f'#include "{ops_h}"', ""]
+    for row in rows:
+        t = row["type"]
+        dts = ", ".join(f"offsetof({t}, {li['dtype'][1][0]})" if li["dtype"][0] == "ACC_ANY_DT"
+                        else "KOP_ROW_NONE" for li in row["lists"])
+        scs = ", ".join(f"offsetof({t}, {s['field']})" for s in row["scalars"])
+        lists = ", ".join(li["name"] for li in row["lists"])
+        scalars = ", ".join(s["name"] for s in row["scalars"]) or "NULL"
+        out += [f"{prototype(row)} {{",
+                f"  _Static_assert(sizeof({t}) <= KOP_ROW_PARAMS_MAX, \"{t} too large\");",
+                f"  static const kop_row_layout_t layout = {{sizeof({t}), offsetof({t}, chunks),",
+                f"      offsetof({t}, num_chunks), {{{dts}}}, {{{scs}}}}};",
+                f"  const accel_tensor_t *const lists[] = {{{lists}}};",
+                f"  const void *const scalars[] = {{{scalars}}};",
+                f"  return kop_row_op(ACCEL_KERNEL_{row['id']}, &layout, stream, lists, n, scalars);",
+                "}", ""]
+    return "\n".join(out)
+
+
+def gen_python(rows, src):
+    out = ['"""Generated by kernels/gen_kernel_rows.py from ' + src + '; do not edit.',
+           "", "The Python wrappers of the kernel table's generated rows (docs/KERNELS.md).", '"""',
+           "from ._lib import ffi, lib", "from ._tensors import _device_of, _run, _scalar_ptr, _stream",
+           "", f"__all__ = {[row['fn'].removeprefix('accel_') for row in rows]!r}", ""]
+    for row in rows:
+        lists = [li["name"] for li in row["lists"]]
+        scalars = [s["name"] for s in row["scalars"]]
+        sig = ", ".join(lists + [s["name"] + ("" if s["required"] else "=None")
+                                 for s in row["scalars"]])
+        first = lists[0]
+        ptrs = ", ".join(f"_scalar_ptr({n}) if {n} is not None else ffi.NULL" for n in scalars)
+        out += ["", f"def {row['fn'].removeprefix('accel_')}({sig}, *, stream=None, device=None):",
+                f'    """{row["fn"]}: {doc(row)[3:-3]}"""',
+                f"    dev = _device_of(device, {', '.join(lists)})", "    s = _stream(stream, dev)",
+                "", f"    def call({', '.join(lists)}):",
+                f"        if len({{{', '.join(l + '.n' for l in lists)}}}) != 1:",
+                f"            raise ValueError(\"{row['fn']}: list lengths differ\")",
+                f"        return lib.{row['fn']}(s._handle(), "
+                + ", ".join([l + ".array" for l in lists] + [first + ".n"] + ([ptrs] if ptrs else []))
+                + ")",
+                f"    _run(s, call, [{', '.join(f'(dev, {l})' for l in lists)}], "
+                f"[{', '.join(scalars)}])", ""]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--abi", required=True)
+    ap.add_argument("rows", nargs="+")
+    ap.add_argument("--params")
+    ap.add_argument("--ops-h")
+    ap.add_argument("--ops-c")
+    ap.add_argument("--python")
+    a = ap.parse_args()
+    have = defined_structs(a.abi)
+    rows = [r for path in a.rows for r in read_rows(path) if r["type"] not in have]
+    for r in rows:
+        check_generated(r)
+    src = " and ".join(p.replace("\\", "/").split("/")[-1] for p in a.rows)
+    outputs = {a.params: lambda: gen_params(rows, src),
+               a.ops_h: lambda: gen_ops_h(rows, src, "ACCEL_GEN_" + re.sub(r"\W", "_", (a.ops_h or "").split("/")[-1].upper())),
+               a.ops_c: lambda: gen_ops_c(rows, src, (a.ops_h or "").replace("\\", "/").split("/")[-1]),
+               a.python: lambda: gen_python(rows, src)}
+    for path, make in outputs.items():
+        if path:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(make())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
