@@ -10,5 +10,6 @@
 #include "adam.h"
 #include "amp.h"
 #include "step.h"
+#include "random.h"
 
 #endif
