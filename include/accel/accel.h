@@ -449,4 +449,7 @@ ACCEL_API accel_status_t accel_device_get_attribute(accel_device_t *device,
 }
 #endif
 
+/* Random numbers (generators, uniform / normal / dropout): after everything it uses. */
+#include "accel/accel_random.h"
+
 #endif /* ACCEL_ACCEL_H */
