@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core_util.h"
 #include "generator.h"
@@ -18,6 +19,7 @@ typedef struct rand_args {
   const accel_generator_t *gen;
   float a, b;
   uint64_t raw_words; /* RAND_RAW: the words asked for (the blocks used); else unused */
+  char bad[160];      /* why a or b is refused (checked after the handles), or "" */
 } rand_args_t;
 
 static accel_status_t rand_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -33,13 +35,15 @@ static accel_status_t rand_body(const kop_req_t *r, kop_entry_t *e, const void *
   return kop_launch(r, ACCEL_KERNEL_RAND_ADVANCE, 1, &adv, sizeof adv, NULL);
 }
 
-/* Checks the generator against the stream, then validates r (whose scalar 0 is the state)
- * and runs its two launches. */
+/* Checks the stream and the generator, then a's values, then validates r (whose scalar 0 is
+ * the state) and runs its two launches. */
 static accel_status_t rand_op(kop_req_t *r, accel_generator_t *gen, const char *fn,
                               rand_args_t *a) {
   accel_device_t *dev;
   accel_status_t st = accel_generator_check(gen, r->stream, fn, &dev);
   if (st != ACCEL_OK) return st;
+  if (a->bad[0])
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s", fn, a->bad);
   r->scalars[0] = gen->state;
   a->gen = gen;
   st = kop_prepare(r);
@@ -53,7 +57,7 @@ accel_status_t accel_generator_raw(accel_stream_t *stream, accel_generator_t *ge
                                    size_t n) {
   const accel_tensor_t words = {out, n, ACCEL_F32}; /* 4-byte words: the row's F32 list */
   kop_req_t r = {KOP_REQ(RAND_RAW), .stream = stream, .lists = {&words}, .n = 1};
-  rand_args_t a = {NULL, 0.0f, 0.0f, n};
+  rand_args_t a = {NULL, 0.0f, 0.0f, n, ""};
   return rand_op(&r, gen, __func__, &a);
 }
 
@@ -61,34 +65,32 @@ accel_status_t accel_rand_uniform(accel_stream_t *stream, accel_generator_t *gen
                                   const accel_tensor_t *tensors, size_t n, float low,
                                   float high) {
   const float span = high - low;
-  if (!isfinite(low) || !isfinite(high) || !(low <= high) || !isfinite(span))
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: [low, high) = [%g, %g) is not a finite range with low <= high",
-                           __func__, (double)low, (double)high);
   kop_req_t r = {KOP_REQ(RAND_UNIFORM), .stream = stream, .lists = {tensors}, .n = n};
-  rand_args_t a = {NULL, low, span, 0};
+  rand_args_t a = {NULL, low, span, 0, ""};
+  if (!isfinite(low) || !isfinite(high) || !(low <= high) || !isfinite(span))
+    snprintf(a.bad, sizeof a.bad,
+             "[low, high) = [%g, %g) is not a finite range with low <= high", (double)low,
+             (double)high);
   return rand_op(&r, gen, __func__, &a);
 }
 
 accel_status_t accel_rand_normal(accel_stream_t *stream, accel_generator_t *gen,
                                  const accel_tensor_t *tensors, size_t n, float mean,
                                  float std) {
-  if (!isfinite(mean) || !isfinite(std) || std < 0.0f)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: mean %g and std %g must be finite with std >= 0", __func__,
-                           (double)mean, (double)std);
   kop_req_t r = {KOP_REQ(RAND_NORMAL), .stream = stream, .lists = {tensors}, .n = n};
-  rand_args_t a = {NULL, mean, std, 0};
+  rand_args_t a = {NULL, mean, std, 0, ""};
+  if (!isfinite(mean) || !isfinite(std) || std < 0.0f)
+    snprintf(a.bad, sizeof a.bad, "mean %g and std %g must be finite with std >= 0",
+             (double)mean, (double)std);
   return rand_op(&r, gen, __func__, &a);
 }
 
 accel_status_t accel_dropout(accel_stream_t *stream, accel_generator_t *gen,
                              const accel_tensor_t *src, const accel_tensor_t *dst, size_t n,
                              float p) {
-  if (!(p >= 0.0f && p <= 1.0f)) /* also NaN */
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: p = %g is not in [0, 1]",
-                           __func__, (double)p);
   kop_req_t r = {KOP_REQ(DROPOUT), .stream = stream, .lists = {src, dst}, .n = n};
-  rand_args_t a = {NULL, p, p < 1.0f ? 1.0f / (1.0f - p) : 0.0f, 0};
+  rand_args_t a = {NULL, p, p < 1.0f ? 1.0f / (1.0f - p) : 0.0f, 0, ""};
+  if (!(p >= 0.0f && p <= 1.0f)) /* also NaN */
+    snprintf(a.bad, sizeof a.bad, "p = %g is not in [0, 1]", (double)p);
   return rand_op(&r, gen, __func__, &a);
 }
