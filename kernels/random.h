@@ -144,22 +144,16 @@ ACC_INLINE void acc_rand_raw_group(acc_idx g, acc_u64 dst, acc_u32 count,
     ACC_PTR(acc_u32, dst)[g * 4u + k] = acc_x4_word(v, k);
 }
 
-/* ... low + span * u, u uniform in [0, 1), stored rounded to dt. */
-ACC_INLINE void acc_rand_uniform_group(acc_idx g, acc_u64 dst, acc_u32 count,
-                                       const acc_philox_state_t s, acc_u64 first, acc_f32 low,
-                                       acc_f32 span, acc_u32 dt) {
+/* ... a + b * x, x = u uniform in [0, 1) (normal = 0) or z standard normal (normal = 1), stored
+ * rounded to dt. */
+ACC_INLINE void acc_rand_value_group(acc_idx g, acc_u64 dst, acc_u32 count,
+                                     const acc_philox_state_t s, acc_u64 first, acc_f32 a,
+                                     acc_f32 b, acc_u32 normal, acc_u32 dt) {
   const acc_x4_t v = acc_philox_block(s, first + g);
-  for (acc_u32 k = 0u; k < 4u && g * 4u + k < count; ++k)
-    (void)acc_store(dst, g * 4u + k, dt, low + span * acc_uniform01(acc_x4_word(v, k)));
-}
-
-/* ... mean + std * z, z standard normal, stored rounded to dt. */
-ACC_INLINE void acc_rand_normal_group(acc_idx g, acc_u64 dst, acc_u32 count,
-                                      const acc_philox_state_t s, acc_u64 first, acc_f32 mean,
-                                      acc_f32 std, acc_u32 dt) {
-  const acc_x4_t v = acc_philox_block(s, first + g);
-  for (acc_u32 k = 0u; k < 4u && g * 4u + k < count; ++k)
-    (void)acc_store(dst, g * 4u + k, dt, mean + std * acc_normal_of(v, k));
+  for (acc_u32 k = 0u; k < 4u && g * 4u + k < count; ++k) {
+    const acc_f32 x = normal != 0u ? acc_normal_of(v, k) : acc_uniform01(acc_x4_word(v, k));
+    (void)acc_store(dst, g * 4u + k, dt, a + b * x);
+  }
 }
 
 /* ... dst = src * scale where u >= p (kept), else 0. */
@@ -174,20 +168,13 @@ ACC_INLINE void acc_dropout_group(acc_idx g, acc_u64 src, acc_u64 dst, acc_u32 c
   }
 }
 
-ACC_INLINE void acc_rand_uniform_chunk(const acc_rand_params_t P, const acc_philox_state_t s,
-                                       acc_u32 b, acc_u32 dt) {
+/* Chunk b of uniform (normal = 0) or normal (1) values, a constant in each copy. */
+ACC_INLINE void acc_rand_value_chunk(const acc_rand_params_t P, const acc_philox_state_t s,
+                                     acc_u32 b, acc_u32 normal, acc_u32 dt) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_u32 count = chunks[b].count;
-  ACC_ELEM_MAP((count + 3u) / 4u, acc_rand_uniform_group, chunks[b].ptr[0], count, s,
-               acc_rand_chunk_first(b), P.a, P.b, dt);
-}
-
-ACC_INLINE void acc_rand_normal_chunk(const acc_rand_params_t P, const acc_philox_state_t s,
-                                      acc_u32 b, acc_u32 dt) {
-  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
-  const acc_u32 count = chunks[b].count;
-  ACC_ELEM_MAP((count + 3u) / 4u, acc_rand_normal_group, chunks[b].ptr[0], count, s,
-               acc_rand_chunk_first(b), P.a, P.b, dt);
+  ACC_ELEM_MAP((count + 3u) / 4u, acc_rand_value_group, chunks[b].ptr[0], count, s,
+               acc_rand_chunk_first(b), P.a, P.b, normal, dt);
 }
 
 ACC_INLINE void acc_dropout_chunk(const acc_rand_params_t P, const acc_philox_state_t s,
@@ -210,12 +197,12 @@ ACC_KERNEL(accel_k_rand_raw, acc_rand_params_t, P) {
 
 ACC_KERNEL(accel_k_rand_uniform, acc_rand_params_t, P) {
   const acc_philox_state_t s = ACC_PTR(const acc_philox_state_t, P.state)[0];
-  ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.dtype, acc_rand_uniform_chunk, P, s, b);
+  ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.dtype, acc_rand_value_chunk, P, s, b, 0u);
 }
 
 ACC_KERNEL(accel_k_rand_normal, acc_rand_params_t, P) {
   const acc_philox_state_t s = ACC_PTR(const acc_philox_state_t, P.state)[0];
-  ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.dtype, acc_rand_normal_chunk, P, s, b);
+  ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.dtype, acc_rand_value_chunk, P, s, b, 1u);
 }
 
 ACC_KERNEL(accel_k_dropout, acc_rand_params_t, P) {

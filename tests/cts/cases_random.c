@@ -317,9 +317,7 @@ static cts_result_t check_normal(cts_ctx_t *ctx, kc_list_t *L, const dist_want_t
 /* One distribution over a list of every size in dtype dt, checked and the counter's advance. */
 static cts_result_t dist_case(cts_ctx_t *ctx, int kind, accel_dtype_t dt, float a, float b) {
   rng_fix_t f;
-  kc_list_t L, D;
-  memset(&L, 0, sizeof L);
-  memset(&D, 0, sizeof D);
+  kc_list_t L = {0}, D = {0};
   accel_status_t s = fix_make(ctx, &f, 0x5eed0000u + (uint64_t)kind * 16 + dt, 4);
   if (s == ACCEL_OK) s = kc_make(ctx, &L, NRAND, kRandSizes, NRAND, dt, 8.0f, 71);
   if (s == ACCEL_OK && kind == 2) s = kc_make(ctx, &D, NRAND, kRandSizes, NRAND, dt, 1.0f, 72);
@@ -480,12 +478,8 @@ static accel_status_t replay_body(accel_stream_t *s, void *user) {
 
 CTS_CASE(random_dropout_replays_equal_eager, CTS_TAG_KERNELS) {
   rng_fix_t f;
-  kc_list_t x, y, h;
-  memset(&x, 0, sizeof x);
-  memset(&y, 0, sizeof y);
-  memset(&h, 0, sizeof h);
-  kc_scalars_t m1;
-  memset(&m1, 0, sizeof m1);
+  kc_list_t x = {0}, y = {0}, h = {0};
+  kc_scalars_t m1 = {0};
   const size_t sizes[1] = {DROP_N};
   const float minus_one = -1.0f;
   accel_status_t s = fix_make(ctx, &f, 0xd20f00du, 4);
@@ -560,10 +554,7 @@ static int same_bits(cts_ctx_t *ctx, kc_list_t *A, kc_list_t *B, size_t t) {
 
 CTS_CASE(random_state_save_restore, CTS_TAG_KERNELS) {
   rng_fix_t f;
-  kc_list_t a, b, c;
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  memset(&c, 0, sizeof c);
+  kc_list_t a = {0}, b = {0}, c = {0};
   const size_t sizes[2] = {1000, KC_CHUNK + 3};
   accel_status_t s = fix_make(ctx, &f, 7, 4);
   if (s == ACCEL_OK) s = kc_make(ctx, &a, 2, sizes, 2, ACCEL_BF16, 1.0f, 91);
@@ -606,7 +597,8 @@ CTS_CASE(random_fork_streams_do_not_overlap, CTS_TAG_KERNELS) {
   if (s == ACCEL_OK) s = accel_stream_default(ctx->dev, &def);
   if (s == ACCEL_OK) s = accel_stream_create(ctx->dev, &sa);
   if (s == ACCEL_OK) s = accel_stream_create(ctx->dev, &sb);
-  for (int k = 0; k < 2 && s == ACCEL_OK; ++k) s = cts_dev_alloc(ctx, FORK_WORDS * 4, KC_GUARD, &out[k]);
+  for (int k = 0; k < 2 && s == ACCEL_OK; ++k)
+    s = cts_dev_alloc(ctx, FORK_WORDS * 4, KC_GUARD, &out[k]);
   if (s == ACCEL_OK) s = cts_upload(ctx, root.state.data, &set, sizeof set);
   if (s == ACCEL_OK) s = accel_generator_set_state(def, root.gen, root.state.data);
   if (s == ACCEL_OK) s = accel_generator_fork(def, root.gen, &kid[0]);
@@ -623,7 +615,8 @@ CTS_CASE(random_fork_streams_do_not_overlap, CTS_TAG_KERNELS) {
   if (s == ACCEL_OK) s = cts_download(ctx, w, root.words.data, FORK_WORDS * 4);
   for (int k = 0; k < 2 && s == ACCEL_OK; ++k)
     s = cts_download(ctx, w + (k + 1) * FORK_WORDS, out[k].data, FORK_WORDS * 4);
-  const int guards = s == ACCEL_OK && cts_dev_guard_ok(ctx, &out[0]) && cts_dev_guard_ok(ctx, &out[1]);
+  const int guards =
+      s == ACCEL_OK && cts_dev_guard_ok(ctx, &out[0]) && cts_dev_guard_ok(ctx, &out[1]);
   for (int k = 0; k < 2; ++k) {
     if (kid[k]) (void)accel_generator_release(kid[k]);
     if (out[k].base) cts_dev_free(ctx, &out[k]);
@@ -646,7 +639,8 @@ CTS_CASE(random_fork_streams_do_not_overlap, CTS_TAG_KERNELS) {
       }
   qsort(w, 3 * FORK_WORDS / 4, 16, cmp_block);
   int overlap = 0;
-  for (size_t b = 1; b < 3 * FORK_WORDS / 4; ++b) overlap |= memcmp(w + 4 * b - 4, w + 4 * b, 16) == 0;
+  for (size_t b = 1; b < 3 * FORK_WORDS / 4; ++b)
+    overlap |= memcmp(w + 4 * b - 4, w + 4 * b, 16) == 0;
   free(w);
   CTS_CHECK(!overlap, "two generators drew the same Philox block");
   return CTS_PASS;
