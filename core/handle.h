@@ -18,7 +18,8 @@ typedef enum accel_handle_kind {
   ACCEL_HANDLE_GRAPH,
   ACCEL_HANDLE_POOL,
   ACCEL_HANDLE_DLPACK_IMPORT,
-  ACCEL_HANDLE_COMM
+  ACCEL_HANDLE_COMM,
+  ACCEL_HANDLE_GENERATOR
 } accel_handle_kind_t;
 
 /* Ownership (docs/RELIABILITY.md): refcount counts every reference to the object, the user's

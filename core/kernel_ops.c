@@ -23,7 +23,7 @@
  * is one path: a call whose lists match a cached table (the usual case, the same lists every
  * step; one lookup) gets the validator's checks minus what the entry proves, any other the full
  * validation, then the cache's table (built on a miss). */
-static accel_status_t kop_prepare(kop_req_t *r) {
+accel_status_t kop_prepare(kop_req_t *r) {
   accel_status_t st = kop_check_call(r);
   if (st != ACCEL_OK) return st;
   r->hash = kop_hash(r);
@@ -73,8 +73,8 @@ static int launch_range(void *ctx, size_t i, const void **ptr, size_t *size) {
   return *ptr != NULL && *size > 0;
 }
 
-static accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
-                                 const void *params, uint32_t size, kop_entry_t *e) {
+accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
+                          const void *params, uint32_t size, kop_entry_t *e) {
   accel_status_t st = accel_device_check_kernel(r->dev, r->fn, id);
   if (st != ACCEL_OK) return st;
   const accel_kernel_launch_t launch = {id, num_blocks, accel_kernel_names[id], params, size, 0};
@@ -83,21 +83,13 @@ static accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_b
                               (e ? e->nspans : 0) + (size_t)r->desc->ns);
 }
 
-/* Runs body(r, table, user) for the validated r; the call's table reference then goes to the
- * stream's memo (launches that were recorded hold their own). */
-typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
-
-static accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user) {
+accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user) {
   accel_status_t st = body(r, r->entry, user);
   if (r->entry) kop_memo_put(r, r->entry);
   r->entry = NULL;
   return st;
 }
 
-#define ADDR(p) ((acc_u64)(uintptr_t)(p))
-
-/* The request of the operation using kernel ID's chunk tables: its rules are that row's. */
-#define KOP_REQ(ID) .desc = &accel_kop_descs[ACCEL_KERNEL_##ID], .op = ACCEL_KERNEL_##ID
 
 /* ---------------------------------------------------------------------------------------------
  * Operations

@@ -167,6 +167,22 @@ size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r);
 void kop_memo_put(const kop_req_t *r, kop_entry_t *e);
 void kop_entry_release(kop_entry_t *e);
 
+/* kernel_ops.c, the driver (its operations, and generator_ops.c's) */
+/* Validates the call r and gets its chunk table (r->entry) when it has chunks. */
+accel_status_t kop_prepare(kop_req_t *r);
+/* Launches kernel id of r's operation over num_blocks blocks with its parameter block; e (the
+ * chunk table, or NULL) is kept alive by a recording and its spans, with r's scalars, are the
+ * launch's ranges. */
+accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
+                          const void *params, uint32_t size, kop_entry_t *e);
+/* Runs body(r, table, user) for the validated r; the call's table reference then goes to the
+ * stream's memo (launches that were recorded hold their own). */
+typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
+accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user);
+
+#define ADDR(p) ((acc_u64)(uintptr_t)(p))
+/* The request of the operation using kernel ID's chunk tables: its rules are that row's. */
+#define KOP_REQ(ID) .desc = &accel_kop_descs[ACCEL_KERNEL_##ID], .op = ACCEL_KERNEL_##ID
 /* Where the table-driven launch (kop_row_op) stores a call's values in the parameter struct of a
  * row gen_kernel_rows.py generated (offsets; KOP_ROW_NONE: no field). */
 #define KOP_ROW_NONE UINT16_MAX

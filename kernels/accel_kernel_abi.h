@@ -277,6 +277,45 @@ typedef struct acc_step_counts_params {
   acc_u32 num_tensors;
 } acc_step_counts_params_t;
 
+/* Random numbers (kernels/random.h). A generator's state in device memory
+ * (accel_generator_state_t in accel_random.h; kept in sync by a static assert in
+ * core/generator.c): the Philox4x32-10 key and the 128-bit counter of its next block, least
+ * significant word first. */
+typedef struct acc_philox_state {
+  acc_u32 key0;
+  acc_u32 key1;
+  acc_u32 ctr0;
+  acc_u32 ctr1;
+  acc_u32 ctr2;
+  acc_u32 ctr3;
+} acc_philox_state_t;
+
+/* Philox blocks each chunk of a random launch reserves: chunk b's element i takes word i % 4
+ * of block (counter + b * ACC_RAND_CHUNK_BLOCKS + i / 4). */
+#define ACC_RAND_CHUNK_BLOCKS (ACC_CHUNK / 4u)
+
+/* accel_k_rand_raw: ptr[0] = out (u32 words; dtype unused); accel_k_rand_uniform: ptr[0] =
+ * data (dtype), data = a + b * u with u in [0, 1); accel_k_rand_normal: data = a + b * z, z
+ * standard normal (Box-Muller); accel_k_dropout: ptr[0] = src, ptr[1] = dst (both dtype),
+ * dst = u >= a ? src * b : 0. state: acc_philox_state_t, only read. */
+typedef struct acc_rand_params {
+  acc_u64 chunks;
+  acc_u64 state;
+  acc_u32 num_chunks;
+  acc_u32 dtype;
+  acc_f32 a;
+  acc_f32 b;
+} acc_rand_params_t;
+
+/* accel_k_rand_advance: one logical block, no chunks; the state's counter += blocks (mod
+ * 2^128). */
+typedef struct acc_rand_advance_params {
+  acc_u64 chunks;
+  acc_u64 state;
+  acc_u64 blocks;
+  acc_u32 num_chunks;
+  acc_u32 reserved;
+} acc_rand_advance_params_t;
 /* The parameter structs gen_kernel_rows.py generates from a build's extra rows (a row whose
  * params_t no struct above defines), named by -DACCEL_EXTRA_KERNEL_PARAMS='"params.h"'. */
 #ifdef ACCEL_EXTRA_KERNEL_PARAMS

@@ -28,5 +28,8 @@ _Static_assert(sizeof(acc_cast_params_t) == 32, "cast params padded");
 _Static_assert(sizeof(acc_grad_norm_params_t) == 64, "grad_norm params padded");
 _Static_assert(sizeof(acc_adam_step_params_t) == 88, "adam_step params padded");
 _Static_assert(sizeof(acc_step_counts_params_t) == 40, "step_counts params padded");
+_Static_assert(sizeof(acc_philox_state_t) == 24, "philox state padded");
+_Static_assert(sizeof(acc_rand_params_t) == 32, "rand params padded");
+_Static_assert(sizeof(acc_rand_advance_params_t) == 32, "rand_advance params padded");
 
 #endif

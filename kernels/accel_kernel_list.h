@@ -143,6 +143,31 @@ ACCEL_KERNEL(STEP_COUNTS, accel_k_step_counts, acc_step_counts_params_t,
               ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
                          ACC_PER_TENSOR),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
+/* Random numbers (kernels/random.h): each reads its generator's state ("generator", the
+ * generator's own device memory) in every block; RAND_ADVANCE, launched next by the same
+ * operation, moves the state's counter past the blocks the first launch used. */
+ACCEL_KERNEL(RAND_RAW, accel_k_rand_raw, acc_rand_params_t,
+             ACC_OP("accel_generator_raw", ACC_TABLE_SHARED),
+             (ACC_LIST("out", ACC_IO(W), ACC_F32_DT, ACC_NO_ALIAS)),
+             (ACC_SCALAR("generator", ACC_FIELD(state), sizeof(acc_philox_state_t), R,
+                         ACC_REQUIRED, ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(RAND_UNIFORM, accel_k_rand_uniform, acc_rand_params_t,
+             ACC_OP("accel_rand_uniform", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("generator", ACC_FIELD(state), sizeof(acc_philox_state_t), R,
+                         ACC_REQUIRED, ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(RAND_NORMAL, accel_k_rand_normal, acc_rand_params_t,
+             ACC_OP("accel_rand_normal", ACC_TABLE_SHARED),
+             (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_SCALAR("generator", ACC_FIELD(state), sizeof(acc_philox_state_t), R,
+                         ACC_REQUIRED, ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(DROPOUT, accel_k_dropout, acc_rand_params_t,
+             ACC_OP("accel_dropout", ACC_TABLE_SHARED),
+             (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(dtype), ACC_NO_ALIAS),
+              ACC_LIST("dst", ACC_IO(W), ACC_SAME_DT(0), ACC_ALIAS(0))),
+             (ACC_SCALAR("generator", ACC_FIELD(state), sizeof(acc_philox_state_t), R,
+                         ACC_REQUIRED, ACC_ALL_BLOCKS)))
+ACCEL_KERNEL(RAND_ADVANCE, accel_k_rand_advance, acc_rand_advance_params_t, ACC_NO_OP, (), ())
 #ifdef ACCEL_EXTRA_KERNEL_ROWS
 /* A build's own rows after every real kernel, from a header named by
  * -DACCEL_EXTRA_KERNEL_ROWS='"rows.h"' (tests/krow: a test kernel; tests/unit/test_kernel_table.c:

@@ -10,6 +10,7 @@
 #include "adam.h"
 #include "amp.h"
 #include "step.h"
+#include "random.h"
 /* A build's extra kernel bodies (the rows of ACCEL_EXTRA_KERNEL_ROWS), named by
  * -DACCEL_EXTRA_KERNEL_BODIES='"bodies.h"'. */
 #ifdef ACCEL_EXTRA_KERNEL_BODIES

@@ -485,4 +485,7 @@ ACCEL_API accel_status_t accel_graph_capture_end_while(accel_stream_t *stream);
 }
 #endif
 
+/* Random numbers (generators, uniform / normal / dropout): after everything it uses. */
+#include "accel/accel_random.h"
+
 #endif /* ACCEL_ACCEL_H */

@@ -55,5 +55,6 @@ void kt_test_norms(void);
 void kt_test_elementwise(void);
 void kt_test_amp(void);
 void kt_test_step_counts(void);
+void kt_test_random(void);
 
 #endif

@@ -6,8 +6,8 @@
  * first OpenCL platform (PoCL here, fine-grained SVM) in both of its forms (SIMT, as GPUs run
  * it, and lane loops, as CPU devices do: accel_cl_launch.h) with several grid sizes and
  * requires the same bits as the CPU form. Exit 77 from the OpenCL part when no usable device
- * exists. The groups: test_kernels_norm.c, test_kernels_elementwise.c, test_kernels_amp.c, over
- * the harness kt_run.c.
+ * exists. The groups: test_kernels_norm.c, test_kernels_elementwise.c, test_kernels_amp.c,
+ * test_kernels_random.c, over the harness kt_run.c.
  */
 #include "kt_run.h"
 
@@ -23,6 +23,7 @@ int main(void) {
   kt_test_elementwise();
   kt_test_amp();
   kt_test_step_counts();
+  kt_test_random();
   if (kt_failures) {
     fprintf(stderr, "test_kernels: %d failures\n", kt_failures);
     return 1;

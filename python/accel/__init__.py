@@ -17,6 +17,7 @@ from ._memory import (graph_memory_info, memory_snapshot, memory_stats_ex, memor
                       memory_tag)
 from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
                        backends, version)
+from ._random import Generator
 from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
                        multi_tensor_norm, scale, unscale_and_check, update_hp_grads)
 from . import _kernels_gen
@@ -26,7 +27,7 @@ __version__ = version()
 
 __all__ = [
     "Device", "DeviceInfo", "Stream", "Event", "Graph", "Pool", "Buffer", "DeviceStruct",
-    "TensorList", "AdamArgs", "backends", "version",
+    "TensorList", "AdamArgs", "Generator", "backends", "version",
     "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads", "unscale_and_check",
     "fused_adam", "fill", "scale",
     "memory_stats_ex", "graph_memory_info", "memory_snapshot", "memory_summary", "memory_tag",

@@ -24,6 +24,7 @@
  * registration when that ends (its last import released and no graph left), others at their
  * release.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,7 @@
 #include "accel/accel_comm.h"
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
+#include "accel/accel_random.h"
 #include "fuzz_api.h"
 
 #define NS 4 /* streams */
@@ -78,6 +80,8 @@ static accel_device_t *dev;
 static accel_stream_t *default_stream;
 static float *scratch; /* NSLOTS slots of SLOT_FLOATS floats */
 static float *scalars; /* [0] scale, [1] norm output */
+/* A generator that lives as long as the device, and one released at setup (a dead handle). */
+static accel_generator_t *gen, *dead_gen;
 /* The mixed-precision step's state: accel_loss_scaler_t at 0, found_inf at 24, step at 28. */
 static unsigned char *amp_state;
 #define AMP_STATE_BYTES 32
@@ -141,7 +145,10 @@ static void ensure_device(void) {
       accel_stream_default(dev, &default_stream) != ACCEL_OK ||
       accel_malloc(dev, SCRATCH_BYTES, (void **)&scratch) != ACCEL_OK ||
       accel_malloc(dev, 2 * sizeof(float), (void **)&scalars) != ACCEL_OK ||
-      accel_malloc(dev, AMP_STATE_BYTES, (void **)&amp_state) != ACCEL_OK)
+      accel_malloc(dev, AMP_STATE_BYTES, (void **)&amp_state) != ACCEL_OK ||
+      accel_generator_create(dev, 1, &gen) != ACCEL_OK ||
+      accel_generator_create(dev, 2, &dead_gen) != ACCEL_OK ||
+      accel_generator_release(dead_gen) != ACCEL_OK)
     fail("setup: %s", accel_last_error());
   const float one = 1.0f;
   if (accel_memcpy(dev, scalars, &one, sizeof one) != ACCEL_OK) fail("setup copy");
@@ -156,6 +163,7 @@ void fuzz_api_teardown(void) {
   accel_free(dev, scratch);
   accel_free(dev, scalars);
   accel_free(dev, amp_state);
+  if (accel_generator_release(gen) != ACCEL_OK) fail("generator release");
   if (accel_device_close(dev) != ACCEL_OK) fail("device close");
   dev = NULL;
 }
@@ -592,6 +600,53 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   else expect("accel_adam_step_norm", accel_adam_step_norm(h, dp), want);
 }
 
+/* The random operations (accel_random.h) on the persistent generator, a released one or NULL:
+ * raw words into a scratch slot (misaligned, NULL or empty), uniform / normal / dropout (in
+ * place) over up to three tensors of scratch slots with any dtype, misaligned or sharing a
+ * slot, and values that are refused (NaN). Handles are checked first, then the values, then
+ * the tensors. */
+static void op_random(int s, accel_stream_t *h, accel_status_t hs) {
+  const unsigned call = u8() % 4, g = u8() % 8;
+  const int bad_value = u8() % 8 == 0;
+  accel_generator_t *gh = g == 0 ? NULL : g == 1 ? dead_gen : gen;
+  size_t n = u8() % 4;
+  accel_tensor_t t[3];
+  int invalid = 0, used[NSLOTS] = {0};
+  uint64_t chunks = 0;
+  for (size_t i = 0; i < n && call != 0; ++i) {
+    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
+    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
+    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
+                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
+    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) invalid = 1;
+    if (numel > 0 && (misalign || used[slot]++)) invalid = 1; /* written tensors overlap */
+    chunks += numel > 0;
+  }
+  uint32_t *out = NULL;
+  if (call == 0) { /* raw: n words (0, 1, 5, a slot) at a slot, misaligned or NULL */
+    static const size_t words[4] = {0, 1, 5, SLOT_FLOATS};
+    const unsigned b = u8();
+    n = words[n];
+    out = b % 4 == 0 ? NULL : (uint32_t *)(void *)((char *)(scratch + (b >> 2) % NSLOTS *
+                                                              SLOT_FLOATS) + (b % 4 == 1 ? 2 : 0));
+    if (n > 0 && (out == NULL || b % 4 == 1)) invalid = 1;
+    chunks = n > 0;
+  }
+  accel_status_t want = hs;
+  if (want == ACCEL_OK && (gh == NULL || gh == dead_gen)) want = ACCEL_ERROR_INVALID_HANDLE;
+  if (want == ACCEL_OK && ((bad_value && call != 0) || invalid))
+    want = ACCEL_ERROR_INVALID_ARGUMENT;
+  if (want == ACCEL_OK && chunks > 0) want = submit_status(s);
+  const float v = bad_value ? NAN : 0.25f;
+  const accel_tensor_t *tl = n ? t : NULL;
+  switch (call) {
+    case 0: expect("accel_generator_raw", accel_generator_raw(h, gh, out, n), want); break;
+    case 1: expect("accel_rand_uniform", accel_rand_uniform(h, gh, tl, n, v, 1.0f), want); break;
+    case 2: expect("accel_rand_normal", accel_rand_normal(h, gh, tl, n, v, 2.0f), want); break;
+    default: expect("accel_dropout", accel_dropout(h, gh, tl, tl, n, v), want); break;
+  }
+}
+
 /* The one-block calls of the mixed-precision step on the state block, each pointer valid,
  * NULL, in host memory, misaligned, or overlapping the other; the cast; the fused step. */
 static void op_amp(void) {
@@ -599,7 +654,11 @@ static void op_amp(void) {
   accel_stream_t *h;
   accel_status_t hs;
   if (!pick_stream(&s, &h, &hs)) return;
-  const unsigned which = u8() % 5; /* begin, update, step count, cast, fused step */
+  const unsigned which = u8() % 6; /* begin, update, step count, cast, fused step, random */
+  if (which == 5) {
+    op_random(s, h, hs);
+    return;
+  }
   if (which == 3) {
     op_cast(s, h, hs);
     return;
