@@ -41,7 +41,7 @@ static void generator_release_ref(accel_generator_t *g) {
   if (accel_free(g->dev, g->state) != ACCEL_OK)
     accel_log(ACCEL_LOG_WARN, "random", "generator state not freed: %s", accel_last_error());
   family_release(g->family);
-  accel_device_release(g->dev);
+  accel_device_release_ref(g->dev);
   free(g);
 }
 

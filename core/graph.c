@@ -411,6 +411,10 @@ static accel_status_t graph_release_user(accel_graph_t *g, const char *fn) {
 
 ACCEL_DEFINE_RELEASE(accel_graph_t, accel_graph_release, accel_graph_destroy, graph_release_user)
 
+void accel_graph_release_owned(accel_graph_t *g, const char *fn) {
+  (void)graph_release_user(g, fn);
+}
+
 accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {
   accel_status_t st = graph_check(g, __func__);
   if (st != ACCEL_OK) return st;

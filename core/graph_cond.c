@@ -16,6 +16,7 @@
 #include "core_util.h"
 #include "device.h"
 #include "graph.h"
+#include "graph_parts.h"
 #include "stream.h"
 
 static accel_status_t cond_open(accel_stream_t *s, const accel_cmd_t *begin, const char *fn) {
@@ -39,7 +40,7 @@ static accel_status_t cond_open(accel_stream_t *s, const accel_cmd_t *begin, con
   char msg[512];
   snprintf(msg, sizeof msg, "%s", accel_last_error());
   if (began) accel_graph_capture_end(g);
-  if (g) accel_graph_destroy(g);
+  if (g) accel_graph_release_owned(g, fn);
   return accel_set_error(keep, "%s", msg);
 }
 
@@ -82,7 +83,7 @@ static accel_status_t cond_end(accel_stream_t *s, uint32_t kind, const char *fn)
   /* the private capture of a region opened outside a capture: run it in stream order */
   st = accel_graph_capture_end(finish);
   if (st == ACCEL_OK) st = accel_graph_replay(finish, s);
-  accel_graph_destroy(finish); /* after its replay, which keeps what it runs */
+  accel_graph_release_owned(finish, fn); /* after its replay, which keeps what it runs */
   return st;
 }
 

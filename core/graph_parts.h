@@ -1,6 +1,7 @@
 /*
- * What graph.c lends the other graph files (graph_update.c): the graph's replayable contents,
- * swapped in while replays of the old ones may still be queued, and native instantiation.
+ * What graph.c lends the other graph files (graph_update.c, graph_cond.c): the graph's replayable
+ * contents, swapped in while replays of the old ones may still be queued, native instantiation,
+ * and the release of a graph core made itself.
  */
 #ifndef ACCEL_CORE_GRAPH_PARTS_H
 #define ACCEL_CORE_GRAPH_PARTS_H
@@ -32,5 +33,8 @@ accel_be_graph_t *accel_graph_instantiate_native(accel_device_t *dev, const acce
 accel_graph_remains_t *accel_graph_swap_contents(accel_graph_t *g, accel_graph_contents_t *next);
 /* Retires r behind a fence of every stream of dev (no graph lock held). NULL: nothing. */
 void accel_graph_release_remains(accel_device_t *dev, accel_graph_remains_t *r);
+/* Drops the reference a core caller holds from accel_graph_create (graph_cond.c's private
+ * graphs) as accel_graph_release does a user's; fn names the caller in any message. */
+void accel_graph_release_owned(accel_graph_t *g, const char *fn);
 
 #endif
