@@ -191,12 +191,20 @@ typedef struct acc_step_run {
   acc_u32 mode, go;
 } acc_step_run_t;
 
+/* A per-tensor step count as the caller stores it (a float, as torch keeps it): a negative,
+ * NaN or too large value clamps instead of converting with undefined behaviour (which differs
+ * between targets); every count a caller can reach is exact. */
+ACC_INLINE acc_u32 acc_step_count_of(acc_f32 s) {
+  return s >= 4294967040.0f ? 4294967040u : s >= 0.0f ? (acc_u32)s : 0u;
+}
+
 /* Chunk b of the update, row by row (see above). */
 ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_adam_args_t A,
                                     const acc_step_run_t R, acc_u32 b, ACC_LANE_ARG(acc_f32, g)) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_u32 t = chunks[b].tensor;
-  const acc_u32 step = P.steps != 0u ? (acc_u32)ACC_PTR(const acc_f32, P.steps)[t] : A.step;
+  const acc_u32 step =
+      P.steps != 0u ? acc_step_count_of(ACC_PTR(const acc_f32, P.steps)[t]) : A.step;
   const acc_adam_consts_t C = acc_adam_consts(A, step);
   const acc_u64 grads = chunks[b].ptr[0];
   const acc_u64 hp = chunks[b].ptr[1];
