@@ -19,7 +19,9 @@ typedef enum accel_handle_kind {
   ACCEL_HANDLE_POOL,
   ACCEL_HANDLE_DLPACK_IMPORT,
   ACCEL_HANDLE_COMM,
-  ACCEL_HANDLE_GENERATOR
+  ACCEL_HANDLE_GENERATOR,
+  ACCEL_HANDLE_MODULE,
+  ACCEL_HANDLE_KERNEL
 } accel_handle_kind_t;
 
 /* Ownership (docs/RELIABILITY.md): refcount counts every reference to the object, the user's
