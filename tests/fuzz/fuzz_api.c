@@ -639,6 +639,21 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   else expect("accel_adam_step_norm", accel_adam_step_norm(h, dp), want);
 }
 
+/* Decodes n (<= 3) tensors of scratch slots that a call writes, of any dtype, misaligned or
+ * sharing a slot: *invalid when the call must refuse them, *chunks counts the non-empty ones. */
+static void decode_written(accel_tensor_t *t, size_t n, int *invalid, uint64_t *chunks) {
+  int used[NSLOTS] = {0};
+  for (size_t i = 0; i < n; ++i) {
+    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
+    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
+    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
+                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
+    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) *invalid = 1;
+    if (numel > 0 && (misalign || used[slot]++)) *invalid = 1; /* written tensors overlap */
+    *chunks += numel > 0;
+  }
+}
+
 /* The random operations (accel_random.h) on the persistent generator, a released one or NULL:
  * raw words into a scratch slot (misaligned, NULL or empty), uniform / normal / dropout (in
  * place) over up to three tensors of scratch slots with any dtype, misaligned or sharing a
@@ -650,17 +665,9 @@ static void op_random(int s, accel_stream_t *h, accel_status_t hs) {
   accel_generator_t *gh = g == 0 ? NULL : g == 1 ? dead_gen : gen;
   size_t n = u8() % 4;
   accel_tensor_t t[3];
-  int invalid = 0, used[NSLOTS] = {0};
+  int invalid = 0;
   uint64_t chunks = 0;
-  for (size_t i = 0; i < n && call != 0; ++i) {
-    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
-    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
-    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
-                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
-    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) invalid = 1;
-    if (numel > 0 && (misalign || used[slot]++)) invalid = 1; /* written tensors overlap */
-    chunks += numel > 0;
-  }
+  if (call != 0) decode_written(t, n, &invalid, &chunks);
   uint32_t *out = NULL;
   if (call == 0) { /* raw: n words (0, 1, 5, a slot) at a slot, misaligned or NULL */
     static const size_t words[4] = {0, 1, 5, SLOT_FLOATS};
@@ -696,17 +703,9 @@ static void op_module(int s, accel_stream_t *h, accel_status_t hs) {
   const accel_kernel_t *kh = k == 0 ? NULL : k == 1 ? dead_ukernel : ukernel;
   size_t n = u8() % 4;
   accel_tensor_t t[3];
-  int invalid = 0, used[NSLOTS] = {0};
+  int invalid = 0;
   uint64_t chunks = 0;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
-    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
-    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
-                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
-    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) invalid = 1;
-    if (numel > 0 && (misalign || used[slot]++)) invalid = 1; /* written tensors overlap */
-    chunks += numel > 0;
-  }
+  decode_written(t, n, &invalid, &chunks);
   /* shape 1: two lists, 2: no scalar, 3: the scalar NULL, 4: misaligned */
   const size_t nlists = shape == 1 ? 2 : 1, nscalars = shape == 2 ? 0 : 1;
   const void *sc[1] = {shape == 3 ? NULL : shape == 4 ? (const char *)scalars + 2
