@@ -23,6 +23,7 @@
 
 #include "accel_cpu_module_prelude.h"
 #include "cpu_device.h"
+#include "module_text.h"
 
 extern char **environ;
 
@@ -75,20 +76,12 @@ typedef struct cpu_build {
   char so[1100];
 } cpu_build_t;
 
-/* The compile unit of b (malloc'ed). */
-static char *unit_text(const accel_module_build_t *b) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) return NULL;
-  fprintf(f, "#line 1 \"<accel prelude>\"\n%s\n#line 1 \"<row structs>\"\n%s\n",
-          (const char *)accel_cpu_module_prelude, b->params);
-  fprintf(f, "#define ACCEL_KERNEL(...)\n#line 1 \"<module>\"\n%s\n#line 1 \"<exports>\"\n",
-          b->source);
+/* After the source: one exported pointer per kernel (load_object finds them). */
+static void exports(FILE *f, const accel_module_build_t *b) {
+  fprintf(f, "#line 1 \"<exports>\"\n");
   for (uint32_t k = 0; k < b->nkernels; ++k)
     fprintf(f, "__attribute__((visibility(\"default\"))) void (*const accel_module_kernel_%u)"
                "(const void *, acc_u32, acc_u32) = %s;\n", k, b->symbols[k]);
-  return fclose(f) == 0 ? text : (free(text), NULL);
 }
 
 /* argv of "$ACCEL_CC -O2 ... options -o out in" (words split at spaces; free argv[0]'s
@@ -106,7 +99,8 @@ static char **compile_argv(const char *options, const char *out, const char *in,
   }
   snprintf(*buf, len, "%s %s %s", cc && *cc ? cc : "cc", fixed, options);
   size_t n = 0;
-  for (char *save = NULL, *w = strtok_r(*buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+  char *save = NULL;
+  for (char *w = strtok_r(*buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
     argv[n++] = w;
   argv[n++] = "-o";
   argv[n++] = (char *)out;
@@ -161,7 +155,7 @@ static accel_status_t compile_unit(cpu_build_t *cb) {
   if (fd < 0)
     return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: cannot create %s: %s",
                                in, strerror(errno));
-  char *text = unit_text(cb->b);
+  char *text = accel_module_text((const char *)accel_cpu_module_prelude, cb->b, exports);
   const size_t len = text ? strlen(text) : 0;
   const int wrote = text && write(fd, text, len) == (ssize_t)len;
   close(fd);
@@ -195,6 +189,12 @@ static accel_status_t load_object(cpu_build_t *cb) {
   return ACCEL_OK; /* h stays open: the functions live as long as the process */
 }
 
+/* FNV-1a of s continuing from key. */
+static uint64_t fold(uint64_t key, const char *s) {
+  for (; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
+  return key;
+}
+
 accel_status_t cpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                 accel_be_module_t **out) {
   cpu_device_t *d = device;
@@ -210,12 +210,11 @@ accel_status_t cpu_module_build(accel_be_device_t *device, const accel_module_bu
     snprintf(cb->dir, sizeof cb->dir, "%s/accel-module-XXXXXX", t && *t ? t : "/tmp");
     cb->temporary = mkdtemp(cb->dir) != NULL;
   }
-  /* the key covers the rows, source, options, device and accel version; add the prelude and
-   * the compiler */
+  /* the key covers the rows, source, options, device and accel version; add the prelude, the
+   * compiler and the text's layout */
   const char *cc = getenv("ACCEL_CC");
-  uint64_t key = build->key;
-  for (const char *s = ACCEL_CPU_MODULE_PRELUDE_HASH; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
-  for (const char *s = cc ? cc : "cc"; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
+  const uint64_t key = fold(fold(fold(build->key, ACCEL_CPU_MODULE_PRELUDE_HASH), cc ? cc : "cc"),
+                            ACCEL_MODULE_TEXT_VERSION);
   snprintf(cb->so, sizeof cb->so, "%s/module-cpu-%016llx.so", cb->dir, (unsigned long long)key);
   accel_status_t st = ACCEL_OK;
   if (access(cb->so, R_OK) != 0) st = compile_unit(cb);

@@ -14,6 +14,7 @@
 
 #include "accel_cl_module_prelude.h"
 #include "acl_internal.h"
+#include "module_text.h"
 
 /* Launch ids of user kernels -> their program and kernel name. */
 typedef struct acl_user_entry {
@@ -50,20 +51,9 @@ static accel_status_t user_bind(uint32_t id, cl_program prog, const char *name) 
   return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "module_build: out of host memory");
 }
 
-/* The program text of b (malloc'ed). */
-static char *unit_text(const accel_module_build_t *b) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) return NULL;
-  fprintf(f, "%s\n%s\n#define ACCEL_KERNEL(...)\n#line 1 \"<module>\"\n%s\n",
-          (const char *)accel_cl_module_prelude, b->params, b->source);
-  return fclose(f) == 0 ? text : (free(text), NULL);
-}
-
 static accel_status_t build_source(acl_device_t *dev, const accel_module_build_t *b,
                                    const char *options, cl_program *out) {
-  char *text = unit_text(b);
+  char *text = accel_module_text((const char *)accel_cl_module_prelude, b, NULL);
   if (!text) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "module_build: no memory");
   const char *src = text;
   cl_int err = CL_SUCCESS;
@@ -89,8 +79,9 @@ static accel_status_t module_program(acl_device_t *dev, const accel_module_build
                                      cl_program *out) {
   char options[1024], key[2048];
   snprintf(options, sizeof options, "%s %s", dev->build_options, b->options);
-  snprintf(key, sizeof key, "opencl-module|%s|%s|%s|%s|%016llx", dev->phys->name,
-           dev->phys->driver, ACCEL_CL_MODULE_PRELUDE_HASH, options, (unsigned long long)b->key);
+  snprintf(key, sizeof key, "opencl-module%s|%s|%s|%s|%s|%016llx", ACCEL_MODULE_TEXT_VERSION,
+           dev->phys->name, dev->phys->driver, ACCEL_CL_MODULE_PRELUDE_HASH, options,
+           (unsigned long long)b->key);
   unsigned char *bin = NULL;
   size_t size = 0;
   cl_program p = NULL;
