@@ -135,7 +135,8 @@ static accel_status_t read_list(const reader_t *rd, module_row_t *row, int l, sp
     return bad(rd, "list %d: the name must be a string literal naming an identifier", l);
   L->name = row->names[l];
   L->mode = L->mode_flag = (uint8_t)mode_of(m = arg1(a[1], "ACC_IO"));
-  if (!L->mode) return bad(rd, "list %s: access must be ACC_IO(R), ACC_IO(W) or ACC_IO(RW)", L->name);
+  if (!L->mode)
+    return bad(rd, "list %s: access must be ACC_IO(R), ACC_IO(W) or ACC_IO(RW)", L->name);
   span_t dt = arg1(a[2], "ACC_ANY_DT"), same = arg1(a[2], "ACC_SAME_DT");
   row->layout.dtype[l] = KOP_ROW_NONE;
   if (is_ident(dt)) {
@@ -177,7 +178,8 @@ static accel_status_t read_scalar(const reader_t *rd, module_row_t *row, int s, 
   if (!is_ident(*field)) return bad(rd, "scalar %s: want ACC_FIELD(member)", S->name);
   char digits[16] = {0};
   const size_t len = (size_t)(a[2].e - a[2].b);
-  if (len == 0 || len >= sizeof digits) return bad(rd, "scalar %s: bytes must be a number", S->name);
+  if (len == 0 || len >= sizeof digits)
+    return bad(rd, "scalar %s: bytes must be a number", S->name);
   memcpy(digits, a[2].b, len);
   char *end;
   const unsigned long bytes = strtoul(digits, &end, 10);
@@ -209,7 +211,8 @@ static accel_status_t emit_struct(const reader_t *rd, const module_row_t *row,
   for (int k = 0; k < f->nu32; ++k)
     len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_u32 %.*s;\n",
                     (int)(f->u32[k].e - f->u32[k].b), f->u32[k].b);
-  if (f->nu32 % 2 == 0) len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_u32 reserved;\n");
+  if (f->nu32 % 2 == 0) /* num_chunks and the dtype fields: an even count */
+    len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_u32 reserved;\n");
   len += snprintf(buf + len, sizeof buf - (size_t)len, "} %s;\n", row->type);
   if (len >= (int)sizeof buf) return bad(rd, "the row's names are too long");
   const size_t have = *out ? strlen(*out) : 0;
@@ -228,7 +231,8 @@ static void place_layout(module_row_t *row, const fields_t *f) {
   for (int s = 0; s < ns; ++s) l->scalar[s] = (uint16_t)(8 * (s + 1));
   l->num_chunks = (uint16_t)(8 * (ns + 1));
   for (int k = 0; k < row->desc.nl; ++k)
-    if (l->dtype[k] != KOP_ROW_NONE) l->dtype[k] = (uint16_t)(l->num_chunks + 4 * (1 + l->dtype[k]));
+    if (l->dtype[k] != KOP_ROW_NONE) /* an index into the dtype fields until now */
+      l->dtype[k] = (uint16_t)(l->num_chunks + 4 * (1 + l->dtype[k]));
   const int nu32 = 1 + f->nu32 + ((1 + f->nu32) % 2);
   l->size = (uint16_t)(l->num_chunks + 4 * nu32);
 }
