@@ -15,9 +15,10 @@
 #include "kernel_ops_internal.h"
 
 /* One row of a module source: its descriptor (validation), its parameter layout (the launch)
- * and its names. Strings are owned (module_rows_free). */
+ * and its names. Strings are owned (module_rows_free) but desc.symbol. */
 typedef struct module_row {
-  kop_desc_t desc;          /* desc.symbol: the ACC_KERNEL name, desc.fn: ACC_OP's name */
+  kop_desc_t desc; /* desc.symbol: the ACC_KERNEL name (never freed: launches keep it as their
+                      kernel_name), desc.fn: ACC_OP's name */
   kop_row_layout_t layout;
   char *id, *type;
   char *names[KOP_MAX_LISTS + KOP_MAX_SCALARS]; /* list, then scalar names */

@@ -6,6 +6,7 @@
  * fields (acc_u64), num_chunks, the lists' dtype fields (acc_u32), a pad to an even count.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,31 @@ static span_t arg1(span_t s, const char *name) {
   int k;
   if (call(s, &n, a, 1, &k) && k == 1 && eq(n, name)) return a[0];
   return (span_t){s.b, s.b};
+}
+
+/* The symbols of every row read: a launch's kernel_name (a deferred launch, a graph that
+ * outlives its module, a trace) must stay valid for the life of the process. Each distinct
+ * name is stored once and never freed. */
+typedef struct interned {
+  struct interned *next;
+  char name[];
+} interned_t;
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static interned_t *interned_names;
+
+static const char *intern(span_t s) {
+  const size_t len = (size_t)(s.e - s.b);
+  pthread_mutex_lock(&intern_lock);
+  interned_t *i = interned_names;
+  while (i && !(strlen(i->name) == len && !memcmp(i->name, s.b, len))) i = i->next;
+  if (!i && (i = malloc(sizeof *i + len + 1))) {
+    memcpy(i->name, s.b, len);
+    i->name[len] = '\0';
+    i->next = interned_names;
+    interned_names = i;
+  }
+  pthread_mutex_unlock(&intern_lock);
+  return i ? i->name : NULL;
 }
 
 static char *dup_span(span_t s) {
@@ -247,9 +273,8 @@ static accel_status_t read_row(const reader_t *rd, span_t text, module_row_t *ro
     return bad(rd, "ID, symbol and params_t must be identifiers");
   row->id = dup_span(f[0]);
   row->type = dup_span(f[2]);
-  char *symbol = dup_span(f[1]);
-  row->desc.symbol = symbol;
-  if (!row->id || !row->type || !symbol)
+  row->desc.symbol = intern(f[1]);
+  if (!row->id || !row->type || !row->desc.symbol)
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", rd->fn);
   if (!call(f[3], &opn, opa, 2, &nop) || !eq(opn, "ACC_OP") || nop != 2 ||
       !eq(opa[1], "ACC_TABLE_SHARED") || !(row->desc.fn = dup_string(opa[0])))
@@ -364,7 +389,6 @@ void module_rows_free(module_rows_t *rows) {
     module_row_t *r = &rows->rows[k];
     free(r->id);
     free(r->type);
-    free((char *)r->desc.symbol);
     free((char *)r->desc.fn);
     for (size_t i = 0; i < sizeof r->names / sizeof r->names[0]; ++i) free(r->names[i]);
   }
