@@ -335,3 +335,44 @@ CTS_CASE(module_bad_launch_refused, CTS_TAG_NONE) {
   cts_dev_free(ctx, &S.buf);
   return CTS_PASS;
 }
+
+/* A graph that captured a user kernel keeps replaying after its module's release (the code
+ * stays loaded, the kernel's name stays valid): y = 2 x + 0 y twice, then once more. */
+CTS_CASE(module_graph_outlives_module, CTS_TAG_NONE) {
+  accel_module_t *m = NULL;
+  MOD_LOAD(kAxpby, &m);
+  accel_kernel_t *k = NULL;
+  CTS_OK(accel_module_get_kernel(m, "my_axpby", &k));
+  static const size_t sizes[] = {300};
+  static const float ab[2] = {2.0f, 0.0f};
+  kc_list_t x = {0}, y = {0};
+  kc_scalars_t S = {0};
+  accel_stream_t *s = NULL;
+  accel_graph_t *g = NULL;
+  accel_status_t st = kc_make(ctx, &x, 1, sizes, 1, ACCEL_F32, 1.0f, 5);
+  if (st == ACCEL_OK) st = kc_make(ctx, &y, 1, sizes, 1, ACCEL_F32, 1.0f, 6);
+  if (st == ACCEL_OK) st = kc_scalars(ctx, &S, ab, sizeof ab);
+  if (st == ACCEL_OK) st = accel_stream_create(ctx->dev, &s);
+  if (st == ACCEL_OK) st = accel_graph_create(ctx->dev, &g);
+  if (st == ACCEL_OK) st = accel_graph_capture_begin(g, s, NULL, ACCEL_CAPTURE_MODE_GLOBAL);
+  axpby_job_t j = {k, &x, &y, S.dev, S.dev + 1};
+  if (st == ACCEL_OK) st = body_axpby(s, &j);
+  if (st == ACCEL_OK) st = accel_graph_capture_end(g);
+  if (st == ACCEL_OK) st = accel_module_release(m);
+  for (int r = 0; r < 2 && st == ACCEL_OK; ++r) st = accel_graph_replay(g, s);
+  if (st == ACCEL_OK) st = accel_stream_synchronize(s);
+  float got[300];
+  const int pulled = st == ACCEL_OK && kc_pull(ctx, &y, 0, got);
+  int bad = -1;
+  for (int i = 0; pulled && i < 300 && bad < 0; ++i)
+    if (kc_f32_bits(got[i]) != kc_f32_bits(2.0f * kc_val(x.host[0], (size_t)i, ACCEL_F32)))
+      bad = i;
+  if (g) (void)accel_graph_release(g);
+  if (s) (void)accel_stream_release(s);
+  kc_free(ctx, &x);
+  kc_free(ctx, &y);
+  if (S.buf.base) cts_dev_free(ctx, &S.buf);
+  CTS_CHECK(st == ACCEL_OK, "%s: %s", accel_status_name(st), accel_last_error());
+  CTS_CHECK(pulled && bad < 0, "y[%d] is not 2 x after the replays (pulled %d)", bad, pulled);
+  return CTS_PASS;
+}
