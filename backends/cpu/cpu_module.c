@@ -149,6 +149,9 @@ static accel_status_t run_compiler(cpu_build_t *cb, const char *in, const char *
 
 /* Compiles the unit into cb->so (a temporary name renamed into place). */
 static accel_status_t compile_unit(cpu_build_t *cb) {
+  if (cb->host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
+    return cb->host->set_error(ACCEL_ERROR_BACKEND,
+                               "cpu: module_build: injected fault (ACCEL_FAULT_KERNEL_BUILD)");
   char in[1100], tmp[1100], logpath[1100];
   snprintf(in, sizeof in, "%s/.module-%ld-XXXXXX.c", cb->dir, (long)getpid());
   const int fd = mkstemps(in, 2);

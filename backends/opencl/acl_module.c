@@ -53,6 +53,9 @@ static accel_status_t user_bind(uint32_t id, cl_program prog, const char *name) 
 
 static accel_status_t build_source(acl_device_t *dev, const accel_module_build_t *b,
                                    const char *options, cl_program *out) {
+  if (acl_host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
+    return acl_host->set_error(ACCEL_ERROR_BACKEND,
+                               "clBuildProgram: injected fault (ACCEL_FAULT_KERNEL_BUILD)");
   char *text = accel_module_text((const char *)accel_cl_module_prelude, b, NULL);
   if (!text) return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "module_build: no memory");
   const char *src = text;
