@@ -340,6 +340,7 @@ static void **memo_slot(const kop_req_t *r) {
  * which the call now owns), else NULL. Two calls racing on one stream: one gets the memo, the
  * other finds the slot empty and looks in the cache. */
 static kop_entry_t *memo_take(const kop_req_t *r) {
+  if (r->desc->memo < 0) return NULL; /* a user kernel: no slot */
   kop_entry_t *e = __atomic_exchange_n(memo_slot(r), (void *)NULL, __ATOMIC_ACQUIRE);
   if (e && (e->hash != r->hash || e->op != r->op || e->written != written_mask(r) ||
             e->stream != stream_key(r) || !key_matches(e, r))) {
@@ -350,6 +351,10 @@ static kop_entry_t *memo_take(const kop_req_t *r) {
 }
 
 void kop_memo_put(const kop_req_t *r, kop_entry_t *e) {
+  if (r->desc->memo < 0) { /* a user kernel: the cache keeps the table */
+    accel_keepalive_release(&e->keep);
+    return;
+  }
   kop_entry_t *old = __atomic_exchange_n(memo_slot(r), (void *)e, __ATOMIC_ACQ_REL);
   if (old) accel_keepalive_release(&old->keep);
 }

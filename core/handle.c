@@ -94,7 +94,8 @@ static const char *const what[ACCEL_HANDLE_KIND_END] = {
     [ACCEL_HANDLE_DEVICE] = "closed device handle", [ACCEL_HANDLE_STREAM] = "destroyed stream",
     [ACCEL_HANDLE_EVENT] = "destroyed event",       [ACCEL_HANDLE_GRAPH] = "destroyed graph",
     [ACCEL_HANDLE_POOL] = "released pool",          [ACCEL_HANDLE_DLPACK_IMPORT] = "released DLPack import",
-    [ACCEL_HANDLE_COMM] = "destroyed communicator", [ACCEL_HANDLE_GENERATOR] = "released generator"};
+    [ACCEL_HANDLE_COMM] = "destroyed communicator", [ACCEL_HANDLE_GENERATOR] = "released generator",
+    [ACCEL_HANDLE_MODULE] = "released module",      [ACCEL_HANDLE_KERNEL] = "kernel of a released module"};
 
 accel_status_t accel_handle_drop_user(const void *h, accel_handle_kind_t kind, const char *fn) {
   pthread_mutex_lock(&lock);

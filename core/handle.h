@@ -20,6 +20,8 @@ typedef enum accel_handle_kind {
   ACCEL_HANDLE_DLPACK_IMPORT,
   ACCEL_HANDLE_COMM,
   ACCEL_HANDLE_GENERATOR,
+  ACCEL_HANDLE_MODULE,
+  ACCEL_HANDLE_KERNEL,
   ACCEL_HANDLE_KIND_END /* one past the last kind: sizes handle.c's table of names */
 } accel_handle_kind_t;
 

@@ -75,9 +75,11 @@ static int launch_range(void *ctx, size_t i, const void **ptr, size_t *size) {
 
 accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
                           const void *params, uint32_t size, kop_entry_t *e) {
-  accel_status_t st = accel_device_check_kernel(r->dev, r->fn, id);
+  /* a user kernel's id was bound by its module's build on this device's backend */
+  accel_status_t st = r->desc->symbol ? ACCEL_OK : accel_device_check_kernel(r->dev, r->fn, id);
   if (st != ACCEL_OK) return st;
-  const accel_kernel_launch_t launch = {id, num_blocks, accel_kernel_names[id], params, size, 0};
+  const char *name = r->desc->symbol ? r->desc->symbol : accel_kernel_names[id];
+  const accel_kernel_launch_t launch = {id, num_blocks, name, params, size, 0};
   kop_launch_ranges_t lr = {r, e};
   return accel_enqueue_kernel(r->stream, &launch, e ? &e->keep : NULL, launch_range, &lr,
                               (e ? e->nspans : 0) + (size_t)r->desc->ns);
@@ -353,9 +355,15 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
                           const void *const *scalars) {
-  kop_req_t r = {.desc = &accel_kop_descs[id], .op = id, .stream = stream, .n = n};
+  return kop_row_run(&accel_kop_descs[id], id, layout, stream, lists, n, scalars);
+}
+
+accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
+                           accel_stream_t *stream, const accel_tensor_t *const *lists, size_t n,
+                           const void *const *scalars) {
+  kop_req_t r = {.desc = desc, .op = id, .stream = stream, .n = n};
   memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
-  memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
+  if (r.desc->ns > 0) memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
   accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, row_body, layout);

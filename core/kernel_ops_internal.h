@@ -45,8 +45,10 @@ typedef struct kop_scalar_desc {
 /* What the kernel table says about the operation using a kernel's chunk tables. */
 typedef struct kop_desc {
   const char *fn; /* NULL: the kernel is not a table user */
+  const char *symbol; /* a user kernel's ACC_KERNEL name (core/module.c); NULL: a table row */
   int per_stream; /* the table carries this stream's scratch (norm partials) */
-  int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1 */
+  int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1: none
+                     (a user kernel: its calls find their table in the cache) */
   int nl, ns;
   kop_list_desc_t lists[KOP_MAX_LISTS]; /* a row with more does not compile */
   kop_scalar_desc_t scalars[KOP_MAX_SCALARS];
@@ -199,6 +201,10 @@ typedef struct kop_row_layout {
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
                           const void *const *scalars);
+/* kop_row_op by the descriptor desc, launching id: a user kernel's row (core/module.c). */
+accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
+                           accel_stream_t *stream, const accel_tensor_t *const *lists, size_t n,
+                           const void *const *scalars);
 
 /* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
  * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a

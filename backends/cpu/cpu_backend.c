@@ -3,6 +3,7 @@
 #include "cpu_device.h"
 #include "cpu_event.h"
 #include "cpu_graph.h"
+#include "cpu_module.h"
 #include "cpu_stream.h"
 
 static const accel_backend_vtable_t cpu_vtable = {
@@ -50,6 +51,8 @@ static const accel_backend_vtable_t cpu_vtable = {
     /* comm_engine NULL: the host engine (MPI) works on its memory */
     .no_native_reason = "it runs on host threads: there is no vendor object; host memory is "
                         "usable as is",
+    .module_build = cpu_module_build, /* the system C compiler (cpu_module.h) */
+    .module_destroy = cpu_module_destroy,
 };
 
 const accel_backend_vtable_t *accel_cpu_backend_vtable(void) { return &cpu_vtable; }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "accel_kernel_ids.h"
+#include "cpu_module.h"
 #include "cpu_stream.h"
 
 accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
@@ -28,10 +29,11 @@ accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t f
 /* The CPU function of a launch, or NULL with the error set. */
 static accel_cpu_kernel_fn resolve_kernel(const accel_host_api_t *host, const char *what,
                                           const accel_kernel_launch_t *launch) {
-  accel_cpu_kernel_fn fn = accel_cpu_kernel_lookup(launch->kernel_id);
+  accel_cpu_kernel_fn fn = cpu_kernel_resolve(launch->kernel_id);
   if (fn == NULL)
     host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                    "cpu: %s: no CPU implementation of kernel id %u (%s; %u kernels known)",
+                    "cpu: %s: no CPU implementation of kernel id %u (%s; %u kernels known, and "
+                    "the user kernels of loaded modules)",
                     what, launch->kernel_id,
                     launch->kernel_name != NULL ? launch->kernel_name : "unnamed",
                     (unsigned)ACCEL_KERNEL_COUNT);
@@ -117,7 +119,7 @@ static int cmd_op(const accel_cmd_t *c, cpu_op_t *op, unsigned char **params) {
     case ACCEL_CMD_KERNEL: {
       const accel_kernel_launch_t *k = &c->u.kernel;
       if (k->params_size > 0) memcpy(*params, k->params, k->params_size);
-      set_kernel_op(op, accel_cpu_kernel_lookup(k->kernel_id), k, *params);
+      set_kernel_op(op, cpu_kernel_resolve(k->kernel_id), k, *params);
       *params += align_up(k->params_size);
       return 1;
     }

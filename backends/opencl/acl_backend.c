@@ -267,6 +267,8 @@ static const accel_backend_vtable_t acl_vtable = {
   .kernel_count = ACCEL_KERNEL_COUNT,
   .device_attribute = acl_device_attribute,
   .graph_update = NULL, /* PoCL 3.1 lacks cl_khr_command_buffer_mutable_dispatch: emulated */
+  .module_build = acl_module_build, /* clBuildProgram (acl_module.c) */
+  .module_destroy = acl_module_destroy,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

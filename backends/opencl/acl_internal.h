@@ -104,11 +104,20 @@ typedef struct acl_device {
   uint64_t alloc_generation;     /* bumped on every alloc/free (atomic: read without lock) */
 } acl_device_t;
 
+/* A user kernel's object in a kernel set (acl_module.c). */
+typedef struct acl_user_kernel {
+  uint32_t id;
+  cl_kernel k;
+  uint64_t svm_generation;
+} acl_user_kernel_t;
+
 /* A kernel object per kernel id, owned by one stream or one graph (clSetKernelArg is not
  * thread-safe on a shared cl_kernel). */
 typedef struct acl_kernel_set {
   cl_kernel k[ACCEL_KERNEL_COUNT];
   uint64_t svm_generation[ACCEL_KERNEL_COUNT]; /* alloc_generation last applied, 0 = never */
+  acl_user_kernel_t *user; /* the user kernels this set launched (few: a linear search) */
+  size_t nuser;
 } acl_kernel_set_t;
 
 typedef struct acl_hostq acl_hostq_t; /* host-function thread of a stream (acl_hostfn.c) */
@@ -186,6 +195,22 @@ accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
                                   const accel_kernel_launch_t *launch, cl_kernel *kernel,
                                   size_t *global, size_t *local);
 void acl_kernel_set_release(acl_kernel_set_t *set);
+/* A program from a device binary built with options; NULL if the binary is rejected. */
+cl_program acl_program_from_binary(acl_device_t *dev, const unsigned char *bin, size_t size,
+                                   const char *options);
+/* The device binary of a built program (malloc'ed); -1 when there is none. */
+int acl_program_binary(cl_program p, unsigned char **out, size_t *size);
+/* Kernel name of prog for dev: the work-group size checked, fine-grained SVM enabled. */
+accel_status_t acl_kernel_create(acl_device_t *dev, cl_program prog, const char *name,
+                                 cl_kernel *out);
+
+/* --- module.c: user kernels (accel_module.h) ------------------------------------------------ */
+accel_status_t acl_module_build(accel_be_device_t *device, const accel_module_build_t *build,
+                                accel_be_module_t **out);
+void acl_module_destroy(accel_be_module_t *module);
+/* The set's kernel object for user kernel id (created on first use) and its SVM generation. */
+accel_status_t acl_module_kernel(acl_device_t *dev, acl_kernel_set_t *set, uint32_t id,
+                                 cl_kernel **k, uint64_t **generation);
 
 /* --- cache.c ------------------------------------------------------------------------------- */
 /* Loads a binary stored under key; 0 on success (*data malloc'ed), -1 when absent or corrupt. */

@@ -24,8 +24,8 @@ static void make_key(const acl_device_t *dev, char *key, size_t cap) {
            dev->build_options);
 }
 
-/* Builds a program from a binary; NULL if the binary is rejected (it is then rebuilt). */
-static cl_program from_binary(acl_device_t *dev, const unsigned char *bin, size_t size) {
+cl_program acl_program_from_binary(acl_device_t *dev, const unsigned char *bin, size_t size,
+                                   const char *options) {
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program p = clCreateProgramWithBinary(dev->ctx, 1, &dev->phys->id, &size, &bin, &status,
                                            &err);
@@ -33,7 +33,7 @@ static cl_program from_binary(acl_device_t *dev, const unsigned char *bin, size_
     if (p) clReleaseProgram(p);
     return NULL;
   }
-  err = clBuildProgram(p, 1, &dev->phys->id, dev->build_options, NULL, NULL);
+  err = clBuildProgram(p, 1, &dev->phys->id, options, NULL, NULL);
   if (err != CL_SUCCESS) {
     acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN, "cached binary rejected by clBuildProgram: %s",
                   acl_error_name(err));
@@ -43,8 +43,7 @@ static cl_program from_binary(acl_device_t *dev, const unsigned char *bin, size_
   return p;
 }
 
-/* Fetches the device binary of a built program (malloc'ed). */
-static int program_binary(cl_program p, unsigned char **out, size_t *size) {
+int acl_program_binary(cl_program p, unsigned char **out, size_t *size) {
   size_t sz = 0;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS || !sz)
     return -1;
@@ -92,7 +91,9 @@ static accel_status_t program_load(acl_device_t *dev, cl_program *out) {
   make_key(dev, key, sizeof key);
 
   pthread_mutex_lock(&phys->lock);
-  cl_program p = phys->binary ? from_binary(dev, phys->binary, phys->binary_size) : NULL;
+  cl_program p = phys->binary ? acl_program_from_binary(dev, phys->binary, phys->binary_size,
+                                                       dev->build_options)
+                             : NULL;
   pthread_mutex_unlock(&phys->lock);
   if (p) {
     *out = p;
@@ -101,13 +102,13 @@ static accel_status_t program_load(acl_device_t *dev, cl_program *out) {
   unsigned char *bin = NULL;
   size_t size = 0;
   if (acl_cache_load(key, &bin, &size) == 0) {
-    p = from_binary(dev, bin, size);
+    p = acl_program_from_binary(dev, bin, size, dev->build_options);
     if (!p) free(bin);
   }
   if (!p) {
     accel_status_t st = build_from_source(dev, &p);
     if (st != ACCEL_OK) return st;
-    if (program_binary(p, &bin, &size) == 0) acl_cache_store(key, bin, size);
+    if (acl_program_binary(p, &bin, &size) == 0) acl_cache_store(key, bin, size);
     else bin = NULL;
   }
   if (bin) {
@@ -139,12 +140,11 @@ accel_status_t acl_program_get(acl_device_t *dev, cl_program *out) {
   return st;
 }
 
-static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *out) {
-  cl_program prog;
-  accel_status_t st = acl_program_get(dev, &prog);
-  if (st != ACCEL_OK) return st;
+accel_status_t acl_kernel_create(acl_device_t *dev, cl_program prog, const char *name,
+                                 cl_kernel *out) {
+  accel_status_t st = ACCEL_OK;
   cl_int err = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(prog, accel_kernel_names[id], &err);
+  cl_kernel k = clCreateKernel(prog, name, &err);
   if (err != CL_SUCCESS) return acl_fail("clCreateKernel", err);
   /* The kernel's reqd_work_group_size: a SIMT group holds a logical block's
    * ACCEL_KERNEL_BLOCK lanes, no fewer (the reduction order is defined for them). */
@@ -156,7 +156,7 @@ static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *o
     st = acl_fail("clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", err);
   } else if (wg < need) {
     st = acl_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: work-group size limit %zu < %zu on %s",
-                             accel_kernel_names[id], wg, need, dev->phys->name);
+                             name, wg, need, dev->phys->name);
   } else if (dev->fine_grain_system) {
     cl_bool yes = CL_TRUE;
     err = clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes);
@@ -175,15 +175,15 @@ static accel_status_t kernel_create(acl_device_t *dev, uint32_t id, cl_kernel *o
  * or free since the list was applied) skips the lock: the generation is read with acquire
  * ordering, and an allocation a launch may use happened before the launch was called, so its
  * bump is visible here. */
-static accel_status_t update_svm_ptrs(acl_device_t *dev, acl_kernel_set_t *set, uint32_t id) {
-  if (set->svm_generation[id] == __atomic_load_n(&dev->alloc_generation, __ATOMIC_ACQUIRE))
+static accel_status_t update_svm_ptrs(acl_device_t *dev, cl_kernel k, uint64_t *generation) {
+  if (*generation == __atomic_load_n(&dev->alloc_generation, __ATOMIC_ACQUIRE))
     return ACCEL_OK;
   cl_int err = CL_SUCCESS;
   pthread_mutex_lock(&dev->lock);
-  if (set->svm_generation[id] != dev->alloc_generation && dev->alloc_count > 0) {
-    err = clSetKernelExecInfo(set->k[id], CL_KERNEL_EXEC_INFO_SVM_PTRS,
+  if (*generation != dev->alloc_generation && dev->alloc_count > 0) {
+    err = clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS,
                               dev->alloc_count * sizeof(void *), dev->svm_ptrs);
-    if (err == CL_SUCCESS) set->svm_generation[id] = dev->alloc_generation;
+    if (err == CL_SUCCESS) *generation = dev->alloc_generation;
   }
   pthread_mutex_unlock(&dev->lock);
   return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clSetKernelExecInfo(SVM_PTRS)", err);
@@ -192,20 +192,24 @@ static accel_status_t update_svm_ptrs(acl_device_t *dev, acl_kernel_set_t *set, 
 accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
                                   const accel_kernel_launch_t *launch, cl_kernel *kernel,
                                   size_t *global, size_t *local) {
-  uint32_t id = launch->kernel_id;
-  if (id >= ACCEL_KERNEL_COUNT)
+  const uint32_t id = launch->kernel_id;
+  cl_kernel *k = &set->k[id < ACCEL_KERNEL_COUNT ? id : 0];
+  uint64_t *gen = &set->svm_generation[id < ACCEL_KERNEL_COUNT ? id : 0];
+  accel_status_t st = ACCEL_OK;
+  if (id >= ACCEL_KERNEL_ID_USER_BASE) {
+    st = acl_module_kernel(dev, set, id, &k, &gen);
+  } else if (id >= ACCEL_KERNEL_COUNT) {
     return acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT, "unknown kernel id %u", id);
-  if (!set->k[id]) {
-    accel_status_t st = kernel_create(dev, id, &set->k[id]);
-    if (st != ACCEL_OK) return st;
+  } else if (!*k) {
+    cl_program prog;
+    st = acl_program_get(dev, &prog);
+    if (st == ACCEL_OK) st = acl_kernel_create(dev, prog, accel_kernel_names[id], k);
   }
-  if (!dev->fine_grain_system) {
-    accel_status_t st = update_svm_ptrs(dev, set, id);
-    if (st != ACCEL_OK) return st;
-  }
-  cl_int err = clSetKernelArg(set->k[id], 0, launch->params_size, launch->params);
+  if (st == ACCEL_OK && !dev->fine_grain_system) st = update_svm_ptrs(dev, *k, gen);
+  if (st != ACCEL_OK) return st;
+  cl_int err = clSetKernelArg(*k, 0, launch->params_size, launch->params);
   if (err != CL_SUCCESS) return acl_fail("clSetKernelArg", err);
-  *kernel = set->k[id];
+  *kernel = *k;
   acc_cl_ndrange(dev->form, launch->num_blocks, dev->max_blocks, global, local);
   return ACCEL_OK;
 }
@@ -215,4 +219,8 @@ void acl_kernel_set_release(acl_kernel_set_t *set) {
     if (set->k[i]) clReleaseKernel(set->k[i]);
     set->k[i] = NULL;
   }
+  for (size_t i = 0; i < set->nuser; i++) clReleaseKernel(set->user[i].k);
+  free(set->user);
+  set->user = NULL;
+  set->nuser = 0;
 }

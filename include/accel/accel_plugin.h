@@ -198,6 +198,8 @@ typedef void accel_be_device_t;
 typedef void accel_be_stream_t;
 typedef void accel_be_event_t;
 typedef void accel_be_graph_t;   /* an instantiated native graph */
+typedef void accel_be_module_t;  /* compiled user kernels (module_build) */
+struct accel_module_build;       /* below */
 
 typedef struct accel_backend_vtable {
   uint32_t abi_version;  /* ACCEL_PLUGIN_ABI_VERSION */
@@ -387,7 +389,39 @@ typedef struct accel_backend_vtable {
    * (ACCEL_ATTR_CONDITIONALS = ACCEL_CONDITIONALS_NATIVE). Zero: accel_graph_capture_if and
    * _while answer ACCEL_ERROR_UNSUPPORTED on the backend's devices. */
   uintptr_t conditionals;
+
+  /* --- user kernels (accel_module.h; read only when struct_size covers them; NULL: modules are
+   * ACCEL_ERROR_UNSUPPORTED on the backend's devices) -----------------------------------------
+   * Compiles build->source (the dialect, after build->params) for device, or loads the result
+   * cached under build->key, and binds kernel build->symbols[k] to the launch id
+   * build->first_id + k: launch_kernel, submit_batch and graph_instantiate then accept those ids
+   * (with params_size build->params_size[k]) for as long as the process lives, also after
+   * module_destroy (a graph may still replay them). Errors: the compiler's log in set_error. */
+  accel_status_t (*module_build)(accel_be_device_t *device, const struct accel_module_build *build,
+                                 accel_be_module_t **out);
+  void (*module_destroy)(accel_be_module_t *module);
 } accel_backend_vtable_t;
+
+/* Launch ids of user kernels start here (the core hands them out; they are never reused). */
+#define ACCEL_KERNEL_ID_USER_BASE 0x40000000u
+
+/* What module_build compiles: the kernel rows' parameter structs (params, in the dialect, the
+ * generated part) and then the user's source, which holds the rows (the backend defines
+ * ACCEL_KERNEL(...) to nothing before it) and the ACC_KERNEL bodies named by symbols. */
+typedef struct accel_module_build {
+  uint32_t struct_size; /* sizeof(accel_module_build_t) as libaccel was built */
+  uint32_t nkernels;
+  const char *params;
+  const char *source;
+  const char *options; /* "" for none */
+  const char *const *symbols;   /* nkernels ACC_KERNEL names */
+  const uint32_t *params_size;  /* nkernels parameter block sizes */
+  uint32_t first_id;            /* >= ACCEL_KERNEL_ID_USER_BASE */
+  uint32_t reserved;
+  /* Hash of params, source, options, the device's name and the accel version: the cache key
+   * (the backend adds what it compiles with: its prelude, its compiler). */
+  uint64_t key;
+} accel_module_build_t;
 
 /* Values of kernel_forms. */
 #define ACCEL_KERNEL_FORM_NATIVE 0x1u   /* compiled by accel's own build (in-tree backends) */

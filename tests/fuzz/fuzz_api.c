@@ -5,7 +5,7 @@
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
  * random small tensor lists; native-handle calls, which the CPU backend refuses; communicator
  * calls: on non-communicators, and all-reduces on a live one-rank communicator of a test engine
- * that needs no MPI, see op_comm). Any disagreement aborts with a message naming the call, the
+ * that needs no MPI, see op_comm; launches of a user kernel loaded at setup, see op_module). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
@@ -37,6 +37,7 @@
 #include "accel/accel_comm.h"
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
+#include "accel/accel_module.h"
 #include "accel/accel_random.h"
 #include "fuzz_api.h"
 
@@ -82,6 +83,28 @@ static float *scratch; /* NSLOTS slots of SLOT_FLOATS floats */
 static float *scalars; /* [0] scale, [1] norm output */
 /* A generator that lives as long as the device, and one released at setup (a dead handle). */
 static accel_generator_t *gen, *dead_gen;
+
+/* A user kernel (accel_module.h) that lives as long as the device, t *= s[0] over one list of
+ * any dtype, and the kernel of a module released at setup (a dead handle). NULL when the
+ * machine has no C compiler (op_module then does nothing). */
+static accel_module_t *umod;
+static accel_kernel_t *ukernel, *dead_ukernel;
+static const char kUserScale[] =
+    "ACC_INLINE void fz_elem(acc_idx i, acc_u64 t, acc_u32 dt, acc_f32 s) {\n"
+    "  acc_store(t, i, dt, acc_load(t, i, dt) * s);\n"
+    "}\n"
+    "ACC_INLINE void fz_chunk(ACC_GPTR(const acc_chunk_t) c, acc_u32 b, acc_f32 s, acc_u32 dt) {\n"
+    "  ACC_ELEM_MAP(c[b].count, fz_elem, c[b].ptr[0], dt, s);\n"
+    "}\n"
+    "ACC_KERNEL(fz_k_scale, fz_params_t, P) {\n"
+    "  const acc_f32 s = ACC_PTR(const acc_f32, P.s)[0];\n"
+    "  ACC_FOR_BLOCKS(b, P.num_chunks)\n"
+    "  ACC_DTYPE_CALL(P.dtype, fz_chunk, ACC_PTR(const acc_chunk_t, P.chunks), b, s);\n"
+    "}\n"
+    "ACCEL_KERNEL(FZ_SCALE, fz_k_scale, fz_params_t, ACC_OP(\"fz_scale\", ACC_TABLE_SHARED),\n"
+    "             (ACC_LIST(\"t\", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),\n"
+    "             (ACC_SCALAR(\"s_dev\", ACC_FIELD(s), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))\n";
+
 /* The mixed-precision step's state: accel_loss_scaler_t at 0, found_inf at 24, step at 28. */
 static unsigned char *amp_state;
 #define AMP_STATE_BYTES 32
@@ -136,6 +159,18 @@ static void expect2(const char *call, accel_status_t got, accel_status_t a, acce
 /* ---------------------------------------------------------------------------------------- */
 /* model helpers */
 
+/* umod, ukernel and dead_ukernel (a second module of the same source, released). */
+static void load_user_kernel(void) {
+  accel_module_t *dead = NULL;
+  const accel_status_t st = accel_module_load_source(dev, kUserScale, NULL, &umod);
+  if (st == ACCEL_ERROR_UNSUPPORTED) return; /* no compiler here */
+  if (st != ACCEL_OK || accel_module_get_kernel(umod, "fz_scale", &ukernel) != ACCEL_OK ||
+      accel_module_load_source(dev, kUserScale, NULL, &dead) != ACCEL_OK ||
+      accel_module_get_kernel(dead, "fz_scale", &dead_ukernel) != ACCEL_OK ||
+      accel_module_release(dead) != ACCEL_OK)
+    fail("setup: user kernel: %s", accel_last_error());
+}
+
 static void ensure_device(void) {
   if (dev) return;
   /* collectives on idle streams run on the calling thread (ACCEL_CPU_RUN_ON_CALLER), busy
@@ -150,6 +185,7 @@ static void ensure_device(void) {
       accel_generator_create(dev, 2, &dead_gen) != ACCEL_OK ||
       accel_generator_release(dead_gen) != ACCEL_OK)
     fail("setup: %s", accel_last_error());
+  load_user_kernel();
   const float one = 1.0f;
   if (accel_memcpy(dev, scalars, &one, sizeof one) != ACCEL_OK) fail("setup copy");
   for (int r = 0; r < NR; ++r)
@@ -164,6 +200,9 @@ void fuzz_api_teardown(void) {
   accel_free(dev, scalars);
   accel_free(dev, amp_state);
   if (accel_generator_release(gen) != ACCEL_OK) fail("generator release");
+  if (umod && accel_module_release(umod) != ACCEL_OK) fail("module release");
+  umod = NULL;
+  ukernel = dead_ukernel = NULL;
   if (accel_device_close(dev) != ACCEL_OK) fail("device close");
   dev = NULL;
 }
@@ -600,6 +639,21 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   else expect("accel_adam_step_norm", accel_adam_step_norm(h, dp), want);
 }
 
+/* Decodes n (<= 3) tensors of scratch slots that a call writes, of any dtype, misaligned or
+ * sharing a slot: *invalid when the call must refuse them, *chunks counts the non-empty ones. */
+static void decode_written(accel_tensor_t *t, size_t n, int *invalid, uint64_t *chunks) {
+  int used[NSLOTS] = {0};
+  for (size_t i = 0; i < n; ++i) {
+    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
+    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
+    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
+                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
+    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) *invalid = 1;
+    if (numel > 0 && (misalign || used[slot]++)) *invalid = 1; /* written tensors overlap */
+    *chunks += numel > 0;
+  }
+}
+
 /* The random operations (accel_random.h) on the persistent generator, a released one or NULL:
  * raw words into a scratch slot (misaligned, NULL or empty), uniform / normal / dropout (in
  * place) over up to three tensors of scratch slots with any dtype, misaligned or sharing a
@@ -611,17 +665,9 @@ static void op_random(int s, accel_stream_t *h, accel_status_t hs) {
   accel_generator_t *gh = g == 0 ? NULL : g == 1 ? dead_gen : gen;
   size_t n = u8() % 4;
   accel_tensor_t t[3];
-  int invalid = 0, used[NSLOTS] = {0};
+  int invalid = 0;
   uint64_t chunks = 0;
-  for (size_t i = 0; i < n && call != 0; ++i) {
-    unsigned b = u8(), slot = b % NSLOTS, dt = (b >> 3) % 8, misalign = (b >> 6) == 3;
-    size_t numel = u8() % (SLOT_FLOATS / 2 + 1);
-    t[i] = (accel_tensor_t){(char *)(scratch + slot * SLOT_FLOATS) + misalign, numel,
-                            dt < 7 ? (accel_dtype_t)(dt % 3) : (accel_dtype_t)9};
-    if (accel_dtype_size(t[i].dtype) == 0 || t[i].dtype != t[0].dtype) invalid = 1;
-    if (numel > 0 && (misalign || used[slot]++)) invalid = 1; /* written tensors overlap */
-    chunks += numel > 0;
-  }
+  if (call != 0) decode_written(t, n, &invalid, &chunks);
   uint32_t *out = NULL;
   if (call == 0) { /* raw: n words (0, 1, 5, a slot) at a slot, misaligned or NULL */
     static const size_t words[4] = {0, 1, 5, SLOT_FLOATS};
@@ -647,6 +693,32 @@ static void op_random(int s, accel_stream_t *h, accel_status_t hs) {
   }
 }
 
+/* A launch of the user kernel (live, released or NULL) over up to three tensors of scratch
+ * slots with any dtype, misaligned or sharing a slot; the list or scalar count wrong, the
+ * scalar NULL or misaligned. The stream is checked first, then the kernel, the counts and the
+ * row's rules. */
+static void op_module(int s, accel_stream_t *h, accel_status_t hs) {
+  if (!ukernel) return;
+  const unsigned k = u8() % 8, shape = u8() % 8;
+  const accel_kernel_t *kh = k == 0 ? NULL : k == 1 ? dead_ukernel : ukernel;
+  size_t n = u8() % 4;
+  accel_tensor_t t[3];
+  int invalid = 0;
+  uint64_t chunks = 0;
+  decode_written(t, n, &invalid, &chunks);
+  /* shape 1: two lists, 2: no scalar, 3: the scalar NULL, 4: misaligned */
+  const size_t nlists = shape == 1 ? 2 : 1, nscalars = shape == 2 ? 0 : 1;
+  const void *sc[1] = {shape == 3 ? NULL : shape == 4 ? (const char *)scalars + 2
+                                                      : (const void *)scalars};
+  const accel_tensor_t *lists[2] = {n ? t : NULL, n ? t : NULL};
+  accel_status_t want = hs;
+  if (want == ACCEL_OK && kh != ukernel) want = ACCEL_ERROR_INVALID_HANDLE;
+  if (want == ACCEL_OK && (shape >= 1 && shape <= 4)) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  if (want == ACCEL_OK && invalid) want = ACCEL_ERROR_INVALID_ARGUMENT;
+  if (want == ACCEL_OK && chunks > 0) want = submit_status(s);
+  expect("accel_launch", accel_launch(h, kh, lists, nlists, n, sc, nscalars), want);
+}
+
 /* The one-block calls of the mixed-precision step on the state block, each pointer valid,
  * NULL, in host memory, misaligned, or overlapping the other; the cast; the fused step. */
 static void op_amp(void) {
@@ -654,7 +726,12 @@ static void op_amp(void) {
   accel_stream_t *h;
   accel_status_t hs;
   if (!pick_stream(&s, &h, &hs)) return;
-  const unsigned which = u8() % 6; /* begin, update, step count, cast, fused step, random */
+  /* begin, update, step count, cast, fused step, random, user kernel */
+  const unsigned which = u8() % 7;
+  if (which == 6) {
+    op_module(s, h, hs);
+    return;
+  }
   if (which == 5) {
     op_random(s, h, hs);
     return;

@@ -73,7 +73,8 @@ for f in "$libdir/libaccel.so" "$bindir/accel-info" \
          "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
          "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h" \
          "$stage$prefix/include/accel/accel_kernel_abi.h" \
-         "$stage$prefix/include/accel/accel_random.h"; do
+         "$stage$prefix/include/accel/accel_random.h" \
+         "$stage$prefix/include/accel/accel_module.h"; do
   [ -e "$f" ] || fail "not installed: $f"
 done
 # The shipped kernel forms (docs/PLUGINS.md, Kernels): the OpenCL C source always, the SPIR-V

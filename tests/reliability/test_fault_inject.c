@@ -15,8 +15,9 @@
  *                  succeeds.
  *   oom            an allocation the device cannot satisfy: cache emptied, retried, then
  *                  OUT_OF_MEMORY with a message; alloc_retries and ooms count it.
- *   kernel_build N the N-th kernel build fails (OpenCL; the CPU backend has no build step, so
- *                  it is reported as skipped there).
+ *   kernel_build N the N-th kernel build fails (OpenCL: the kernel program; CPU, whose kernels
+ *                  are compiled into libaccel: user kernel modules, accel_module.h, whose
+ *                  second load of a source builds nothing).
  *   launch N       the N-th launch fails (eager stream).
  *   launch_lazy N  the same on a lazy stream: a backend launch failure surfaces at the flush.
  * Every scenario then checks that no bytes leaked (allocated_bytes back to the baseline,
@@ -24,8 +25,13 @@
  * results (rel_round_trip).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accel/accel_module.h"
 
 #include "rel_common.h"
 
@@ -138,17 +144,46 @@ static void scenario_oom(accel_device_t *dev) {
   printf("oom: %s\n", accel_last_error());
 }
 
+/* Loads user kernel modules (accel_module.h) into o: a new source A, A again (from the kernel
+ * cache: no build), a new source B. Returns the index (0 A, 1 A again, 2 B) of the first load
+ * that failed, or -1. */
+static int load_modules(accel_device_t *dev, outcome_t *o) {
+  static const char body[] =
+      "ACC_INLINE void rel_elem(acc_idx i, ACC_GPTR(acc_f32) t) { t[i] = t[i] + 1.0f; }\n"
+      "ACC_KERNEL(rel_k_inc, rel_params_t, P) {\n"
+      "  ACC_GPTR(const acc_chunk_t) c = ACC_PTR(const acc_chunk_t, P.chunks);\n"
+      "  ACC_FOR_BLOCKS(b, P.num_chunks)\n"
+      "  ACC_ELEM_MAP(c[b].count, rel_elem, ACC_PTR(acc_f32, c[b].ptr[0]));\n"
+      "}\n"
+      "ACCEL_KERNEL(REL_INC, rel_k_inc, rel_params_t, ACC_OP(\"rel_inc\", ACC_TABLE_SHARED),\n"
+      "             (ACC_LIST(\"t\", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)), ())\n";
+  char a[1024], b[1024];
+  snprintf(a, sizeof a, "/* A %ld.%ld */\n%s", (long)getpid(), (long)time(NULL), body);
+  snprintf(b, sizeof b, "/* B %ld.%ld */\n%s", (long)getpid(), (long)time(NULL), body);
+  const char *src[3] = {a, a, b}, *what[3] = {"load A", "load A again", "load B"};
+  int failed_at = -1;
+  for (int i = 0; i < 3; ++i) {
+    accel_module_t *m = NULL;
+    const accel_status_t st = accel_module_load_source(dev, src[i], NULL, &m);
+    if (st != ACCEL_OK && failed_at < 0) failed_at = i;
+    note(o, st, what[i]);
+    if (m) REL_CHECK(accel_module_release(m) == ACCEL_OK, "module release");
+  }
+  return failed_at;
+}
+
+/* The builds, in order: the kernel program (OpenCL: once per device and process, at the first
+ * kernel op; the CPU's kernels are compiled into libaccel), then modules A and B (A's second
+ * load builds nothing). N picks the build that fails: the program's (its first op fails, the
+ * next one builds it), A's (its second load then builds A, B is the build after), B's (which
+ * shows that A's second load built nothing), or none. */
 static void scenario_kernel_build(accel_device_t *dev, accel_stream_t *s, long n) {
   accel_device_info_t info;
   if (accel_device_get_info(dev, &info) != ACCEL_OK) {
     REL_CHECK(0, "accel_device_get_info");
     return;
   }
-  if (strcmp(info.backend, "cpu") == 0) {
-    printf("SKIP: kernel_build fault injection is not applicable to the cpu backend (its "
-           "kernels are compiled into libaccel; there is no build step)\n");
-    exit(REL_SKIP);
-  }
+  const long program = strcmp(info.backend, "cpu") == 0 ? 0 : 1; /* builds before A */
   float *buf = NULL;
   REL_CHECK(accel_malloc(dev, 4096 * sizeof(float), (void **)&buf) == ACCEL_OK, "malloc");
   outcome_t o = {0};
@@ -157,10 +192,14 @@ static void scenario_kernel_build(accel_device_t *dev, accel_stream_t *s, long n
     note(&o, accel_fill(s, &t, 1, 1.0f), "accel_fill");
     note(&o, accel_stream_synchronize(s), "accel_stream_synchronize");
   }
-  /* the program is built once per device and process: only the first build can fail */
+  const int failed_module = load_modules(dev, &o);
   printf("kernel_build:%ld: %d failed call(s)\n", n, o.failures);
-  if (n == 1) expect_one_injected(&o, ACCEL_ERROR_BACKEND);
-  else REL_CHECK(o.failures == 0, "a build after the first one failed");
+  const long m = n - program; /* the module build that fails: 1 A, 2 B */
+  if (m <= 2) expect_one_injected(&o, ACCEL_ERROR_BACKEND);
+  else REL_CHECK(o.failures == 0, "%d calls failed, want none", o.failures);
+  if (m >= 1) REL_CHECK(failed_module == (m == 1 ? 0 : m == 2 ? 2 : -1),
+                        "module load %d failed, want %d", failed_module,
+                        m == 1 ? 0 : m == 2 ? 2 : -1);
   if (buf) REL_CHECK(accel_free(dev, buf) == ACCEL_OK, "free");
 }
 

@@ -1,0 +1,238 @@
+/*
+ * User kernels on the CPU (cpu_module.h). A build writes one C file: the embedded prelude, the
+ * rows' parameter structs, `#define ACCEL_KERNEL(...)` (the rows are the core's), the user's
+ * source under `#line 1 "<module>"` (the compiler's messages give the user's lines) and one
+ * exported pointer per kernel. ACCEL_CC (default cc; split at spaces, so "ccache gcc" works)
+ * compiles it, with the module's options, into <cache>/module-cpu-<key>.so, renamed into place
+ * when complete; a later build with the same key only loads that file. The object stays
+ * loaded for the life of the process, so a graph that outlives the module keeps running.
+ */
+#include "cpu_module.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "accel_cpu_module_prelude.h"
+#include "cpu_device.h"
+#include "module_text.h"
+
+extern char **environ;
+
+/* ---------------------------------------------------------------------------------------------
+ * Launch ids of user kernels -> functions
+ * ------------------------------------------------------------------------------------------- */
+
+static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
+static accel_cpu_kernel_fn *user_fns; /* [id - ACCEL_KERNEL_ID_USER_BASE] */
+static size_t user_cap;
+
+static int user_bind(uint32_t id, accel_cpu_kernel_fn fn) {
+  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
+  pthread_mutex_lock(&user_lock);
+  if (k >= user_cap) {
+    size_t cap = user_cap ? user_cap : 64;
+    while (cap <= k) cap *= 2;
+    accel_cpu_kernel_fn *grown = realloc(user_fns, cap * sizeof *grown);
+    if (!grown) {
+      pthread_mutex_unlock(&user_lock);
+      return 0;
+    }
+    memset(grown + user_cap, 0, (cap - user_cap) * sizeof *grown);
+    user_fns = grown;
+    user_cap = cap;
+  }
+  user_fns[k] = fn;
+  pthread_mutex_unlock(&user_lock);
+  return 1;
+}
+
+accel_cpu_kernel_fn cpu_kernel_resolve(uint32_t id) {
+  if (id < ACCEL_KERNEL_ID_USER_BASE) return accel_cpu_kernel_lookup(id);
+  pthread_mutex_lock(&user_lock);
+  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
+  accel_cpu_kernel_fn fn = k < user_cap ? user_fns[k] : NULL;
+  pthread_mutex_unlock(&user_lock);
+  return fn;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Compiling
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu_build {
+  const accel_host_api_t *host;
+  const accel_module_build_t *b;
+  char dir[1024]; /* the cache, or a private temporary directory */
+  int temporary;
+  char so[1100];
+} cpu_build_t;
+
+/* After the source: one exported pointer per kernel (load_object finds them). */
+static void exports(FILE *f, const accel_module_build_t *b) {
+  fprintf(f, "#line 1 \"<exports>\"\n");
+  for (uint32_t k = 0; k < b->nkernels; ++k)
+    fprintf(f, "__attribute__((visibility(\"default\"))) void (*const accel_module_kernel_%u)"
+               "(const void *, acc_u32, acc_u32) = %s;\n", k, b->symbols[k]);
+}
+
+/* argv of "$ACCEL_CC -O2 ... options -o out in" (words split at spaces; free argv[0]'s
+ * buffer, *buf). */
+static char **compile_argv(const char *options, const char *out, const char *in, char **buf) {
+  const char *cc = getenv("ACCEL_CC");
+  static const char fixed[] = "-std=gnu11 -O2 -fPIC -shared -fno-math-errno -ffp-contract=off "
+                              "-Werror=implicit-function-declaration";
+  const size_t len = strlen(cc && *cc ? cc : "cc") + strlen(options) + sizeof fixed + 3;
+  *buf = malloc(len);
+  char **argv = calloc(len / 2 + 6, sizeof *argv);
+  if (!*buf || !argv) {
+    free(argv);
+    return NULL;
+  }
+  snprintf(*buf, len, "%s %s %s", cc && *cc ? cc : "cc", fixed, options);
+  size_t n = 0;
+  char *save = NULL;
+  for (char *w = strtok_r(*buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+    argv[n++] = w;
+  argv[n++] = "-o";
+  argv[n++] = (char *)out;
+  argv[n++] = (char *)in;
+  return argv;
+}
+
+/* Reads up to max - 1 bytes of path into log (NUL-terminated). */
+static void read_log(const char *path, char *log, size_t max) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(log, 1, max - 1, f) : 0;
+  log[n] = '\0';
+  if (f) fclose(f);
+}
+
+/* Runs the compiler on in (the unit) into out, its messages into logpath. */
+static accel_status_t run_compiler(cpu_build_t *cb, const char *in, const char *out,
+                                   const char *logpath) {
+  char *buf = NULL;
+  char **argv = compile_argv(cb->b->options, out, in, &buf);
+  if (!argv) return cb->host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: module_build: no memory");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  while (err == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+  accel_status_t st = ACCEL_OK;
+  if (err != 0) {
+    st = cb->host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                             "cpu: no C compiler to build the module: '%s' (ACCEL_CC) cannot be "
+                             "run: %s", argv[0], strerror(err));
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    char log[800];
+    read_log(logpath, log, sizeof log);
+    st = cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: the module does not compile (%s):\n%s",
+                             argv[0], log);
+  }
+  free(argv);
+  free(buf);
+  return st;
+}
+
+/* Compiles the unit into cb->so (a temporary name renamed into place). */
+static accel_status_t compile_unit(cpu_build_t *cb) {
+  if (cb->host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
+    return cb->host->set_error(ACCEL_ERROR_BACKEND,
+                               "cpu: module_build: injected fault (ACCEL_FAULT_KERNEL_BUILD)");
+  char in[1100], tmp[1100], logpath[1100];
+  snprintf(in, sizeof in, "%s/.module-%ld-XXXXXX.c", cb->dir, (long)getpid());
+  const int fd = mkstemps(in, 2);
+  if (fd < 0)
+    return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: cannot create %s: %s",
+                               in, strerror(errno));
+  char *text = accel_module_text((const char *)accel_cpu_module_prelude, cb->b, exports);
+  const size_t len = text ? strlen(text) : 0;
+  const int wrote = text && write(fd, text, len) == (ssize_t)len;
+  close(fd);
+  free(text);
+  snprintf(tmp, sizeof tmp, "%.*s.so", (int)(strlen(in) - 2), in);
+  snprintf(logpath, sizeof logpath, "%.*s.log", (int)(strlen(in) - 2), in);
+  accel_status_t st = wrote ? run_compiler(cb, in, tmp, logpath)
+                            : cb->host->set_error(ACCEL_ERROR_BACKEND,
+                                                  "cpu: module_build: cannot write %s", in);
+  if (st == ACCEL_OK && rename(tmp, cb->so) != 0)
+    st = cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: rename to %s: %s", cb->so,
+                             strerror(errno));
+  unlink(in);
+  unlink(logpath);
+  if (st != ACCEL_OK) unlink(tmp);
+  return st;
+}
+
+/* Loads cb->so and binds its kernels to their launch ids. */
+static accel_status_t load_object(cpu_build_t *cb) {
+  void *h = dlopen(cb->so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: %s", dlerror());
+  for (uint32_t k = 0; k < cb->b->nkernels; ++k) {
+    char name[64];
+    snprintf(name, sizeof name, "accel_module_kernel_%u", k);
+    accel_cpu_kernel_fn const *fn = dlsym(h, name);
+    if (!fn || !user_bind(cb->b->first_id + k, *fn))
+      return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: %s: no %s (%s)",
+                                 cb->so, name, cb->b->symbols[k]);
+  }
+  return ACCEL_OK; /* h stays open: the functions live as long as the process */
+}
+
+/* FNV-1a of s continuing from key. */
+static uint64_t fold(uint64_t key, const char *s) {
+  for (; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
+  return key;
+}
+
+accel_status_t cpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
+                                accel_be_module_t **out) {
+  cpu_device_t *d = device;
+  cpu_build_t *cb = calloc(1, sizeof *cb);
+  if (!cb) return d->host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: module_build: no memory");
+  cb->host = d->host;
+  cb->b = build;
+  const char *cache = d->host->cache_dir ? d->host->cache_dir() : NULL;
+  if (cache) {
+    snprintf(cb->dir, sizeof cb->dir, "%s", cache);
+  } else {
+    const char *t = getenv("TMPDIR");
+    snprintf(cb->dir, sizeof cb->dir, "%s/accel-module-XXXXXX", t && *t ? t : "/tmp");
+    cb->temporary = mkdtemp(cb->dir) != NULL;
+  }
+  /* the key covers the rows, source, options, device and accel version; add the prelude, the
+   * compiler and the text's layout */
+  const char *cc = getenv("ACCEL_CC");
+  const uint64_t key = fold(fold(fold(build->key, ACCEL_CPU_MODULE_PRELUDE_HASH), cc ? cc : "cc"),
+                            ACCEL_MODULE_TEXT_VERSION);
+  snprintf(cb->so, sizeof cb->so, "%s/module-cpu-%016llx.so", cb->dir, (unsigned long long)key);
+  accel_status_t st = ACCEL_OK;
+  if (access(cb->so, R_OK) != 0) st = compile_unit(cb);
+  if (st == ACCEL_OK) st = load_object(cb);
+  if (cb->temporary) {
+    unlink(cb->so);
+    rmdir(cb->dir);
+  }
+  cb->b = NULL;
+  if (st != ACCEL_OK) {
+    free(cb);
+    return st;
+  }
+  *out = cb;
+  return ACCEL_OK;
+}
+
+void cpu_module_destroy(accel_be_module_t *module) { free(module); }
