@@ -8,13 +8,13 @@ Wants: one run of preset tiny with the states fp32 then bf16, their bytes per pa
 of bound and a speed-up over the fp32 state (exactly 1 for fp32 itself), exit status 0; and
 --state with an unknown format refused with exit status 2.
 """
-import json
 import math
 import os
 import subprocess
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from problems import report  # noqa: E402
+from bench_run import run_json  # noqa: E402
 
 WANT = [("fp32", 8.0, 32.0), ("bf16", 4.0, 24.0)]
 
@@ -30,15 +30,10 @@ def check_stats(name, key, st, problems):
 def main():
     bench = sys.argv[1]
     cmd = [bench, "optstep", "--state", "bf16", "--preset", "tiny", "--steps", "3", "--json"]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     problems = []
-    if p.returncode != 0:
-        problems.append(f"exit status {p.returncode}")
-    try:
-        doc = json.loads(p.stdout)
-    except ValueError as e:
-        print(f"FAIL: stdout is not JSON: {e}\n{p.stdout}")
-        return 1
+    doc = run_json(cmd, problems)
+    if doc is None:
+        return report(problems)
     runs = doc.get("runs", [])
     if len(runs) != 1 or runs[0].get("preset") != "tiny":
         problems.append(f"want one run of preset tiny, got {[r.get('preset') for r in runs]}")
