@@ -7,13 +7,12 @@ Wants: scenario "optstep", one run of preset tiny with the five variants (per-te
 multi-tensor x eager / graph, and the unfused graph), each with a positive finite ms median and spread, graph variants
 with a node count, the same digest everywhere, and agreement true (exit status 0).
 """
-import json
 import math
 import os
-import subprocess
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from problems import report  # noqa: E402
+from bench_run import run_json  # noqa: E402
 
 VARIANTS = ["per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi-tensor graph",
             "unfused graph"]
@@ -21,15 +20,10 @@ VARIANTS = ["per-tensor eager", "per-tensor graph", "multi-tensor eager", "multi
 
 def main():
     cmd = [sys.argv[1], "optstep", "--preset", "tiny", "--steps", "3", "--json"] + sys.argv[2:]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     problems = []
-    if p.returncode != 0:
-        problems.append(f"exit status {p.returncode}")
-    try:
-        doc = json.loads(p.stdout)
-    except ValueError as e:
-        print(f"FAIL: stdout is not JSON: {e}\n{p.stdout}")
-        return 1
+    doc = run_json(cmd, problems)
+    if doc is None:
+        return report(problems)
     if doc.get("scenario") != "optstep":
         problems.append(f"scenario {doc.get('scenario')!r}")
     if doc.get("agreement") is not True:

@@ -33,6 +33,7 @@ typedef struct bench_opts {
   size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
   int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
   const char *peer;         /* --peer NAME (optstep: deepspeed, bench_deepspeed.h) */
+  const char *state;        /* --state fp32|bf16 (optstep: scenario_optstep_state.h) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);

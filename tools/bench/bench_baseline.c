@@ -140,6 +140,26 @@ static inline void adam_elems(float *p, const float *g, float *m, float *v, size
   }
 }
 
+/* adam_elems over bf16 moments: widened, and rounded back to nearest (ties away: a stand-in
+ * that costs what the kernel's rounding costs in a vector loop). */
+static inline uint16_t bf16_round(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)((u + 0x8000u) >> 16);
+}
+
+static inline void adam_elems_bf16(float *p, const float *g, uint16_t *m, uint16_t *v,
+                                   size_t lo, size_t hi) {
+  for (size_t i = lo; i < hi; i++) {
+    const float gi = g[i];
+    const float mi = 0.9f * bf16_to_f32(m[i]) + 0.1f * gi;
+    const float vi = 0.999f * bf16_to_f32(v[i]) + 0.001f * gi * gi;
+    m[i] = bf16_round(mi);
+    v[i] = bf16_round(vi);
+    p[i] = 0.999f * p[i] - 1e-3f * mi;
+  }
+}
+
 /* The gradients are read, then zeroed in the same tile (the lines are in cache: no read for
  * ownership), as the step zeroes its lp gradients once read. */
 static inline void grads_elems(uint16_t *lp, float *hp, size_t lo, size_t hi, float inv_scale) {
@@ -201,33 +221,52 @@ void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, in
 /* The step's compulsory traffic in tiles small enough for L1/L2: the grads half (lp -> hp,
  * lp = 0) then the Adam half on the same tile, which finds hp in cache. In one pass over
  * all nine arrays the loop ran slower than the captured step on this machine (too many streams
- * at once); tiled, each DRAM stream is still read or written exactly once. */
+ * at once); tiled, each DRAM stream is still read or written exactly once. The moments are
+ * fp32 or, with bf16, bf16 (half the lines: prefetched every other block, as lp). */
 #define STEP_TILE 2048u
-BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, float *m, float *v,
-                                    size_t lo, size_t hi, float inv_scale, int prefetch) {
+BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, void *v,
+                                    int bf16, size_t lo, size_t hi, float inv_scale,
+                                    int prefetch) {
+  const size_t es = bf16 ? 2 : 4;
   for (size_t b = lo; b < hi; b += STEP_TILE) {
     const size_t e = b + STEP_TILE < hi ? b + STEP_TILE : hi;
     if (prefetch)
       for (size_t k = b; k < e; k += BLOCK) {
-        if (((k - b) & (2 * BLOCK - 1)) == 0) __builtin_prefetch(lp + k + STEP_TILE, 1);
+        const int half = ((k - b) & (2 * BLOCK - 1)) == 0;
+        if (half) __builtin_prefetch(lp + k + STEP_TILE, 1);
         __builtin_prefetch(p + k + STEP_TILE, 1);
-        __builtin_prefetch(m + k + STEP_TILE, 1);
-        __builtin_prefetch(v + k + STEP_TILE, 1);
+        if (half || !bf16) {
+          __builtin_prefetch((char *)m + (k + STEP_TILE) * es, 1);
+          __builtin_prefetch((char *)v + (k + STEP_TILE) * es, 1);
+        }
       }
     grads_elems(lp, hp, b, e, inv_scale);
-    adam_elems(p, hp, m, v, b, e);
+    if (bf16)
+      adam_elems_bf16(p, hp, m, v, b, e);
+    else
+      adam_elems(p, hp, m, v, b, e);
   }
 }
 
-void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
-                      float inv_scale, int prefetch, int threads) {
+static void step_slabs(uint16_t *lp, float *hp, float *p, void *m, void *v, int bf16, size_t n,
+                       float inv_scale, int prefetch, int threads) {
   const size_t ns = slabs(n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
     slab(n, k, &lo, &hi);
-    step_range(lp, hp, p, m, v, lo, hi, inv_scale, prefetch);
+    step_range(lp, hp, p, m, v, bf16, lo, hi, inv_scale, prefetch);
   }
+}
+
+void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
+                      float inv_scale, int prefetch, int threads) {
+  step_slabs(lp, hp, p, m, v, 0, n, inv_scale, prefetch, threads);
+}
+
+void bench_bound_step_bf16(uint16_t *lp, float *hp, float *p, uint16_t *m, uint16_t *v,
+                           size_t n, float inv_scale, int prefetch, int threads) {
+  step_slabs(lp, hp, p, m, v, 1, n, inv_scale, prefetch, threads);
 }
 
 uint64_t bench_now_ns(void) {

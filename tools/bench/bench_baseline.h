@@ -29,12 +29,16 @@ void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, in
  * (fp32); writes lp (zeroed, in place), hp (fp32) and p, m, v in place: 14 + 18 bytes. */
 void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
                       float inv_scale, int prefetch, int threads);
+/* The same with bf16 moments m, v (the step with bf16 optimizer state): 10 + 14 bytes. */
+void bench_bound_step_bf16(uint16_t *lp, float *hp, float *p, uint16_t *m, uint16_t *v,
+                           size_t n, float inv_scale, int prefetch, int threads);
 /* Bytes per element each bound moves (read + written). */
 #define BENCH_BOUND_READ_BYTES 4.0
 #define BENCH_BOUND_READ_BF16_BYTES 2.0
 #define BENCH_BOUND_HP_BYTES(zero_lp) ((zero_lp) ? 12.0 : 10.0)
 #define BENCH_BOUND_ADAM_BYTES 28.0
 #define BENCH_BOUND_STEP_BYTES 32.0
+#define BENCH_BOUND_STEP_BF16_BYTES 24.0
 /* Every CPU's thread (1 without OpenMP). */
 int bench_baseline_threads(void);
 /* The thread counts a bound of `bytes` (read + written) is tried with: every CPU; and one

@@ -38,7 +38,9 @@ static const struct {
      "                  [--steps N] [--torch]; default: many-small then gpt2; --steps N:\n"
      "                  N - 1 paired rounds of the bound and the 4 variants; --preset P\n"
      "                  --params M: P's shape scaled to M params; --peer deepspeed: also\n"
-     "                  DeepSpeed's CPU Adam, paired with accel in one process (--python)"},
+     "                  DeepSpeed's CPU Adam, paired with accel in one process (--python);\n"
+     "                  --state fp32|bf16: the multi-tensor graph step with that optimizer\n"
+     "                  state, paired with the fp32-state step, each against its own bound"},
 #ifdef ACCEL_BENCH_HAVE_MPI
     {"comm", bench_comm,
      "under mpirun: accel_all_reduce vs a bare MPI_Allreduce loop, 4 KB and 64 MB\n"
@@ -106,6 +108,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       o->preset = v;
     } else if (!strcmp(a, "--peer")) {
       o->peer = v;
+    } else if (!strcmp(a, "--state")) {
+      o->state = v;
     } else if (!strcmp(a, "--python")) {
       o->python = v;
     } else if (!strcmp(a, "--torch-script")) {

@@ -33,6 +33,7 @@
 #include "bench_torch.h"
 #include "optstep_model.h"
 #include "scenario_ampstep.h"
+#include "scenario_optstep_state.h"
 
 /* Steps per variant of the agreement run (the digests compare these). */
 #define AGREE_STEPS 3
@@ -439,6 +440,13 @@ int bench_optstep(const bench_opts_t *o) {
                     "(tiny, many-small, gpt2) and custom sizes\n");
     return 2;
   }
+  const int state = o->state ? bench_optstep_state_parse(o->state) : -1;
+  if (o->state && (state < 0 || o->peer || o->torch == 1 ||
+                   (o->preset && bench_optstep_is_amp(o->preset)))) {
+    fprintf(stderr, "accel-bench: optstep --state wants fp32 or bf16, with the fp32-master "
+                    "presets or custom sizes and without --peer or --torch\n");
+    return 2;
+  }
   static const char *const defaults[] = {"many-small", "gpt2"};
   const char *one[1] = {o->preset};
   const char *const *presets = o->preset || o->tensors ? one : defaults;
@@ -451,9 +459,14 @@ int bench_optstep(const bench_opts_t *o) {
   bench_json_begin_report(&j, o, "optstep", &m);
   bench_json_begin_array(&j, "runs");
   int agree = 1, rc = 0;
-  for (size_t i = 0; i < npresets && rc == 0; i++)
-    rc = bench_optstep_is_amp(presets[i]) ? bench_optstep_amp(o, dev, presets[i], &j, f, &agree)
-                                          : run_preset(o, dev, presets[i], &j, f, &agree);
+  for (size_t i = 0; i < npresets && rc == 0; i++) {
+    if (o->state)
+      rc = bench_optstep_state(o, dev, presets[i], state, &j, f);
+    else if (bench_optstep_is_amp(presets[i]))
+      rc = bench_optstep_amp(o, dev, presets[i], &j, f, &agree);
+    else
+      rc = run_preset(o, dev, presets[i], &j, f, &agree);
+  }
   bench_json_end_array(&j);
   bench_json_bool(&j, "agreement", agree && rc == 0);
   bench_json_end_object(&j);
