@@ -326,3 +326,47 @@ CTS_CASE(graph_cond_illegal_calls, CTS_TAG_NONE) {
             "a capture ended with a region open: %s: %s", accel_status_name(unbalanced), msg);
   return CTS_PASS;
 }
+
+/* A region opened from a host function (RELIABILITY.md: a host function may call what does not
+ * wait on its own stream): the host function runs if_body on `on`, its own stream or another
+ * one, and the region is replayed there behind it. */
+typedef struct host_cond {
+  cond_fix_t *f;
+  accel_stream_t *on; /* NULL: the stream the host function runs on */
+  accel_stream_t *self;
+  accel_status_t st;
+} host_cond_t;
+
+static void host_if(void *user) {
+  host_cond_t *h = user;
+  accel_status_t st = if_body(h->on ? h->on : h->self, h->f);
+  if (st != ACCEL_OK && h->st == ACCEL_OK) h->st = st;
+}
+
+static accel_status_t host_if_body(accel_stream_t *s, void *user) {
+  host_cond_t *h = user;
+  h->self = s;
+  return accel_launch_host_func(s, host_if, h);
+}
+
+static const char *host_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
+  static char why[256];
+  accel_stream_t *other = NULL;
+  *st = accel_stream_create_ex(ctx->dev, cts_stream_flags(ctx), &other);
+  const char *bad = NULL;
+  for (int k = 0; k < 4 && *st == ACCEL_OK && !bad; ++k) {
+    host_cond_t h = {f, k & 1 ? other : NULL, NULL, ACCEL_OK};
+    f->byte = k & 2 ? 0x01 : 0x00; /* not taken first: dst keeps what a taken region copied */
+    *st = cts_exec(ctx, host_if_body, &h, 1);
+    if (*st == ACCEL_OK) *st = accel_stream_synchronize(other);
+    if (*st == ACCEL_OK) *st = h.st;
+    if (*st == ACCEL_OK) bad = expect(ctx, f, k & 2 ? 5.0f : 1.0f, k & 2 ? 5.0f : 0.0f, NULL, st);
+    if (bad)
+      snprintf(why, sizeof why, "a region from a host function on %s stream, flag %d: %s",
+               k & 1 ? "another" : "its own", k >> 1, bad);
+  }
+  if (other) accel_stream_destroy(other);
+  return bad ? why : NULL;
+}
+
+CTS_CASE(graph_cond_from_host_function, CTS_TAG_KERNELS) { return cond_case(ctx, host_run); }
