@@ -251,3 +251,31 @@ def test_opencl():
             b.close()
         m.close()
 
+
+def lion_example():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples/python/lion_user_kernel.py"
+    spec = importlib.util.spec_from_file_location("lion_user_kernel", path)
+    lion = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lion)
+    return lion
+
+
+@pytest.mark.parametrize("mutation", [
+    None,
+    ("m[i] = b2 * mi + (1.0f - b2) * gi", "m[i] = b1 * mi + (1.0f - b1) * gi"),  # beta swapped
+    ("s + wd * pi", "s"),                                                       # no decay
+    ("(c > 0.0f) - (acc_f32)(c < 0.0f)", "(gi > 0.0f) - (acc_f32)(gi < 0.0f)"),  # sign(g)
+])
+def test_lion_example_catches_a_wrong_kernel(dev, mutation):
+    """The Lion example's tolerance (examples/python/lion_user_kernel.py) holds for the kernel
+    as written and is broken within 20 steps by each mutation of it."""
+    pytest.importorskip("torch")
+    lion = lion_example()
+    source = lion.LION_SOURCE
+    if mutation is not None:
+        assert mutation[0] in source
+        source = source.replace(*mutation)
+    _, _, broken = lion.train(20, dev, source, verbose=False)
+    assert bool(broken) == (mutation is not None), broken[:3]
