@@ -18,11 +18,14 @@ __all__ = ["Module", "Kernel"]
 
 
 def _text(value, what):
+    """value (str or bytes) as the bytes of a C string."""
     if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bytes):
-        return value
-    raise TypeError(f"Module: {what} must be str or bytes, got {type(value).__name__}")
+        value = value.encode()
+    if not isinstance(value, bytes):
+        raise TypeError(f"Module: {what} must be str or bytes, got {type(value).__name__}")
+    if b"\0" in value:
+        raise ValueError(f"Module: {what} holds a NUL character (C would stop reading there)")
+    return value
 
 
 class Module(_Handle):

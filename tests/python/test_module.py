@@ -171,6 +171,8 @@ def test_bad_sources_raise(dev):
         accel.Module("/* no rows */", dev)
     with pytest.raises(TypeError):
         accel.Module(42, dev)
+    with pytest.raises(ValueError, match="NUL"):
+        accel.Module(AXPBY + "\0 trailing text C would not see", dev)
 
 
 def test_release_twice_after_device_and_by_gc(stream):
