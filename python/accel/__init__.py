@@ -7,6 +7,7 @@ NumPy arrays, PyTorch tensors (zero-copy through DLPack) and accel Buffers.
     norm = dev.empty(1)
     accel.multi_tensor_norm(grads, norm, 2.0, stream=dev.default_stream)
 
+accel.Module compiles your own kernels at run time (accel_module.h).
 accel.torch (imported on demand: it needs PyTorch) has clip_grad_norm_ and AdamW. See
 docs/PYTHON.md.
 """
@@ -17,6 +18,7 @@ from ._memory import (graph_memory_info, memory_snapshot, memory_stats_ex, memor
                       memory_tag)
 from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, Pool, Stream,
                        backends, version)
+from ._module import Kernel, Module
 from ._random import Generator
 from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
                        multi_tensor_norm, scale, unscale_and_check, update_hp_grads)
@@ -27,7 +29,7 @@ __version__ = version()
 
 __all__ = [
     "Device", "DeviceInfo", "Stream", "Event", "Graph", "Pool", "Buffer", "DeviceStruct",
-    "TensorList", "AdamArgs", "Generator", "backends", "version",
+    "TensorList", "AdamArgs", "Generator", "Module", "Kernel", "backends", "version",
     "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads", "unscale_and_check",
     "fused_adam", "fill", "scale",
     "memory_stats_ex", "graph_memory_info", "memory_snapshot", "memory_summary", "memory_tag",
