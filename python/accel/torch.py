@@ -387,7 +387,11 @@ def _check_moments(p, state, state_dtype, k):
 def _check_loaded(opt, state_dict):
     """A state_dict's moments before torch's load casts them to the parameters' dtype: one
     format in the whole state (exp_avg and exp_avg_sq of a parameter included), each with its
-    parameter's size, and a compressed (bf16) state only into a bf16 optimizer."""
+    parameter's size, and a compressed (bf16) state only into a bf16 optimizer. Groups that do
+    not match the optimizer's are left to torch's load (its own message)."""
+    shapes = [len(g["params"]) for g in state_dict["param_groups"]]
+    if shapes != [len(g["params"]) for g in opt.param_groups]:
+        return
     saved = (i for g in state_dict["param_groups"] for i in g["params"])
     params = (p for g in opt.param_groups for p in g["params"])
     found = {}

@@ -148,6 +148,12 @@ def test_loaded_moment_of_the_wrong_size_is_refused(state_dtype):
         at.AdamW(params(4), state_dtype=state_dtype).load_state_dict(sd)
 
 
+def test_loaded_groups_that_do_not_match_get_torchs_message():
+    _, src = stepped("bf16")
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        at.AdamW(params(4)[:2]).load_state_dict(src.state_dict())
+
+
 @pytest.mark.parametrize("state_dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("capture", [True, False])
 def test_step_refuses_a_state_set_in_another_format(state_dtype, capture):
