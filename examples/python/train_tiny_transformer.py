@@ -3,13 +3,16 @@
 torch.optim.AdamW + torch.nn.utils.clip_grad_norm_ and once with accel.torch's drop-ins, and
 prints both loss curves side by side.
 
-usage: train_tiny_transformer.py [--steps N] [--threads T] [--check]
+usage: train_tiny_transformer.py [--steps N] [--threads T] [--state-dtype fp32|bf16] [--check]
 
 No download: the model is defined here (token embedding, 2 pre-norm transformer encoder layers
 with causal masking, tied output head) and the data is synthetic: sequences of a noisy
 "next token = (a * token + b) mod V" process, which the model can learn, so the loss falls.
 --check exits 1 unless the curves agree (relative difference of every logged loss < 1e-3):
-the meson test 'python-example' runs it so.
+the meson test 'python-example' runs it so. --state-dtype bf16 keeps accel's AdamW moments in
+bfloat16 (docs/KERNELS.md "State formats"); the curves then drift apart by the state's rounding,
+so --check compares the mean loss of the last 10 steps instead (relative difference < BF16_TOL;
+the test 'python-example-bf16'), and the optimizer state's bytes per parameter are printed.
 """
 import argparse
 import copy
@@ -22,6 +25,8 @@ import torch.nn as nn
 import accel.torch as at
 
 VOCAB, CTX, DIM, HEADS, LAYERS, BATCH = 64, 32, 64, 4, 2, 16
+FP32_TOL = 1e-3  # every logged loss, accel (fp32 state) against torch
+BF16_TOL = 5e-3  # the mean of the last 10 losses, accel (bf16 state) against torch
 
 
 class TinyLM(nn.Module):
@@ -76,6 +81,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -85,11 +91,12 @@ def main():
     kw = dict(lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
     ref, t_ref = train(ref_model, torch.optim.AdamW(ref_model.parameters(), **kw),
                        torch.nn.utils.clip_grad_norm_, a.steps, 1)
-    ours, t_ours = train(our_model, at.AdamW(our_model.parameters(), **kw), at.clip_grad_norm_,
-                         a.steps, 1)
+    our_opt = at.AdamW(our_model.parameters(), state_dtype=a.state_dtype, **kw)
+    ours, t_ours = train(our_model, our_opt, at.clip_grad_norm_, a.steps, 1)
     nparams = sum(p.numel() for p in ref_model.parameters())
     print(f"TinyLM: {nparams} parameters in {len(list(ref_model.parameters()))} tensors, "
-          f"{a.steps} steps, {a.threads} threads")
+          f"{a.steps} steps, {a.threads} threads, accel state {a.state_dtype} "
+          f"({our_opt.state_bytes() / nparams:g} bytes per parameter)")
     print(f"{'step':>6} {'torch AdamW':>12} {'accel AdamW':>12} {'rel diff':>9}")
     worst = 0.0
     for i in range(0, a.steps, max(1, a.steps // 10)):
@@ -101,8 +108,14 @@ def main():
     print(f"{last:6d} {ref[last]:12.5f} {ours[last]:12.5f}")
     print(f"clip + optimizer time over {a.steps} steps: torch {t_ref * 1e3:.1f} ms, "
           f"accel {t_ours * 1e3:.1f} ms")
-    if a.check and not (worst < 1e-3 and ref[last] < 0.8 * ref[0]):
-        print(f"FAIL: worst relative loss difference {worst:.2e} or the loss did not fall")
+    tail_ref, tail_ours = sum(ref[-10:]) / len(ref[-10:]), sum(ours[-10:]) / len(ours[-10:])
+    tail = abs(tail_ours - tail_ref) / tail_ref
+    print(f"mean of the last 10 losses: torch {tail_ref:.5f}, accel {tail_ours:.5f} "
+          f"(relative difference {tail:.2e})")
+    ok = worst < FP32_TOL if a.state_dtype == "fp32" else tail < BF16_TOL
+    if a.check and not (ok and ref[last] < 0.8 * ref[0]):
+        print(f"FAIL: worst relative loss difference {worst:.2e} (last 10: {tail:.2e}) or the "
+              "loss did not fall")
         return 1
     return 0
 

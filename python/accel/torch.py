@@ -187,6 +187,8 @@ class _StepPlan:
         self.lists, self.staged, self.graph = [], [], None
         try:
             state = [opt.state[p] for p in self.params]
+            for p, st, k in zip(self.params, state, self.where):
+                _check_moments(p, st, opt.state_dtype, k)
             self.steps = _step_counts(state, self.params[0].device)
             self.P = self._list(self.params)
             self.G = self._list(self.grads)
@@ -348,6 +350,67 @@ def _step_counts(states, device):
 
 # state_dtype -> the moments' torch dtype (None: the parameter's, as torch's AdamW).
 _STATE_DTYPES = {"fp32": None, "bf16": torch.bfloat16}
+_MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+
+def _format_of(p, t):
+    """The state format a moment tensor t of parameter p is in: "bf16" for bfloat16 moments of
+    a wider parameter, else "fp32" (the parameter's dtype, or one torch's load casts to it)."""
+    return "bf16" if t.dtype == torch.bfloat16 and p.dtype != torch.bfloat16 else "fp32"
+
+
+def _check_size(p, state, k):
+    for key in _MOMENTS:
+        t = state.get(key)
+        if torch.is_tensor(t) and t.numel() != p.numel():
+            raise ValueError(f"accel.torch.AdamW: parameter {k}'s {key} has {t.numel()} "
+                             f"elements, its parameter {p.numel()}")
+
+
+def _check_moments(p, state, state_dtype, k):
+    """Before a step: parameter k's moments are in the optimizer's format (the dtypes its first
+    step creates: bfloat16 for "bf16", except for complex parameters; max_exp_avg_sq is always
+    the parameter's) with the parameter's number of elements, else ValueError. (accel's update
+    refuses mixed formats too, but takes any one format: this also catches bf16 moments set
+    into an fp32 optimizer.)"""
+    _check_size(p, state, k)
+    moments = _STATE_DTYPES[state_dtype]
+    want = p.dtype if moments is None or p.is_complex() else moments
+    for key in _MOMENTS:
+        t = state.get(key)
+        expect = p.dtype if key == "max_exp_avg_sq" else want
+        if torch.is_tensor(t) and t.dtype != expect:
+            raise ValueError(f"accel.torch.AdamW: parameter {k}'s {key} is {t.dtype}; "
+                             f"state_dtype={state_dtype!r} keeps it in {expect}")
+
+
+def _check_loaded(opt, state_dict):
+    """A state_dict's moments before torch's load casts them to the parameters' dtype: one
+    format in the whole state (exp_avg and exp_avg_sq of a parameter included), each with its
+    parameter's size, and a compressed (bf16) state only into a bf16 optimizer. Groups that do
+    not match the optimizer's are left to torch's load (its own message)."""
+    shapes = [len(g["params"]) for g in state_dict["param_groups"]]
+    if shapes != [len(g["params"]) for g in opt.param_groups]:
+        return
+    saved = (i for g in state_dict["param_groups"] for i in g["params"])
+    params = (p for g in opt.param_groups for p in g["params"])
+    found = {}
+    for k, (i, p) in enumerate(zip(saved, params)):
+        state = state_dict["state"].get(i, {})
+        _check_size(p, state, k)
+        for key in ("exp_avg", "exp_avg_sq"):
+            if torch.is_tensor(state.get(key)):
+                found.setdefault(_format_of(p, state[key]), (k, key, state[key].dtype))
+    if len(found) > 1:
+        (k, a, da), (j, b, db) = found.values()
+        raise ValueError(f"accel.torch.AdamW.load_state_dict: mixed state formats: parameter "
+                         f"{k}'s {a} is {da}, parameter {j}'s {b} is {db}")
+    if "bf16" in found and opt.state_dtype != "bf16":
+        k, key, _ = found["bf16"]
+        raise ValueError(
+            f"accel.torch.AdamW.load_state_dict: the state is compressed (parameter {k}'s {key} "
+            f"is torch.bfloat16) and this optimizer's state_dtype is {opt.state_dtype!r}: load "
+            "it into AdamW(..., state_dtype='bf16'), or widen its moments (.float()) first")
 
 
 class AdamW(torch.optim.Optimizer):
@@ -464,6 +527,22 @@ class AdamW(torch.optim.Optimizer):
             plan = self._plan = _StepPlan(self, groups, scaling)
         self.last_step_skipped = plan.run(grad_scale)
         return loss
+
+    def load_state_dict(self, state_dict):
+        """torch's load_state_dict (a torch fp32 state loads into state_dtype="bf16" rounded to
+        nearest even), refusing with ValueError: a state in two formats (e.g. exp_avg bfloat16
+        and exp_avg_sq float32), a moment whose size is not its parameter's, and a bf16 state
+        into an fp32 optimizer."""
+        _check_loaded(self, state_dict)
+        super().load_state_dict(state_dict)
+
+    def state_bytes(self):
+        """Bytes held by the optimizer state's moments (exp_avg, exp_avg_sq, max_exp_avg_sq with
+        amsgrad; the per-tensor step counts, 4 bytes each, are not counted): per parameter
+        element 8 with state_dtype="fp32", 4 with "bf16", 4 more with amsgrad. The tensors are
+        torch's (accel_memory_stats counts only accel's own allocations)."""
+        return sum(t.numel() * t.element_size() for s in self.state.values()
+                   for key, t in s.items() if key in _MOMENTS and torch.is_tensor(t))
 
     def state_dict(self):
         """torch's AdamW state_dict: a step tensor of its own per parameter (the optimizer's are

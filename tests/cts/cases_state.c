@@ -159,14 +159,16 @@ CTS_CASE(kernels_adam_step_bf16_state, CTS_TAG_KERNELS) {
   return CTS_PASS;
 }
 
-/* Mixed formats (between the moments, inside a list), F16 moments and a wrong size. */
+/* Mixed formats (between the moments, inside a list), F16 moments, a wrong size in either
+ * moment and AMSGrad's maximum in BF16 (it stays F32 in every format). */
 CTS_CASE(kernels_adam_step_state_bad_input, CTS_TAG_KERNELS) {
   const sf_cfg_t c = {ACCEL_ADAM_STEP_CLIP, 1, ADAMW};
   sf_state_t st;
-  kc_list_t v32, h16;
+  kc_list_t v32, h16, b16;
   CTS_OK(sf_make(ctx, &st, ACCEL_BF16, &c));
   CTS_OK(kc_make(ctx, &v32, NT, kSizes, NT, ACCEL_F32, 0.001f, 70));
   CTS_OK(kc_make(ctx, &h16, NT, kSizes, NT, ACCEL_F16, 0.001f, 71));
+  CTS_OK(kc_make(ctx, &b16, NT, kSizes, NT, ACCEL_BF16, 0.001f, 72));
   accel_stream_t *s;
   CTS_OK(accel_stream_create(ctx->dev, &s));
   const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
@@ -191,13 +193,28 @@ CTS_CASE(kernels_adam_step_state_bad_input, CTS_TAG_KERNELS) {
   d = good;
   d.exp_avg_sq = t;
   CTS_STATUS(accel_adam_step_update(s, &d), BAD);
-  CTS_CHECK(strstr(accel_last_error(), "elements"), "message: %s", accel_last_error());
+  CTS_CHECK(strstr(accel_last_error(), "exp_avg_sq[5] has 65536 elements but grads[5] has 65537"),
+            "message: %s", accel_last_error());
+  memcpy(t, st.m.t, sizeof t);
+  t[6].numel += 1; /* the first moment one element too long */
+  d = good;
+  d.exp_avg = t;
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "exp_avg[6] has 100004 elements but grads[6] has 100003"),
+            "message: %s", accel_last_error());
+  d = good;
+  d.flags |= ACCEL_ADAM_STEP_AMSGRAD;
+  d.max_exp_avg_sq = b16.t;
+  CTS_STATUS(accel_adam_step_update(s, &d), BAD);
+  CTS_CHECK(strstr(accel_last_error(), "max_exp_avg_sq[0] must be F32, not BF16"), "message: %s",
+            accel_last_error());
   CTS_OK(accel_adam_step_norm(s, &good)); /* the device still works */
   CTS_OK(accel_adam_step_update(s, &good));
   CTS_OK(accel_stream_synchronize(s));
   CTS_OK(accel_stream_destroy(s));
   kc_free(ctx, &v32);
   kc_free(ctx, &h16);
+  kc_free(ctx, &b16);
   sf_free(ctx, &st);
   return CTS_PASS;
 }

@@ -566,12 +566,13 @@ static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
  * injected fault: none, a NULL descriptor or one that ends before flags, an unknown flag, CLIP
  * without a norm, F16 master weights, model weights on the master weights, a misaligned
  * gradient, has-gradient flags in host memory; the moments in any dtype (the state format: F32
- * or BF16, F16 refused by the update); or the per-tensor step counts
- * (accel_step_counts) over the same arrays. */
+ * or BF16, F16 refused by the update), the last tensor's second moment in the other format
+ * (13) or its first moment one element short or long (14), both refused by the update; or the
+ * per-tensor step counts (accel_step_counts) over the same arrays. */
 static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   enum { NT_ = 2 };
   const size_t n = u8() % (NT_ + 1);
-  const unsigned b = u8(), flags = u8() % 32u, fault = u8() % 13u, call = u8() % 3u;
+  const unsigned b = u8(), flags = u8() % 32u, fault = u8() % 15u, call = u8() % 3u;
   const accel_dtype_t gdt = (accel_dtype_t)(b % 3), mdt = (accel_dtype_t)((b >> 2) % 3);
   const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1, has_vmax = (b >> 6) & 1;
   const int per_tensor = (b >> 7) & 1;
@@ -594,6 +595,10 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     if (fault == 9) L[2][i].dtype = ACCEL_F16; /* master weights must be F32 */
     if (fault == 10) L[5][i].data = L[2][i].data; /* model weights on the master weights */
   }
+  if (fault == 13 && n > 0) /* mixed state formats */
+    L[4][n - 1].dtype = L[4][n - 1].dtype == ACCEL_BF16 ? ACCEL_F32 : ACCEL_BF16;
+  if (fault == 14 && n > 0) /* a first moment of the wrong size */
+    L[3][n - 1].numel = L[3][n - 1].numel ? L[3][n - 1].numel - 1 : 1;
   float *sc = scratch + 6 * SLOT_FLOATS;
   const uint32_t *has_grad = fault == 12 ? (const uint32_t *)(const void *)host_buf
                              : per_tensor ? (const uint32_t *)(const void *)(sc + 14)
@@ -626,7 +631,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   if (call == 1) {
     invalid |= ((d.flags & ACCEL_ADAM_STEP_CLIP) && !d.norm_dev) ||
                (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0) ||
-               (amsgrad != has_vmax && n > 0) || (sdt == ACCEL_F16 && n > 0);
+               (amsgrad != has_vmax && n > 0) || (sdt == ACCEL_F16 && n > 0) ||
+               ((fault == 13 || fault == 14) && n > 0);
   }
   int launches;
   if (call == 1) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);

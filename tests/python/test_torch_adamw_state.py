@@ -2,7 +2,9 @@
 One step from a bf16 state is the fp32-state step bit for bit in the parameters, its moments
 the fp32 step's rounded to nearest even; state_dict holds the bf16 state and torch's fp32 state
 loads converted; a 1000-step synthetic least-squares regression reaches the fp32-state loss
-within 0.5% (measured 0.01%: docs/KERNELS.md); unknown formats are refused."""
+within 0.5% (measured 0.01%: docs/KERNELS.md); unknown formats, mixed formats, moments of the
+wrong size and a bf16 state loaded into an fp32 optimizer are refused with a message;
+state_bytes() is 8 bytes per parameter element in fp32, 4 in bf16."""
 import io
 
 import pytest
@@ -93,3 +95,93 @@ def test_bf16_state_reaches_the_fp32_loss():
 def test_unknown_state_dtype_is_refused():
     with pytest.raises(ValueError, match="state_dtype '8bit' is not one of"):
         at.AdamW(params(), state_dtype="8bit")
+
+
+def stepped(state_dtype, seed=4, **kw):
+    ps = params(seed)
+    opt = at.AdamW(ps, state_dtype=state_dtype, **kw)
+    set_grads(ps, seed + 1)
+    opt.step()
+    return ps, opt
+
+
+def test_bf16_state_into_fp32_adamw_is_refused():
+    _, bf16 = stepped("bf16")
+    ps = params(4)
+    fp32 = at.AdamW(ps)
+    with pytest.raises(ValueError, match=r"compressed \(parameter 0's exp_avg is torch.bfloat16"
+                       r"\) and this optimizer's state_dtype is 'fp32'"):
+        fp32.load_state_dict(bf16.state_dict())
+    assert not fp32.state  # nothing loaded
+    sd = bf16.state_dict()  # widened explicitly, as the message says: loads exactly
+    for v in sd["state"].values():
+        v["exp_avg"], v["exp_avg_sq"] = v["exp_avg"].float(), v["exp_avg_sq"].float()
+    fp32.load_state_dict(sd)
+    for p, q in zip(ps, bf16.param_groups[0]["params"]):
+        assert fp32.state[p]["exp_avg"].dtype == torch.float32
+        assert torch.equal(fp32.state[p]["exp_avg"], bf16.state[q]["exp_avg"].float())
+
+
+@pytest.mark.parametrize("into", ["fp32", "bf16"])
+def test_loaded_state_in_two_formats_is_refused(into):
+    _, src = stepped("bf16")
+    sd = src.state_dict()
+    sd["state"][0]["exp_avg_sq"] = sd["state"][0]["exp_avg_sq"].float()  # m bf16, v fp32
+    with pytest.raises(ValueError, match="mixed state formats: parameter 0's exp_avg is "
+                       "torch.bfloat16, parameter 0's exp_avg_sq is torch.float32"):
+        at.AdamW(params(4), state_dtype=into).load_state_dict(sd)
+    sd = src.state_dict()
+    sd["state"][2]["exp_avg"] = sd["state"][2]["exp_avg"].float()  # one parameter's in fp32
+    sd["state"][2]["exp_avg_sq"] = sd["state"][2]["exp_avg_sq"].float()
+    with pytest.raises(ValueError, match="mixed state formats: parameter 0's exp_avg is "
+                       "torch.bfloat16, parameter 2's exp_avg is torch.float32"):
+        at.AdamW(params(4), state_dtype=into).load_state_dict(sd)
+
+
+@pytest.mark.parametrize("state_dtype", ["fp32", "bf16"])
+def test_loaded_moment_of_the_wrong_size_is_refused(state_dtype):
+    _, src = stepped(state_dtype)
+    sd = src.state_dict()
+    sd["state"][1]["exp_avg_sq"] = sd["state"][1]["exp_avg_sq"][:9].clone()
+    with pytest.raises(ValueError, match="parameter 1's exp_avg_sq has 9 elements, its "
+                       "parameter 10"):
+        at.AdamW(params(4), state_dtype=state_dtype).load_state_dict(sd)
+
+
+def test_loaded_groups_that_do_not_match_get_torchs_message():
+    _, src = stepped("bf16")
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        at.AdamW(params(4)[:2]).load_state_dict(src.state_dict())
+
+
+@pytest.mark.parametrize("state_dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("capture", [True, False])
+def test_step_refuses_a_state_set_in_another_format(state_dtype, capture):
+    """State tensors set by hand before the first step: accel's update would take any one
+    format (a bf16 state in an fp32 optimizer) and refuses two with its own message; the step
+    refuses both, and a moment of the wrong size, before anything runs."""
+    other = torch.float32 if state_dtype == "bf16" else torch.bfloat16
+    fmt = torch.bfloat16 if state_dtype == "bf16" else torch.float32
+    cases = [({"exp_avg": other, "exp_avg_sq": other}, f"parameter 2's exp_avg is {other}"),
+             ({"exp_avg": fmt, "exp_avg_sq": other}, f"parameter 2's exp_avg_sq is {other}"),
+             ({"exp_avg": fmt, "exp_avg_sq": fmt, "size": 100}, "exp_avg has 100 elements")]
+    for dtypes, msg in cases:
+        ps = params(5)
+        opt = at.AdamW(ps, state_dtype=state_dtype, capture=capture)
+        set_grads(ps, 6)
+        before = [p.detach().clone() for p in ps]
+        n = dtypes.pop("size", ps[2].numel())
+        opt.state[ps[2]] = {"step": torch.tensor(0.0), **{
+            k: torch.zeros(n, dtype=d) for k, d in dtypes.items()}}
+        with pytest.raises(ValueError, match=msg):
+            opt.step()
+        assert all(torch.equal(p, b) for p, b in zip(ps, before))
+
+
+@pytest.mark.parametrize("state_dtype, amsgrad, per_param",
+                         [("fp32", False, 8), ("bf16", False, 4), ("fp32", True, 12),
+                          ("bf16", True, 8)])
+def test_state_bytes_per_parameter(state_dtype, amsgrad, per_param):
+    ps, opt = stepped(state_dtype, amsgrad=amsgrad)
+    assert opt.state_bytes() == per_param * sum(p.numel() for p in ps)
+    assert at.AdamW(params(4), state_dtype=state_dtype).state_bytes() == 0  # before a step
