@@ -151,8 +151,9 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
   size_t at = 0;
   buf[0] = '\0';
   for (uint32_t i = 0; i < n && at < len; ++i) {
-    const int w = snprintf(buf + at, len - at, "%s%s %s", i ? ", " : "",
-                           accel_bundle_form_name(forms[i].kind), forms[i].target);
+    const int w = snprintf(buf + at, len - at, "%s%s%s%s", i ? ", " : "",
+                           accel_bundle_form_name(forms[i].kind), forms[i].target[0] ? " " : "",
+                           forms[i].target);
     if (w < 0) break;
     at += (size_t)w;
   }

@@ -1,7 +1,7 @@
 /*
  * CTS cases for bundles (accel_module_load_bundle; docs/KERNELS.md, "Bundles: accel-kc"). The
  * bundle is the one the build made with accel-kc from tests/cts/module_axpby.acc, the source
- * cases_module.c loads (ACCEL_CTS_BUNDLE names it; without it the cases skip). Its kernel gives
+ * cases_module.c loads, embedded (cts_module_axpby_accb.h). Its kernel gives
  * the bits module_axpby_bits checks of the source load (so source and bundle agree bit for bit,
  * on CPU and OpenCL alike, in every mode); it loads on the CPU without a compiler (ACCEL_CC
  * missing); a truncated, bit-flipped or tampered file is refused with a message and no crash; a
@@ -14,6 +14,7 @@
 
 #include "accel/accel_module.h"
 #include "cases_module.h"
+#include "cts_module_axpby_accb.h"
 #include "module_bundle.h"
 
 typedef struct bundle_file {
@@ -21,15 +22,12 @@ typedef struct bundle_file {
   size_t size;
 } bundle_file_t;
 
-/* The build's bundle (0: none, the case skips). */
+/* A copy of the build's bundle (embedded). 0: no memory. */
 static int bundle_read(bundle_file_t *b) {
-  const char *path = getenv("ACCEL_CTS_BUNDLE");
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  long end = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  b->data = end > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)end) : NULL;
-  b->size = b->data && fread(b->data, 1, (size_t)end, f) == (size_t)end ? (size_t)end : 0;
-  if (f) fclose(f);
-  return b->size > 0;
+  b->size = cts_module_axpby_accb_size;
+  b->data = malloc(b->size);
+  if (b->data) memcpy(b->data, cts_module_axpby_accb, b->size);
+  return b->data != NULL;
 }
 
 /* 1 when the device's backend compiles no user kernels (the refusal is all there is to test). */
@@ -43,7 +41,7 @@ static int no_modules(cts_ctx_t *ctx, const bundle_file_t *b) {
 
 #define BUNDLE_OPEN(b)                                                               \
   do {                                                                               \
-    if (!bundle_read(b)) return cts_skip(ctx, "no bundle (ACCEL_CTS_BUNDLE unset)"); \
+    CTS_CHECK(bundle_read(b), "no memory");                                          \
     if (no_modules(ctx, b)) {                                                        \
       free((b)->data);                                                               \
       return CTS_PASS;                                                               \
