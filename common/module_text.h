@@ -10,7 +10,7 @@
 #include "accel/accel_plugin.h"
 
 /* Changes with the layout of the text below: a part of the backends' cache keys. */
-#define ACCEL_MODULE_TEXT_VERSION "1"
+#define ACCEL_MODULE_TEXT_VERSION "2"
 
 /* prelude, the rows' parameter structs (b->params), `#define ACCEL_KERNEL(...)` (the rows are
  * the core's), the user's source under `#line 1 "<module>"` (the compiler's messages give the

@@ -11,6 +11,7 @@
 #include "core_util.h"
 #include "device.h"
 #include "module.h"
+#include "module_bundle.h"
 
 struct accel_module {
   accel_handle_t hdr;
@@ -37,19 +38,28 @@ static void module_free(accel_module_t *m) {
   free(m);
 }
 
-/* Compiles m's rows and source on its device (or loads the cached result). */
-static accel_status_t module_build(accel_module_t *m, const char *source, const char *options) {
+/* A bundle's forms (nforms 0: a source load) and the public call's name. */
+typedef struct module_forms {
+  const accel_module_form_t *forms;
+  uint32_t nforms;
+  const char *fn;
+} module_forms_t;
+
+/* Compiles m's rows and source on its device (or loads the cached result), or builds from one
+ * of the bundle's forms. */
+static accel_status_t module_build(accel_module_t *m, const char *source, const char *options,
+                                   const module_forms_t *f) {
   const accel_backend_vtable_t *vt = m->dev->backend->vt;
   const size_t n = m->rows.n;
   const char **symbols = calloc(n, sizeof *symbols);
   uint32_t *sizes = calloc(n, sizeof *sizes);
   accel_status_t st = ACCEL_OK;
-  if (!symbols || !sizes) st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory",
-                                               "accel_module_load_source");
+  if (!symbols || !sizes)
+    st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", f->fn);
   const uint32_t first = atomic_fetch_add(&next_user_id, (unsigned)n);
   if (st == ACCEL_OK && (first < ACCEL_KERNEL_ID_USER_BASE || UINT32_MAX - first < n))
-    st = accel_set_error(ACCEL_ERROR_STATE, "accel_module_load_source: the process loaded 2^30 "
-                                            "user kernels: no launch id is left");
+    st = accel_set_error(ACCEL_ERROR_STATE, "%s: the process loaded 2^30 user kernels: no "
+                                            "launch id is left", f->fn);
   for (size_t k = 0; k < n && st == ACCEL_OK; ++k) {
     symbols[k] = m->rows.rows[k].desc.symbol;
     sizes[k] = m->rows.rows[k].layout.size;
@@ -60,20 +70,18 @@ static accel_status_t module_build(accel_module_t *m, const char *source, const 
                           options);
   key = hash_str(hash_str(key, m->dev->info.name), accel_version_string());
   const accel_module_build_t b = {sizeof b, (uint32_t)n, m->rows.params, source, options,
-                                  symbols, sizes, first, 0, key};
+                                  symbols, sizes, first, 0, key, f->forms, f->nforms, 0};
   if (st == ACCEL_OK) st = vt->module_build(m->dev->impl, &b, &m->impl);
   free(symbols);
   free(sizes);
   return st;
 }
 
-accel_status_t accel_module_load_source(accel_device_t *device, const char *source,
-                                        const char *options, accel_module_t **out) {
-  static const char fn[] = "accel_module_load_source";
-  accel_status_t st = accel_device_check(device, fn);
-  if (st != ACCEL_OK) return st;
-  ACCEL_REQUIRE_ARG(source, fn, "source is NULL");
-  ACCEL_REQUIRE_ARG(out, fn, "out is NULL");
+/* accel_module_load_source and _load_bundle: the rows of source, then the build. */
+static accel_status_t module_load(accel_device_t *device, const char *source,
+                                  const char *options, const module_forms_t *f,
+                                  accel_module_t **out) {
+  const char *fn = f->fn;
   if (!device->backend->vt->module_build)
     return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
                            "%s: backend '%s' does not compile user kernels", fn,
@@ -82,10 +90,10 @@ accel_status_t accel_module_load_source(accel_device_t *device, const char *sour
   if (!m) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   m->dev = device;
   accel_device_retain(device);
-  st = module_rows_read(source, fn, &m->rows);
+  accel_status_t st = module_rows_read(source, fn, &m->rows);
   if (st == ACCEL_OK && !(m->kernels = calloc(m->rows.n, sizeof *m->kernels)))
     st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  if (st == ACCEL_OK) st = module_build(m, source, options ? options : "");
+  if (st == ACCEL_OK) st = module_build(m, source, options ? options : "", f);
   if (st != ACCEL_OK) {
     module_free(m);
     return st;
@@ -95,6 +103,60 @@ accel_status_t accel_module_load_source(accel_device_t *device, const char *sour
     accel_handle_register(&m->kernels[k].hdr, ACCEL_HANDLE_KERNEL, device->backend->vt);
   *out = m;
   return ACCEL_OK;
+}
+
+accel_status_t accel_module_load_source(accel_device_t *device, const char *source,
+                                        const char *options, accel_module_t **out) {
+  static const module_forms_t none = {NULL, 0, "accel_module_load_source"};
+  accel_status_t st = accel_device_check(device, none.fn);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(source, none.fn, "source is NULL");
+  ACCEL_REQUIRE_ARG(out, none.fn, "out is NULL");
+  return module_load(device, source, options, &none, out);
+}
+
+/* The bundle's forms (not its source and options) as module_build's. */
+static uint32_t bundle_forms(const accel_bundle_t *b, accel_module_form_t *forms) {
+  uint32_t n = 0;
+  for (uint32_t e = 0; e < b->nsections; ++e) {
+    const accel_bundle_section_t *s = &b->sections[e];
+    if (s->kind != ACCEL_BUNDLE_SOURCE && s->kind != ACCEL_BUNDLE_OPTIONS)
+      forms[n++] = (accel_module_form_t){s->kind, 0, s->target, s->data, s->size};
+  }
+  return n;
+}
+
+accel_status_t accel_module_load_bundle(accel_device_t *device, const void *data, size_t size,
+                                        accel_module_t **out) {
+  static const char fn[] = "accel_module_load_bundle";
+  accel_status_t st = accel_device_check(device, fn);
+  if (st != ACCEL_OK) return st;
+  ACCEL_REQUIRE_ARG(data, fn, "data is NULL");
+  ACCEL_REQUIRE_ARG(out, fn, "out is NULL");
+  accel_bundle_t *b = malloc(sizeof *b);
+  accel_module_form_t *forms = malloc(ACCEL_BUNDLE_MAX_SECTIONS * sizeof *forms);
+  char why[256];
+  if (!b || !forms) {
+    st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  } else if (accel_bundle_read(data, size, b, why, sizeof why) != 0) {
+    st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: bad bundle: %s", fn, why);
+  } else {
+    const module_forms_t f = {forms, bundle_forms(b, forms), fn};
+    char *source = strndup((const char *)b->source->data, b->source->size);
+    char *options = b->options ? strndup((const char *)b->options->data, b->options->size)
+                               : NULL;
+    if (!source || (b->options && !options))
+      st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    else if (f.nforms == 0)
+      st = accel_set_error(ACCEL_ERROR_UNSUPPORTED, "%s: the bundle holds no form to load", fn);
+    else
+      st = module_load(device, source, options, &f, out);
+    free(source);
+    free(options);
+  }
+  free(b);
+  free(forms);
+  return st;
 }
 
 accel_status_t accel_module_get_kernel(accel_module_t *module, const char *name,

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 #include "accel_cpu_module_prelude.h"
 #include "cpu_device.h"
+#include "module_bundle.h"
 #include "module_text.h"
 
 extern char **environ;
@@ -76,9 +78,23 @@ typedef struct cpu_build {
   char so[1100];
 } cpu_build_t;
 
-/* After the source: one exported pointer per kernel (load_object finds them). */
+/* FNV-1a of s continuing from key. */
+static uint64_t fold(uint64_t key, const char *s) {
+  for (; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
+  return key;
+}
+
+/* What an object's parameter structs were: the hash of the rows' generated structs. */
+static uint64_t params_hash(const accel_module_build_t *b) {
+  return fold(0xcbf29ce484222325ull, b->params);
+}
+
+/* After the source: one exported pointer per kernel (load_object finds them) and the hash of
+ * the parameter structs (a bundle's object must match the rows this accel reads). */
 static void exports(FILE *f, const accel_module_build_t *b) {
   fprintf(f, "#line 1 \"<exports>\"\n");
+  fprintf(f, "__attribute__((visibility(\"default\"))) const unsigned long long "
+             "accel_module_params_hash = %lluull;\n", (unsigned long long)params_hash(b));
   for (uint32_t k = 0; k < b->nkernels; ++k)
     fprintf(f, "__attribute__((visibility(\"default\"))) void (*const accel_module_kernel_%u)"
                "(const void *, acc_u32, acc_u32) = %s;\n", k, b->symbols[k]);
@@ -181,6 +197,14 @@ static accel_status_t compile_unit(cpu_build_t *cb) {
 static accel_status_t load_object(cpu_build_t *cb) {
   void *h = dlopen(cb->so, RTLD_NOW | RTLD_LOCAL);
   if (!h) return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: %s", dlerror());
+  const unsigned long long *hash = dlsym(h, "accel_module_params_hash");
+  if (!hash || *hash != params_hash(cb->b)) {
+    dlclose(h);
+    return cb->host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "cpu: module_build: %s was built for other parameter structs than "
+                               "this accel makes of its rows (rebuild the bundle with this "
+                               "accel's accel-kc)", cb->so);
+  }
   for (uint32_t k = 0; k < cb->b->nkernels; ++k) {
     char name[64];
     snprintf(name, sizeof name, "accel_module_kernel_%u", k);
@@ -192,10 +216,33 @@ static accel_status_t load_object(cpu_build_t *cb) {
   return ACCEL_OK; /* h stays open: the functions live as long as the process */
 }
 
-/* FNV-1a of s continuing from key. */
-static uint64_t fold(uint64_t key, const char *s) {
-  for (; *s; ++s) key = (key ^ (uint8_t)*s) * 0x100000001b3ull;
-  return key;
+/* A bundle's shared object for this machine into cb->so (named by its checksum; written to a
+ * temporary name renamed into place unless there): no compiler runs. */
+static accel_status_t write_form(cpu_build_t *cb) {
+  const accel_module_build_t *b = cb->b;
+  const accel_module_form_t *form =
+      accel_bundle_find_form(b->forms, b->nforms, ACCEL_MODULE_FORM_CPU_SO, ACCEL_BUNDLE_CPU_TARGET);
+  if (!form) {
+    char list[512];
+    accel_bundle_list_forms(b->forms, b->nforms, list, sizeof list);
+    return cb->host->set_error(ACCEL_ERROR_UNSUPPORTED, "cpu: the bundle has no shared object "
+                               "for %s (its forms: %s)", ACCEL_BUNDLE_CPU_TARGET, list);
+  }
+  snprintf(cb->so, sizeof cb->so, "%s/module-cpu-bundle-%016llx.so", cb->dir,
+           (unsigned long long)accel_bundle_checksum(b->key, form->data, form->size));
+  if (access(cb->so, R_OK) == 0) return ACCEL_OK;
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s/.bundle-%ld-XXXXXX.so", cb->dir, (long)getpid());
+  const int fd = mkstemps(tmp, 3);
+  if (fd < 0)
+    return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: cannot create %s: %s",
+                               tmp, strerror(errno));
+  const int wrote = write(fd, form->data, form->size) == (ssize_t)form->size;
+  const int closed = close(fd) == 0;
+  if (wrote && closed && rename(tmp, cb->so) == 0) return ACCEL_OK;
+  unlink(tmp);
+  return cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: module_build: cannot write %s: %s",
+                             cb->so, strerror(errno));
 }
 
 accel_status_t cpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
@@ -220,7 +267,10 @@ accel_status_t cpu_module_build(accel_be_device_t *device, const accel_module_bu
                             ACCEL_MODULE_TEXT_VERSION);
   snprintf(cb->so, sizeof cb->so, "%s/module-cpu-%016llx.so", cb->dir, (unsigned long long)key);
   accel_status_t st = ACCEL_OK;
-  if (access(cb->so, R_OK) != 0) st = compile_unit(cb);
+  if (build->struct_size > offsetof(accel_module_build_t, nforms) && build->nforms > 0)
+    st = write_form(cb);
+  else if (access(cb->so, R_OK) != 0)
+    st = compile_unit(cb);
   if (st == ACCEL_OK) st = load_object(cb);
   if (cb->temporary) {
     unlink(cb->so);

@@ -8,12 +8,14 @@
  * of the process (a graph may outlive its module); each stream or graph creates its own kernel
  * objects from them (acl_kernel_set_t.user).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "accel_cl_module_prelude.h"
 #include "acl_internal.h"
+#include "module_bundle.h"
 #include "module_text.h"
 
 /* Launch ids of user kernels -> their program and kernel name. */
@@ -104,11 +106,23 @@ static accel_status_t module_program(acl_device_t *dev, const accel_module_build
   return ACCEL_OK;
 }
 
+/* A bundle loads on OpenCL through its OpenCL C form: the source, built as a source load. */
+static accel_status_t check_forms(const accel_module_build_t *b) {
+  if (b->struct_size <= offsetof(accel_module_build_t, nforms) || b->nforms == 0 ||
+      accel_bundle_find_form(b->forms, b->nforms, ACCEL_MODULE_FORM_OPENCL_C, NULL))
+    return ACCEL_OK;
+  char list[512];
+  accel_bundle_list_forms(b->forms, b->nforms, list, sizeof list);
+  return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                             "opencl: the bundle has no OpenCL C form (its forms: %s)", list);
+}
+
 accel_status_t acl_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                 accel_be_module_t **out) {
   acl_device_t *dev = device;
   cl_program p = NULL;
-  accel_status_t st = module_program(dev, build, &p);
+  accel_status_t st = check_forms(build);
+  if (st == ACCEL_OK) st = module_program(dev, build, &p);
   for (uint32_t k = 0; st == ACCEL_OK && k < build->nkernels; ++k) {
     cl_kernel probe; /* the symbol exists and fits the device */
     st = acl_kernel_create(dev, p, build->symbols[k], &probe);

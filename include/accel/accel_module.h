@@ -62,6 +62,19 @@ ACCEL_API accel_status_t accel_launch(accel_stream_t *stream, const accel_kernel
                                      const accel_tensor_t *const *lists, size_t nlists, size_t n,
                                      const void *const *scalars, size_t nscalars);
 
+/* Loads a bundle that accel-kc made ahead of time (size bytes at data, e.g. a .accb file read
+ * or mapped whole; docs/KERNELS.md, "Bundles: accel-kc"): the kernels of its source, built from
+ * the form the device takes: the CPU shared object for this machine's target (no compiler is
+ * needed at run time: the object is written to the kernel cache and loaded), or on OpenCL the
+ * source, built by the device's compiler (and cached) as accel_module_load_source does. Its
+ * rows are read from the bundle's source exactly as accel_module_load_source reads them, so
+ * launches are validated alike. Refused: a damaged, truncated or foreign file
+ * (INVALID_ARGUMENT, "bad bundle: " and what is wrong), a bundle without a form for the device
+ * or one its rows do not match (UNSUPPORTED naming the forms), plus load_source's refusals. The
+ * data may be freed when the call returns. */
+ACCEL_API accel_status_t accel_module_load_bundle(accel_device_t *device, const void *data,
+                                                  size_t size, accel_module_t **out);
+
 #ifdef __cplusplus
 }
 #endif

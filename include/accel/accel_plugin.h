@@ -421,7 +421,31 @@ typedef struct accel_module_build {
   /* Hash of params, source, options, the device's name and the accel version: the cache key
    * (the backend adds what it compiles with: its prelude, its compiler). */
   uint64_t key;
+  /* A prebuilt bundle's forms (accel_module_load_bundle; read only when struct_size covers
+   * them). nforms > 0: build from one of them (an OpenCL C form: compile source as above) or
+   * answer ACCEL_ERROR_UNSUPPORTED naming the forms the bundle has; never run a compiler the
+   * bundle's forms do not call for. nforms == 0: accel_module_load_source. */
+  const struct accel_module_form *forms;
+  uint32_t nforms;
+  uint32_t reserved2;
 } accel_module_build_t;
+
+/* Kinds of a bundle's forms (docs/KERNELS.md, "Bundles: accel-kc"); a kind's value never
+ * changes (it is stored in bundle files). */
+#define ACCEL_MODULE_FORM_CPU_SO 1u   /* a shared object for target (e.g. "x86_64-linux") */
+#define ACCEL_MODULE_FORM_OPENCL_C 2u /* no payload: the bundle's source, built by the device */
+#define ACCEL_MODULE_FORM_SPIRV 3u    /* SPIR-V for clCreateProgramWithIL / Level Zero */
+#define ACCEL_MODULE_FORM_PTX 4u      /* PTX for target (e.g. "sm_80") */
+#define ACCEL_MODULE_FORM_HIP_CO 5u   /* a HIP code object for target (e.g. "gfx90a") */
+
+/* One form of a bundle: its bytes stay valid for the module_build call. */
+typedef struct accel_module_form {
+  uint32_t kind;      /* ACCEL_MODULE_FORM_* */
+  uint32_t reserved;
+  const char *target; /* NUL-terminated */
+  const void *data;
+  size_t size;
+} accel_module_form_t;
 
 /* Values of kernel_forms. */
 #define ACCEL_KERNEL_FORM_NATIVE 0x1u   /* compiled by accel's own build (in-tree backends) */

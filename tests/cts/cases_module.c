@@ -18,39 +18,17 @@
 #include <unistd.h>
 
 #include "accel/accel_module.h"
+#include "cases_module.h"
 #include "kc_lists.h"
 
 #define MOD_RUNS 3
 
-/* y = alpha * x + beta * y, x of any float dtype, y F32 (the products rounded to fp32). Line 6
- * is the element's statement (mod_typo_line). */
-static const char kAxpby[] =
-    "/* a user kernel: y = alpha * x + beta * y */\n"
-    "ACC_INLINE void my_axpby_elem(acc_idx i, acc_u64 x, ACC_GPTR(acc_f32) y, acc_u32 dt,\n"
-    "                              acc_f32 alpha, acc_f32 beta) {\n"
-    "  /* x in its dtype, y F32 */\n"
-    "  const acc_f32 ax = alpha * acc_load(x, i, dt);\n"
-    "  y[i] = ax + beta * y[i];\n"
-    "}\n"
-    "ACC_INLINE void my_axpby_chunk(ACC_GPTR(const acc_chunk_t) chunks, acc_u32 b,\n"
-    "                               acc_f32 alpha, acc_f32 beta, acc_u32 dt) {\n"
-    "  const acc_u64 x = chunks[b].ptr[0];\n"
-    "  ACC_GPTR(acc_f32) y = ACC_PTR(acc_f32, chunks[b].ptr[1]);\n"
-    "  ACC_ELEM_MAP(chunks[b].count, my_axpby_elem, x, y, dt, alpha, beta);\n"
-    "}\n"
-    "ACC_KERNEL(my_k_axpby, my_axpby_params_t, P) {\n"
-    "  const acc_f32 alpha = ACC_PTR(const acc_f32, P.alpha)[0];\n"
-    "  const acc_f32 beta = ACC_PTR(const acc_f32, P.beta)[0];\n"
-    "  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);\n"
-    "  ACC_FOR_BLOCKS(b, P.num_chunks)\n"
-    "  ACC_DTYPE_CALL(P.x_dtype, my_axpby_chunk, chunks, b, alpha, beta);\n"
-    "}\n"
-    "ACCEL_KERNEL(MY_AXPBY, my_k_axpby, my_axpby_params_t,\n"
-    "             ACC_OP(\"my_axpby\", ACC_TABLE_SHARED),\n"
-    "             (ACC_LIST(\"x\", ACC_IO(R), ACC_ANY_DT(x_dtype), ACC_NO_ALIAS),\n"
-    "              ACC_LIST(\"y\", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),\n"
-    "             (ACC_SCALAR(\"alpha_dev\", ACC_FIELD(alpha), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS),\n"
-    "              ACC_SCALAR(\"beta_dev\", ACC_FIELD(beta), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))\n";
+/* y = alpha * x + beta * y, x of any float dtype, y F32 (the products rounded to fp32): the
+ * source tests/cts/module_axpby.acc, embedded (accel-kc makes the bundle cases_module_bundle.c
+ * loads of the same file). Line 6 is the element's statement (module_bad_source_one_error). */
+#include "cts_module_axpby.h"
+#define kAxpby ((const char *)cts_module_axpby)
+#define kAxpbySize (sizeof cts_module_axpby)
 
 /* Loads source; *unsupported = 1 when the backend compiles no user kernels (then the refusal
  * was checked and the case has nothing else to test). */
@@ -110,10 +88,7 @@ static uint32_t want_axpby(const kc_list_t *L, size_t t, size_t i, const void *u
   return kc_f32_bits(y);
 }
 
-/* The user kernel over F32, F16 and BF16 x (sizes crossing a chunk), bit for bit. */
-CTS_CASE(module_axpby_bits, CTS_TAG_KERNELS) {
-  accel_module_t *m = NULL;
-  MOD_LOAD(kAxpby, &m);
+cts_result_t module_axpby_check(cts_ctx_t *ctx, accel_module_t *m) {
   accel_kernel_t *k = NULL;
   CTS_OK(accel_module_get_kernel(m, "my_axpby", &k));
   static const size_t sizes[] = {70000, 1, 4099};
@@ -137,6 +112,14 @@ CTS_CASE(module_axpby_bits, CTS_TAG_KERNELS) {
     kc_free(ctx, &y);
     if (S.buf.base) cts_dev_free(ctx, &S.buf);
   }
+  return res;
+}
+
+/* The user kernel over F32, F16 and BF16 x (sizes crossing a chunk), bit for bit. */
+CTS_CASE(module_axpby_bits, CTS_TAG_KERNELS) {
+  accel_module_t *m = NULL;
+  MOD_LOAD(kAxpby, &m);
+  const cts_result_t res = module_axpby_check(ctx, m);
   CTS_OK(accel_module_release(m));
   return res;
 }
@@ -218,9 +201,9 @@ CTS_CASE(module_second_load_compiles_nothing, CTS_TAG_NONE) {
 /* A one-character typo in a body: ACCEL_ERROR_BACKEND, and the log names one error, at the
  * source's line (6). The module was not made. */
 CTS_CASE(module_bad_source_one_error, CTS_TAG_NONE) {
-  char *src = malloc(sizeof kAxpby);
+  char *src = malloc(kAxpbySize);
   CTS_CHECK(src, "no memory");
-  memcpy(src, kAxpby, sizeof kAxpby);
+  memcpy(src, kAxpby, kAxpbySize);
   char *at = strstr(src, "y[i] = ax + beta");
   at[8] = 'z'; /* ax -> az */
   accel_module_t *m = NULL;
@@ -257,7 +240,7 @@ CTS_CASE(module_bad_rows_refused, CTS_TAG_NONE) {
   for (size_t e = 0; e < sizeof kEdits / sizeof kEdits[0]; ++e) {
     const char *at = strstr(kAxpby, kEdits[e].from);
     CTS_CHECK(at, "edit %zu does not apply", e);
-    char src[sizeof kAxpby + 64];
+    char src[kAxpbySize + 64];
     snprintf(src, sizeof src, "%.*s%s%s", (int)(at - kAxpby), kAxpby, kEdits[e].to,
              at + strlen(kEdits[e].from));
     m = NULL;

@@ -5,7 +5,7 @@
  * illegal-in-capture calls; replays; pools shared between graphs; lazy streams; kernels on
  * random small tensor lists; native-handle calls, which the CPU backend refuses; communicator
  * calls: on non-communicators, and all-reduces on a live one-rank communicator of a test engine
- * that needs no MPI, see op_comm; launches of a user kernel loaded at setup, see op_module). Any disagreement aborts with a message naming the call, the
+ * that needs no MPI, see op_comm; launches of a user kernel loaded at setup, see op_module; bundles refused, see op_bundle). Any disagreement aborts with a message naming the call, the
  * expected and the actual status. At the end of every input everything is torn down and the
  * memory statistics must be back to their baseline: leaked blocks are failures too.
  *
@@ -38,6 +38,7 @@
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
 #include "accel/accel_module.h"
+#include "module_bundle.h"
 #include "accel/accel_random.h"
 #include "fuzz_api.h"
 
@@ -159,6 +160,19 @@ static void expect2(const char *call, accel_status_t got, accel_status_t a, acce
 /* ---------------------------------------------------------------------------------------- */
 /* model helpers */
 
+/* A bundle of kUserScale with only an OpenCL C form (made at setup; the CPU refuses it). */
+static char *ubundle;
+static size_t ubundle_size;
+
+static void make_bundle(void) {
+  const accel_bundle_section_t sec[2] = {
+      {ACCEL_BUNDLE_SOURCE, "", (const unsigned char *)kUserScale, sizeof kUserScale - 1},
+      {ACCEL_MODULE_FORM_OPENCL_C, "", NULL, 0}};
+  FILE *f = open_memstream(&ubundle, &ubundle_size);
+  const int ok = f && accel_bundle_write(f, sec, 2, "fuzz") == 0;
+  if (!f || fclose(f) != 0 || !ok) fail("setup: bundle");
+}
+
 /* umod, ukernel and dead_ukernel (a second module of the same source, released). */
 static void load_user_kernel(void) {
   accel_module_t *dead = NULL;
@@ -186,6 +200,7 @@ static void ensure_device(void) {
       accel_generator_release(dead_gen) != ACCEL_OK)
     fail("setup: %s", accel_last_error());
   load_user_kernel();
+  make_bundle();
   const float one = 1.0f;
   if (accel_memcpy(dev, scalars, &one, sizeof one) != ACCEL_OK) fail("setup copy");
   for (int r = 0; r < NR; ++r)
@@ -203,6 +218,8 @@ void fuzz_api_teardown(void) {
   if (umod && accel_module_release(umod) != ACCEL_OK) fail("module release");
   umod = NULL;
   ukernel = dead_ukernel = NULL;
+  free(ubundle);
+  ubundle = NULL;
   if (accel_device_close(dev) != ACCEL_OK) fail("device close");
   dev = NULL;
 }
@@ -703,9 +720,16 @@ static void op_random(int s, accel_stream_t *h, accel_status_t hs) {
  * slots with any dtype, misaligned or sharing a slot; the list or scalar count wrong, the
  * scalar NULL or misaligned. The stream is checked first, then the kernel, the counts and the
  * row's rules. */
+static void op_bundle(void);
+
 static void op_module(int s, accel_stream_t *h, accel_status_t hs) {
   if (!ukernel) return;
-  const unsigned k = u8() % 8, shape = u8() % 8;
+  const unsigned kbyte = u8(); /* 248..255: a bundle (the corpus before it has none) */
+  if (kbyte >= 248) {
+    op_bundle();
+    return;
+  }
+  const unsigned k = kbyte % 8, shape = u8() % 8;
   const accel_kernel_t *kh = k == 0 ? NULL : k == 1 ? dead_ukernel : ukernel;
   size_t n = u8() % 4;
   accel_tensor_t t[3];
@@ -723,6 +747,24 @@ static void op_module(int s, accel_stream_t *h, accel_status_t hs) {
   if (want == ACCEL_OK && invalid) want = ACCEL_ERROR_INVALID_ARGUMENT;
   if (want == ACCEL_OK && chunks > 0) want = submit_status(s);
   expect("accel_launch", accel_launch(h, kh, lists, nlists, n, sc, nscalars), want);
+}
+
+/* accel_module_load_bundle on the setup's bundle: intact (the CPU has no form in it:
+ * UNSUPPORTED), one bit flipped or truncated (INVALID_ARGUMENT: bad bundle), no data or no out
+ * (INVALID_ARGUMENT). No module is ever made. */
+static void op_bundle(void) {
+  const unsigned how = u8() % 5, at = (u8() << 8 | u8()) % (unsigned)(8 * ubundle_size);
+  char *copy = malloc(ubundle_size);
+  if (!copy) fail("no memory");
+  memcpy(copy, ubundle, ubundle_size);
+  size_t size = how == 3 ? at / 8 : ubundle_size;
+  if (how == 2) copy[at / 8] ^= (char)(1u << at % 8);
+  accel_module_t *m = NULL;
+  const accel_status_t want = how == 1 ? ACCEL_ERROR_UNSUPPORTED : ACCEL_ERROR_INVALID_ARGUMENT;
+  expect("accel_module_load_bundle",
+         accel_module_load_bundle(dev, how == 4 ? NULL : copy, size, how == 0 ? NULL : &m), want);
+  free(copy);
+  if (m) fail("accel_module_load_bundle made a module from a refused bundle");
 }
 
 /* The one-block calls of the mixed-precision step on the state block, each pointer valid,

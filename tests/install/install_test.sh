@@ -69,7 +69,7 @@ echo "prefix $prefix staged at $stage$prefix"
 echo "cflags: $cflags"
 echo "libs:   $libs"
 case "$cflags" in *"$stage"*) ;; *) fail "pkg-config --cflags does not point into the stage" ;; esac
-for f in "$libdir/libaccel.so" "$bindir/accel-info" \
+for f in "$libdir/libaccel.so" "$bindir/accel-info" "$bindir/accel-kc" \
          "$stage$prefix/include/accel/accel.h" "$stage$prefix/include/accel/accel_kernels.h" \
          "$stage$prefix/include/accel/accel_plugin.h" "$stage$prefix/include/accel/accel_version.h" \
          "$stage$prefix/include/accel/accel_kernel_abi.h" \

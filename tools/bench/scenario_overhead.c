@@ -3,11 +3,17 @@
  * enqueued N times, then one synchronize; per-op = total / N) against the same work done
  * directly, and the caching allocator's accel_malloc + accel_free pair against malloc + free.
  * Targets (issue 2): <= 1 us per enqueued op, <= 100 ns median per alloc+free pair.
+ * A user kernel's launch (accel_module.h) against the built-in kernel it restates (accel_scale
+ * over one 64-float tensor), both enqueued N times then synchronized in the same round (issue
+ * 35: a user kernel's launch costs what a built-in one costs); without a C compiler that row is
+ * left out, and said so.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel/accel_kernels.h"
+#include "accel/accel_module.h"
 #include "bench.h"
 
 #define ALLOC_PAIRS 10000
@@ -107,6 +113,70 @@ fail:
 static const size_t alloc_sizes[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
 #define NUM_ALLOC_SIZES (sizeof alloc_sizes / sizeof alloc_sizes[0])
 
+/* accel_scale restated as a user kernel: t *= s[0] over one list of F32 tensors. */
+static const char kUserScale[] =
+    "ACC_INLINE void ub_elem(acc_idx i, ACC_GPTR(acc_f32) t, acc_f32 s) { t[i] = t[i] * s; }\n"
+    "ACC_KERNEL(ub_k_scale, ub_params_t, P) {\n"
+    "  const acc_f32 s = ACC_PTR(const acc_f32, P.s)[0];\n"
+    "  ACC_GPTR(const acc_chunk_t) c = ACC_PTR(const acc_chunk_t, P.chunks);\n"
+    "  ACC_FOR_BLOCKS(b, P.num_chunks)\n"
+    "  ACC_ELEM_MAP(c[b].count, ub_elem, ACC_PTR(acc_f32, c[b].ptr[0]), s);\n"
+    "}\n"
+    "ACCEL_KERNEL(UB_SCALE, ub_k_scale, ub_params_t, ACC_OP(\"ub_scale\", ACC_TABLE_SHARED),\n"
+    "             (ACC_LIST(\"t\", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),\n"
+    "             (ACC_SCALAR(\"s_dev\", ACC_FIELD(s), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))\n";
+
+/* Per round: n launches of the user kernel k then a sync (a), n of accel_scale then a sync (b),
+ * on the same tensor t (64 floats at buf) with the scale 1.0 at buf + 64 floats. */
+static int bench_user_kernel(accel_stream_t *s, const accel_kernel_t *k, float *buf, size_t n,
+                             int repeat, row_t *row) {
+  double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
+  const accel_tensor_t t = {buf, 64, ACCEL_F32};
+  const accel_tensor_t *lists[1] = {&t};
+  const void *scalars[1] = {buf + 64};
+  int rc = 1;
+  if (!a || !b) {
+    fprintf(stderr, "accel-bench: out of host memory\n");
+    goto fail;
+  }
+  for (int r = -1; r < repeat; r++) {
+    bench_progress("overhead: user kernel %d/%d", r + 1, repeat);
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) BENCH_TRY(accel_launch(s, k, lists, 1, 1, scalars, 1));
+    BENCH_TRY(accel_stream_synchronize(s));
+    uint64_t t1 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) BENCH_TRY(accel_scale(s, &t, 1, buf + 64));
+    BENCH_TRY(accel_stream_synchronize(s));
+    uint64_t t2 = bench_now_ns();
+    if (r < 0) continue;
+    a[r] = (double)(t1 - t0) / (double)n;
+    b[r] = (double)(t2 - t1) / (double)n;
+  }
+  *row = make_row("user kernel vs built-in", a, b, (size_t)repeat, 0);
+  rc = 0;
+fail:
+  free(a);
+  free(b);
+  return rc;
+}
+
+/* The user-kernel row into *row when a module loads here: 1, else 0 (why printed). */
+static int user_kernel_row(accel_device_t *dev, accel_stream_t *s, float *buf, size_t n,
+                           int repeat, row_t *row) {
+  accel_module_t *m = NULL;
+  accel_kernel_t *k = NULL;
+  float init[65] = {0}; /* t = 0, the scale 1 */
+  init[64] = 1.0f;
+  accel_status_t st = accel_module_load_source(dev, kUserScale, NULL, &m);
+  if (st == ACCEL_OK) st = accel_module_get_kernel(m, "ub_scale", &k);
+  if (st == ACCEL_OK) st = accel_memcpy(dev, buf, init, sizeof init);
+  const int ran = st == ACCEL_OK && bench_user_kernel(s, k, buf, n, repeat, row) == 0;
+  if (st != ACCEL_OK)
+    fprintf(stderr, "accel-bench: overhead: no user-kernel row: %s\n", accel_last_error());
+  if (m) accel_module_release(m);
+  return ran;
+}
+
 /* Per size: median over repeats of the mean pair cost over ALLOC_PAIRS pairs. all_a/all_b
  * collect every (size, repeat) sample for the overall median. */
 static int bench_alloc(accel_device_t *dev, int repeat, row_t *rows, char names[][48],
@@ -177,12 +247,12 @@ int bench_overhead(const bench_opts_t *o) {
   accel_stream_t *s = NULL;
   void *buf = NULL;
   double *all_a = NULL, *all_b = NULL;
-  row_t rows[3 + NUM_ALLOC_SIZES + 1];
+  row_t rows[3 + NUM_ALLOC_SIZES + 2];
   char names[NUM_ALLOC_SIZES][48];
   int rc = 1;
   if (bench_open_device(o, &dev)) return 1;
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
-  BENCH_TRY(accel_malloc(dev, 256, &buf));
+  BENCH_TRY(accel_malloc(dev, 65 * sizeof(float), &buf));
   all_a = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_a);
   all_b = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_b);
   if (!all_a || !all_b) {
@@ -195,6 +265,8 @@ int bench_overhead(const bench_opts_t *o) {
   const size_t nall = NUM_ALLOC_SIZES * (size_t)repeat;
   row_t *overall = &rows[3 + NUM_ALLOC_SIZES];
   *overall = make_row("alloc+free, all sizes", all_a, all_b, nall, TARGET_ALLOC_NS);
+  const size_t nrows = 3 + NUM_ALLOC_SIZES + 1 + (size_t)user_kernel_row(dev, s, (float *)buf, n, repeat,
+                                                                          overall + 1);
   bench_progress_done();
 
   bench_machine_t m;
@@ -204,15 +276,16 @@ int bench_overhead(const bench_opts_t *o) {
           n, repeat);
   fprintf(f, "%-26s %-31s %-31s %-24s %s\n", "operation", "accel ns/op", "baseline ns/op",
           "ratio", "target");
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) print_row(f, &rows[i]);
-  fprintf(f, "baselines: memset(4 B) / a plain function call in a loop; malloc+free (glibc)\n");
+  for (size_t i = 0; i < nrows; i++) print_row(f, &rows[i]);
+  fprintf(f, "baselines: memset(4 B) / a plain function call in a loop; malloc+free (glibc); "
+             "accel_scale (1 tensor, 64 floats) for the same kernel as a user kernel\n");
 
   bench_json_t j;
   bench_json_begin_report(&j, o, "overhead", &m);
   bench_json_int(&j, "ops", (long long)n);
   bench_json_int(&j, "repeat", repeat);
   bench_json_begin_array(&j, "rows");
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) json_row(&j, &rows[i]);
+  for (size_t i = 0; i < nrows; i++) json_row(&j, &rows[i]);
   bench_json_end_array(&j);
   bench_json_end_object(&j);
   rc = 0;
