@@ -3,8 +3,8 @@
  * clBuildProgram on the embedded prelude (kernels/opencl/module_prelude.cl), the rows'
  * parameter structs and the user's source under `#line 1 "<module>"`, with the device's build
  * options (the prelude's form, exact division and square root) and the module's. Its binary
- * goes to the kernel cache (acl_cache.c) under the module's key, the device, the driver and the
- * prelude's hash; a later build with the same key only loads it. Programs are kept for the life
+ * goes to the kernel cache (common/kernel_cache.c) under the module's key, the device, the
+ * driver and the prelude's hash; a later build with the same key only loads it. Programs are kept for the life
  * of the process (a graph may outlive its module); each stream or graph creates its own kernel
  * objects from them (acl_kernel_set_t.user).
  */
