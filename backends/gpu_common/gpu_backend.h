@@ -53,7 +53,7 @@ typedef struct gpu_device {
 #endif
   gpuModule_t module;   /* the embedded kernels; NULL when built without them */
   gpuFunction_t functions[ACCEL_KERNEL_COUNT];
-  struct gpu_user *user; /* user kernels' modules and functions (gpu_user.c); NULL: none yet */
+  struct accel_user_kernels *user; /* user kernels' modules and functions (gpu_user.c) */
   uint32_t max_grid;    /* cap on launched blocks (kernels are grid-stride) */
 } gpu_device_t;
 

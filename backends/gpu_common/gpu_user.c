@@ -16,49 +16,20 @@
 
 #include "accel_gpu_module_prelude.h"
 #include "gpu_rtc.h"
+#include "id_table.h"
 #include "kernel_cache.h"
 #include "module_text.h"
 
-/* A device's user kernels: the loaded modules and the functions by launch id. */
-struct gpu_user {
-  gpuModule_t *modules;
-  size_t nmodules;
-  gpuFunction_t *fns; /* [id - ACCEL_KERNEL_ID_USER_BASE] */
-  size_t cap;
-};
-
-/* Guards every device's gpu_user (launches read it; builds grow it). */
+/* Guards every device's user kernels (d->user: launches read it, builds grow it). */
 static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Grows d's table to hold id and stores fn; 0 without memory. Called with user_lock held. */
-static int user_bind_locked(gpu_device_t *d, uint32_t id, gpuFunction_t fn) {
-  struct gpu_user *u = d->user;
-  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
-  if (k >= u->cap) {
-    size_t cap = u->cap ? u->cap : 64;
-    while (cap <= k) cap *= 2;
-    gpuFunction_t *grown = realloc(u->fns, cap * sizeof *grown);
-    if (!grown) return 0;
-    memset(grown + u->cap, 0, (cap - u->cap) * sizeof *grown);
-    u->fns = grown;
-    u->cap = cap;
-  }
-  u->fns[k] = fn;
-  return 1;
-}
 
 /* Keeps module loaded in d and binds its kernels' functions; on failure nothing is kept. */
 static accel_status_t user_keep(gpu_device_t *d, gpuModule_t module,
-                                const accel_module_build_t *b, const gpuFunction_t *fns) {
+                                const accel_module_build_t *b, void *const *fns) {
   pthread_mutex_lock(&user_lock);
   if (!d->user) d->user = calloc(1, sizeof *d->user);
-  struct gpu_user *u = d->user;
-  gpuModule_t *grown = u ? realloc(u->modules, (u->nmodules + 1) * sizeof *grown) : NULL;
-  int ok = grown != NULL;
-  if (ok) u->modules = grown;
-  for (uint32_t k = 0; ok && k < b->nkernels; ++k)
-    ok = user_bind_locked(d, b->first_id + k, fns[k]);
-  if (ok) u->modules[u->nmodules++] = module;
+  const int ok = d->user && accel_user_kernels_add(d->user, module, b->first_id, fns,
+                                                   b->nkernels);
   pthread_mutex_unlock(&user_lock);
   if (ok) return ACCEL_OK;
   return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: module_build: no memory",
@@ -66,9 +37,8 @@ static accel_status_t user_keep(gpu_device_t *d, gpuModule_t module,
 }
 
 accel_status_t gpu_user_function(gpu_device_t *d, uint32_t id, gpuFunction_t *fn) {
-  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
   pthread_mutex_lock(&user_lock);
-  *fn = d->user && k < d->user->cap ? d->user->fns[k] : NULL;
+  *fn = d->user ? accel_id_table_get(&d->user->ids, id) : NULL;
   pthread_mutex_unlock(&user_lock);
   if (*fn) return ACCEL_OK;
   return gpu_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown user kernel id %u",
@@ -76,11 +46,10 @@ accel_status_t gpu_user_function(gpu_device_t *d, uint32_t id, gpuFunction_t *fn
 }
 
 void gpu_user_unload(gpu_device_t *d) {
-  struct gpu_user *u = d->user;
+  accel_user_kernels_t *u = d->user;
   if (!u) return;
   for (size_t i = 0; i < u->nmodules; ++i) GPU_WARN(d->backend, ModuleUnload, u->modules[i]);
-  free(u->modules);
-  free(u->fns);
+  accel_user_kernels_free(u);
   free(u);
   d->user = NULL;
 }
@@ -117,11 +86,14 @@ static accel_status_t module_load(gpu_device_t *d, const accel_module_build_t *b
   gpuModule_t module = NULL;
   accel_status_t st = GPU_TRY(be, ModuleLoadData, &module, code);
   if (st != ACCEL_OK) return st;
-  gpuFunction_t *fns = calloc(b->nkernels ? b->nkernels : 1, sizeof *fns);
+  void **fns = calloc(b->nkernels ? b->nkernels : 1, sizeof *fns);
   if (!fns)
     st = gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: no memory", GPU_BACKEND_NAME);
-  for (uint32_t k = 0; st == ACCEL_OK && k < b->nkernels; ++k)
-    st = GPU_TRY(be, ModuleGetFunction, &fns[k], module, b->symbols[k]);
+  for (uint32_t k = 0; st == ACCEL_OK && k < b->nkernels; ++k) {
+    gpuFunction_t fn = NULL;
+    st = GPU_TRY(be, ModuleGetFunction, &fn, module, b->symbols[k]);
+    fns[k] = fn;
+  }
   if (st == ACCEL_OK) st = user_keep(d, module, b, fns);
   if (st != ACCEL_OK) GPU_WARN(be, ModuleUnload, module);
   free(fns);

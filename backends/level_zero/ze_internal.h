@@ -59,7 +59,7 @@ typedef struct accel_ze_device {
   pthread_mutex_t kernel_lock;
   ze_module_handle_t module;
   ze_kernel_handle_t kernels[ACCEL_KERNEL_COUNT];
-  struct accel_ze_user *user; /* user kernels' modules and kernels (ze_user.c); NULL: none */
+  struct accel_user_kernels *user; /* user kernels' modules and kernels (ze_user.c) */
 } accel_ze_device_t;
 
 /* Which submission path of a stream ran last (see ze_stream.c). */
@@ -137,9 +137,10 @@ void accel_ze_module_release(accel_ze_device_t *dev);
 /* A kernel of module named name, with the group size and indirect access every kernel has. */
 accel_status_t accel_ze_kernel_create(accel_ze_device_t *dev, ze_module_handle_t module,
                                       const char *name, ze_kernel_handle_t *out);
-/* zeModuleCreate's failure r with its build log (destroyed here) as the error. */
-accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
-                                     ze_module_build_log_handle_t log);
+/* zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) of spv with the build flags of every module (exact
+ * division and square root); a failure's build log goes into the error. */
+accel_status_t accel_ze_spirv_module(accel_ze_device_t *dev, const void *spv, size_t size,
+                                    ze_module_handle_t *out);
 
 /* --- ze_user.c: user kernels (accel_module.h); their SPIR-V: ze_spirv.h ------------------- */
 accel_status_t accel_ze_module_build(accel_be_device_t *device, const accel_module_build_t *build,

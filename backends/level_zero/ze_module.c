@@ -12,8 +12,8 @@
 #endif
 
 /* Copies the build log into the error message (truncated to what fits). */
-accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
-                                     ze_module_build_log_handle_t log) {
+static accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
+                                            ze_module_build_log_handle_t log) {
   char *text = NULL;
   size_t size = 0;
   if (log && api->zeModuleBuildLogGetString(log, &size, NULL) == ZE_RESULT_SUCCESS && size) {
@@ -29,6 +29,26 @@ accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
       accel_ze_result_name(r), (unsigned)r, text && text[0] ? text : "(empty)");
   free(text);
   return st;
+}
+
+accel_status_t accel_ze_spirv_module(accel_ze_device_t *dev, const void *spv, size_t size,
+                                    ze_module_handle_t *out) {
+  const accel_ze_api_t *api = dev->api;
+  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                           .inputSize = size,
+                           .pInputModule = spv,
+                           /* exact IEEE division and sqrt, no fast math: bitwise identical
+                            * results across backends */
+                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
+  ze_module_build_log_handle_t log = NULL;
+  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, out, &log);
+  if (r != ZE_RESULT_SUCCESS) {
+    *out = NULL;
+    return accel_ze_build_failed(api, r, log);
+  }
+  if (log) api->zeModuleBuildLogDestroy(log);
+  return ACCEL_OK;
 }
 
 accel_status_t accel_ze_kernel_create(accel_ze_device_t *dev, ze_module_handle_t module,
@@ -67,22 +87,9 @@ static accel_status_t accel_ze_module_ensure(accel_ze_device_t *dev) {
   if (accel_ze_host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
     return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
                                     "zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) failed: injected fault");
-  const accel_ze_api_t *api = dev->api;
-  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
-                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
-                           .inputSize = accel_ze_spirv_size,
-                           .pInputModule = accel_ze_spirv,
-                           /* exact IEEE division and sqrt, no fast math: bitwise identical
-                            * results across backends */
-                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
-  ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, &dev->module, &log);
-  if (r != ZE_RESULT_SUCCESS) {
-    dev->module = NULL;
-    return accel_ze_build_failed(api, r, log);
-  }
-  if (log) api->zeModuleBuildLogDestroy(log);
-  accel_status_t st = accel_ze_create_kernels(dev);
+  accel_status_t st = accel_ze_spirv_module(dev, accel_ze_spirv, accel_ze_spirv_size, &dev->module);
+  if (st != ACCEL_OK) return st;
+  st = accel_ze_create_kernels(dev);
   if (st != ACCEL_OK) accel_ze_module_release(dev);
   return st;
 #else

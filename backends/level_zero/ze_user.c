@@ -8,45 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "id_table.h"
 #include "ze_internal.h"
-
-/* A device's user kernels: the modules and the kernels by launch id (kernel_lock). */
-struct accel_ze_user {
-  ze_module_handle_t *modules;
-  size_t nmodules;
-  ze_kernel_handle_t *kernels; /* [id - ACCEL_KERNEL_ID_USER_BASE] */
-  size_t cap;
-};
-
-/* Binds kernel k of module to id in dev's table (kernel_lock held); 0 without memory. */
-static int user_bind_locked(accel_ze_device_t *dev, uint32_t id, ze_kernel_handle_t k) {
-  struct accel_ze_user *u = dev->user;
-  const size_t i = id - ACCEL_KERNEL_ID_USER_BASE;
-  if (i >= u->cap) {
-    size_t cap = u->cap ? u->cap : 64;
-    while (cap <= i) cap *= 2;
-    ze_kernel_handle_t *grown = realloc(u->kernels, cap * sizeof *grown);
-    if (!grown) return 0;
-    memset(grown + u->cap, 0, (cap - u->cap) * sizeof *grown);
-    u->kernels = grown;
-    u->cap = cap;
-  }
-  u->kernels[i] = k;
-  return 1;
-}
 
 /* Keeps module in dev with its kernels bound to their ids; on failure nothing is kept. */
 static accel_status_t user_keep(accel_ze_device_t *dev, ze_module_handle_t module,
-                                const accel_module_build_t *b, ze_kernel_handle_t *ks) {
+                                const accel_module_build_t *b, void *const *ks) {
   pthread_mutex_lock(&dev->kernel_lock);
   if (!dev->user) dev->user = calloc(1, sizeof *dev->user);
-  struct accel_ze_user *u = dev->user;
-  ze_module_handle_t *grown = u ? realloc(u->modules, (u->nmodules + 1) * sizeof *grown) : NULL;
-  int ok = grown != NULL;
-  if (ok) u->modules = grown;
-  for (uint32_t k = 0; ok && k < b->nkernels; ++k)
-    ok = user_bind_locked(dev, b->first_id + k, ks[k]);
-  if (ok) u->modules[u->nmodules++] = module;
+  const int ok = dev->user && accel_user_kernels_add(dev->user, module, b->first_id, ks,
+                                                     b->nkernels);
   pthread_mutex_unlock(&dev->kernel_lock);
   return ok ? ACCEL_OK
             : accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: no memory");
@@ -56,21 +27,16 @@ static accel_status_t user_keep(accel_ze_device_t *dev, ze_module_handle_t modul
 static accel_status_t module_load(accel_ze_device_t *dev, const accel_module_build_t *b,
                                   const unsigned char *spv, size_t size) {
   const accel_ze_api_t *api = dev->api;
-  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
-                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
-                           .inputSize = size,
-                           .pInputModule = spv,
-                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
   ze_module_handle_t module = NULL;
-  ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, &module, &log);
-  if (r != ZE_RESULT_SUCCESS) return accel_ze_build_failed(api, r, log);
-  if (log) api->zeModuleBuildLogDestroy(log);
-  ze_kernel_handle_t *ks = calloc(b->nkernels ? b->nkernels : 1, sizeof *ks);
-  accel_status_t st =
-      ks ? ACCEL_OK : accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: no memory");
-  for (uint32_t k = 0; st == ACCEL_OK && k < b->nkernels; ++k)
-    st = accel_ze_kernel_create(dev, module, b->symbols[k], &ks[k]);
+  accel_status_t st = accel_ze_spirv_module(dev, spv, size, &module);
+  if (st != ACCEL_OK) return st;
+  void **ks = calloc(b->nkernels ? b->nkernels : 1, sizeof *ks);
+  if (!ks) st = accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: no memory");
+  for (uint32_t k = 0; st == ACCEL_OK && k < b->nkernels; ++k) {
+    ze_kernel_handle_t kernel = NULL;
+    st = accel_ze_kernel_create(dev, module, b->symbols[k], &kernel);
+    ks[k] = kernel;
+  }
   if (st == ACCEL_OK) st = user_keep(dev, module, b, ks);
   if (st != ACCEL_OK) {
     for (uint32_t k = 0; ks && k < b->nkernels; ++k)
@@ -100,21 +66,19 @@ void accel_ze_module_destroy(accel_be_module_t *module) { (void)module; }
 
 accel_status_t accel_ze_user_kernel_locked(accel_ze_device_t *dev, uint32_t id,
                                            ze_kernel_handle_t *out) {
-  const size_t i = id - ACCEL_KERNEL_ID_USER_BASE;
-  *out = dev->user && i < dev->user->cap ? dev->user->kernels[i] : NULL;
+  *out = dev->user ? accel_id_table_get(&dev->user->ids, id) : NULL;
   if (*out) return ACCEL_OK;
   return accel_ze_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                                   "level_zero: unknown user kernel id %u", id);
 }
 
 void accel_ze_user_release(accel_ze_device_t *dev) {
-  struct accel_ze_user *u = dev->user;
+  accel_user_kernels_t *u = dev->user;
   if (!u) return;
-  for (size_t i = 0; i < u->cap; ++i)
-    if (u->kernels[i]) dev->api->zeKernelDestroy(u->kernels[i]);
+  for (size_t i = 0; i < u->ids.cap; ++i)
+    if (u->ids.slots[i]) dev->api->zeKernelDestroy(u->ids.slots[i]);
   for (size_t i = 0; i < u->nmodules; ++i) dev->api->zeModuleDestroy(u->modules[i]);
-  free(u->kernels);
-  free(u->modules);
+  accel_user_kernels_free(u);
   free(u);
   dev->user = NULL;
 }
