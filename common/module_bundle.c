@@ -2,6 +2,7 @@
 #include "module_bundle.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 static const char magic[8] = {'A', 'C', 'C', 'B', 'U', 'N', 'D', 'L'};
@@ -158,6 +159,14 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
     at += (size_t)w;
   }
   if (n == 0) snprintf(buf, len, "none");
+}
+
+int accel_bundle_lacks_form(const accel_module_build_t *b, uint32_t kind, const char *target,
+                            char *buf, size_t len) {
+  if (b->struct_size <= offsetof(accel_module_build_t, nforms) || b->nforms == 0) return 0;
+  if (kind && accel_bundle_find_form(b->forms, b->nforms, kind, target)) return 0;
+  accel_bundle_list_forms(b->forms, b->nforms, buf, len);
+  return 1;
 }
 
 const accel_module_form_t *accel_bundle_find_form(const accel_module_form_t *forms, uint32_t n,

@@ -14,20 +14,17 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "accel_cpu_module_prelude.h"
 #include "cpu_device.h"
 #include "module_bundle.h"
 #include "module_text.h"
-
-extern char **environ;
+#include "tool_run.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Launch ids of user kernels -> functions
@@ -124,40 +121,14 @@ static char **compile_argv(const char *options, const char *out, const char *in,
   return argv;
 }
 
-/* Reads up to max - 1 bytes of path into log (NUL-terminated). */
-static void read_log(const char *path, char *log, size_t max) {
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(log, 1, max - 1, f) : 0;
-  log[n] = '\0';
-  if (f) fclose(f);
-}
-
 /* Runs the compiler on in (the unit) into out, its messages into logpath. */
 static accel_status_t run_compiler(cpu_build_t *cb, const char *in, const char *out,
                                    const char *logpath) {
   char *buf = NULL;
   char **argv = compile_argv(cb->b->options, out, in, &buf);
   if (!argv) return cb->host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: module_build: no memory");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  while (err == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
-  accel_status_t st = ACCEL_OK;
-  if (err != 0) {
-    st = cb->host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                             "cpu: no C compiler to build the module: '%s' (ACCEL_CC) cannot be "
-                             "run: %s", argv[0], strerror(err));
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    char log[800];
-    read_log(logpath, log, sizeof log);
-    st = cb->host->set_error(ACCEL_ERROR_BACKEND, "cpu: the module does not compile (%s):\n%s",
-                             argv[0], log);
-  }
+  accel_status_t st = accel_tool_run(cb->host, "cpu",
+                                     "no C compiler to build the module (ACCEL_CC)", argv, logpath);
   free(argv);
   free(buf);
   return st;

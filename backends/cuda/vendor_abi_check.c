@@ -106,3 +106,27 @@ SAME_PROTO(StreamWriteValue32, cuStreamWriteValue32);
 /* cuGetProcAddress_v2 itself (resolved with dlsym). */
 SAME_TYPE(CUresult (*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *),
           __typeof__(&cuGetProcAddress_v2));
+
+/* NVRTC (gpu_rtc.c): the shim's GPU_RTC_TABLE against nvrtc.h. */
+#include <nvrtc.h>
+
+SAME_TYPE(gpuRtcResult_t, nvrtcResult);
+SAME_TYPE(gpuRtcProgram_t, nvrtcProgram);
+SAME_VALUE(GPU_RTC_SUCCESS, NVRTC_SUCCESS);
+#define GPU_RTC_PFN(field, lookup, display, ret, params) typedef ret(*gpu_rtc_pfn_##field) params;
+GPU_RTC_TABLE(GPU_RTC_PFN, GPU_RTC_PFN)
+#undef GPU_RTC_PFN
+#define SAME_RTC_PROTO(field, fn) SAME_TYPE(gpu_rtc_pfn_##field, __typeof__(&fn))
+SAME_RTC_PROTO(Version, nvrtcVersion);
+SAME_RTC_PROTO(GetErrorString, nvrtcGetErrorString);
+SAME_RTC_PROTO(CreateProgram, nvrtcCreateProgram);
+SAME_RTC_PROTO(DestroyProgram, nvrtcDestroyProgram);
+SAME_RTC_PROTO(CompileProgram, nvrtcCompileProgram);
+SAME_RTC_PROTO(GetProgramLogSize, nvrtcGetProgramLogSize);
+SAME_RTC_PROTO(GetProgramLog, nvrtcGetProgramLog);
+SAME_RTC_PROTO(GetCodeSize, nvrtcGetCUBINSize);
+SAME_RTC_PROTO(GetCode, nvrtcGetCUBIN);
+SAME_RTC_PROTO(GetPTXSize, nvrtcGetPTXSize);
+SAME_RTC_PROTO(GetPTX, nvrtcGetPTX);
+SAME_RTC_PROTO(GetNumSupportedArchs, nvrtcGetNumSupportedArchs);
+SAME_RTC_PROTO(GetSupportedArchs, nvrtcGetSupportedArchs);

@@ -185,4 +185,49 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_FORMAT_DRIVER_VERSION(buf, size, v) \
   snprintf((buf), (size), "CUDA %d.%d", (v) / 1000, ((v) % 1000) / 10)
 
+/*
+ * The run-time compiler of user kernels (gpu_rtc.c): NVRTC, dlopen'ed at the first module build.
+ * RTC(field, lookup, display, return type, parameters), as GPU_API_TABLE; looked up with dlsym.
+ * vendor_abi_check.c compares them with nvrtc.h.
+ */
+#define GPU_RTC_NAME "NVRTC"
+#define GPU_RTC_LIBRARY_NAMES \
+  {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
+#define GPU_RTC_ENV "ACCEL_NVRTC" /* a library to open instead (a path or a name; gpu_rtc.c) */
+#define GPU_RTC_SUCCESS 0 /* NVRTC_SUCCESS */
+typedef unsigned gpuRtcResult_t;              /* nvrtcResult (an enum of unsigned int) */
+typedef struct _nvrtcProgram *gpuRtcProgram_t; /* nvrtcProgram */
+/* The numerics of the shared kernels (backends/cuda/meson.build, nvcc): no contraction,
+ * correctly rounded division and square root, no flush to zero. */
+#define GPU_RTC_FIXED_OPTIONS {"-fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"}
+#define GPU_RTC_TARGET_OPTION "--gpu-architecture=" /* followed by gpu_rtc_target's answer */
+#define GPU_RTC_TABLE(REQ, OPT)                                                                  \
+  REQ(Version, "nvrtcVersion", "nvrtcVersion", gpuRtcResult_t, (int *major, int *minor))        \
+  REQ(GetErrorString, "nvrtcGetErrorString", "nvrtcGetErrorString", const char *,                \
+      (gpuRtcResult_t result))                                                                   \
+  REQ(CreateProgram, "nvrtcCreateProgram", "nvrtcCreateProgram", gpuRtcResult_t,                 \
+      (gpuRtcProgram_t * prog, const char *src, const char *name, int nheaders,                  \
+       const char *const *headers, const char *const *include_names))                            \
+  REQ(DestroyProgram, "nvrtcDestroyProgram", "nvrtcDestroyProgram", gpuRtcResult_t,              \
+      (gpuRtcProgram_t * prog))                                                                  \
+  REQ(CompileProgram, "nvrtcCompileProgram", "nvrtcCompileProgram", gpuRtcResult_t,              \
+      (gpuRtcProgram_t prog, int noptions, const char *const *options))                          \
+  REQ(GetProgramLogSize, "nvrtcGetProgramLogSize", "nvrtcGetProgramLogSize", gpuRtcResult_t,     \
+      (gpuRtcProgram_t prog, size_t *size))                                                      \
+  REQ(GetProgramLog, "nvrtcGetProgramLog", "nvrtcGetProgramLog", gpuRtcResult_t,                 \
+      (gpuRtcProgram_t prog, char *log))                                                         \
+  /* the device code: CUBIN for a real arch (sm_XX), PTX for a virtual one (compute_XX) */      \
+  REQ(GetCodeSize, "nvrtcGetCUBINSize", "nvrtcGetCUBINSize", gpuRtcResult_t,                     \
+      (gpuRtcProgram_t prog, size_t *size))                                                      \
+  REQ(GetCode, "nvrtcGetCUBIN", "nvrtcGetCUBIN", gpuRtcResult_t,                                 \
+      (gpuRtcProgram_t prog, char *code))                                                        \
+  REQ(GetPTXSize, "nvrtcGetPTXSize", "nvrtcGetPTXSize", gpuRtcResult_t,                          \
+      (gpuRtcProgram_t prog, size_t *size))                                                      \
+  REQ(GetPTX, "nvrtcGetPTX", "nvrtcGetPTX", gpuRtcResult_t, (gpuRtcProgram_t prog, char *ptx))  \
+  /* the real archs this NVRTC compiles for (CUDA 11.2+); without them: the device's own */    \
+  OPT(GetNumSupportedArchs, "nvrtcGetNumSupportedArchs", "nvrtcGetNumSupportedArchs",            \
+      gpuRtcResult_t, (int *n))                                                                  \
+  OPT(GetSupportedArchs, "nvrtcGetSupportedArchs", "nvrtcGetSupportedArchs", gpuRtcResult_t,     \
+      (int *archs))
+
 #endif /* ACCEL_VENDOR_CUDA_H */

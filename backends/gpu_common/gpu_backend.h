@@ -53,6 +53,7 @@ typedef struct gpu_device {
 #endif
   gpuModule_t module;   /* the embedded kernels; NULL when built without them */
   gpuFunction_t functions[ACCEL_KERNEL_COUNT];
+  struct accel_user_kernels *user; /* user kernels' modules and functions (gpu_user.c) */
   uint32_t max_grid;    /* cap on launched blocks (kernels are grid-stride) */
 } gpu_device_t;
 
@@ -137,7 +138,19 @@ void gpu_leave(gpu_scope_t *scope);
 
 /* Loads the embedded kernel image and looks up every kernel (gpu_module.c). */
 accel_status_t gpu_module_load(gpu_device_t *device);
+/* Unloads the embedded kernels and the user kernels' modules (device close). */
 void gpu_module_unload(gpu_device_t *device);
+/* The function a launch runs: a shared kernel's or a user kernel's (by launch id). */
+accel_status_t gpu_module_function(gpu_device_t *device, const accel_kernel_launch_t *launch,
+                                   gpuFunction_t *fn);
+
+/* User kernels (gpu_user.c; accel_module.h): the vtable's module_build / module_destroy, the
+ * function bound to a user launch id, and the unloading of the device's modules. */
+accel_status_t gpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
+                                accel_be_module_t **out);
+void gpu_module_destroy(accel_be_module_t *module);
+accel_status_t gpu_user_function(gpu_device_t *device, uint32_t id, gpuFunction_t *fn);
+void gpu_user_unload(gpu_device_t *device);
 
 /* Issues one KERNEL/MEMCPY/MEMSET/HOST_FUNC command on a vendor stream (gpu_stream.c). A host
  * function uses job (a graph's) or, when job is NULL, a new job on flag (a stream's). */

@@ -42,4 +42,20 @@ accel_status_t gpu_module_load(gpu_device_t *d) {
 void gpu_module_unload(gpu_device_t *d) {
   if (d->module) GPU_WARN(d->backend, ModuleUnload, d->module);
   d->module = NULL;
+  gpu_user_unload(d);
+}
+
+accel_status_t gpu_module_function(gpu_device_t *d, const accel_kernel_launch_t *launch,
+                                   gpuFunction_t *fn) {
+  if (launch->kernel_id >= ACCEL_KERNEL_ID_USER_BASE)
+    return gpu_user_function(d, launch->kernel_id, fn);
+  if (!d->module)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "%s: plugin built without kernels, cannot launch %s",
+                               GPU_BACKEND_NAME, launch->kernel_name);
+  if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: unknown kernel id %u (%s)",
+                               GPU_BACKEND_NAME, launch->kernel_id, launch->kernel_name);
+  *fn = d->functions[launch->kernel_id];
+  return ACCEL_OK;
 }

@@ -52,6 +52,8 @@ static const accel_backend_vtable_t gpu_vtable = {
     .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
     .kernel_count = ACCEL_KERNEL_COUNT,
     .comm_engine = GPU_COMM_ENGINE,
+    .module_build = gpu_module_build, /* NVRTC / hiprtc (gpu_user.c) */
+    .module_destroy = gpu_module_destroy,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

@@ -56,19 +56,15 @@ accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
 
 static accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
                                  const accel_kernel_launch_t *launch) {
-  if (!d->module)
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                               "%s: plugin built without kernels, cannot launch %s",
-                               GPU_BACKEND_NAME, launch->kernel_name);
-  if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: unknown kernel id %u (%s)",
-                               GPU_BACKEND_NAME, launch->kernel_id, launch->kernel_name);
+  gpuFunction_t fn = NULL;
+  accel_status_t st = gpu_module_function(d, launch, &fn);
+  if (st != ACCEL_OK) return st;
   unsigned grid = launch->num_blocks < d->max_grid ? launch->num_blocks : d->max_grid;
   /* The kernel's one argument is the by-value parameter struct; the driver copies
    * params_size bytes from here before the call returns (also when capturing). */
   void *args[1] = {(void *)launch->params};
-  return GPU_TRY(d->backend, LaunchKernel, d->functions[launch->kernel_id], grid, 1u, 1u,
-                 ACCEL_KERNEL_BLOCK, 1u, 1u, 0u, stream, args, NULL);
+  return GPU_TRY(d->backend, LaunchKernel, fn, grid, 1u, 1u, ACCEL_KERNEL_BLOCK, 1u, 1u, 0u,
+                 stream, args, NULL);
 }
 
 accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t *cmd,

@@ -92,3 +92,23 @@ SAME_PROTO(StreamIsCapturing, hipStreamIsCapturing);
 SAME_PROTO(GetDevice, hipGetDevice);
 SAME_PROTO(StreamWaitValue32, hipStreamWaitValue32);
 SAME_PROTO(StreamWriteValue32, hipStreamWriteValue32);
+
+/* hiprtc (gpu_rtc.c): the shim's GPU_RTC_TABLE against hiprtc.h. */
+#include <hip/hiprtc.h>
+
+SAME_TYPE(gpuRtcResult_t, hiprtcResult);
+SAME_TYPE(gpuRtcProgram_t, hiprtcProgram);
+SAME_VALUE(GPU_RTC_SUCCESS, HIPRTC_SUCCESS);
+#define GPU_RTC_PFN(field, lookup, display, ret, params) typedef ret(*gpu_rtc_pfn_##field) params;
+GPU_RTC_TABLE(GPU_RTC_PFN, GPU_RTC_PFN)
+#undef GPU_RTC_PFN
+#define SAME_RTC_PROTO(field, fn) SAME_TYPE(gpu_rtc_pfn_##field, __typeof__(&fn))
+SAME_RTC_PROTO(Version, hiprtcVersion);
+SAME_RTC_PROTO(GetErrorString, hiprtcGetErrorString);
+SAME_RTC_PROTO(CreateProgram, hiprtcCreateProgram);
+SAME_RTC_PROTO(DestroyProgram, hiprtcDestroyProgram);
+SAME_RTC_PROTO(CompileProgram, hiprtcCompileProgram);
+SAME_RTC_PROTO(GetProgramLogSize, hiprtcGetProgramLogSize);
+SAME_RTC_PROTO(GetProgramLog, hiprtcGetProgramLog);
+SAME_RTC_PROTO(GetCodeSize, hiprtcGetCodeSize);
+SAME_RTC_PROTO(GetCode, hiprtcGetCode);

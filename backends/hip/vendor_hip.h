@@ -159,4 +159,41 @@ typedef void (*gpuHostFn_t)(void *user);
   (*(name) = (api)->GetErrorName ? (api)->GetErrorName(err) : NULL)
 #define GPU_FORMAT_DRIVER_VERSION(buf, size, v) snprintf((buf), (size), "HIP %d", (v))
 
+/*
+ * The run-time compiler of user kernels (gpu_rtc.c): hiprtc, dlopen'ed at the first module
+ * build. ROCm 5.3 and later ship it as libhiprtc; up to 5.2 its entry points are in
+ * libamdhip64. RTC(...) as GPU_API_TABLE; vendor_abi_check.c compares them with hiprtc.h.
+ */
+#define GPU_RTC_NAME "hiprtc"
+#define GPU_RTC_LIBRARY_NAMES \
+  {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.5"}
+#define GPU_RTC_ENV "ACCEL_HIPRTC" /* a library to open instead (a path or a name; gpu_rtc.c) */
+#define GPU_RTC_SUCCESS 0 /* HIPRTC_SUCCESS */
+typedef unsigned gpuRtcResult_t;               /* hiprtcResult (an enum of unsigned int) */
+typedef struct _hiprtcProgram *gpuRtcProgram_t; /* hiprtcProgram */
+/* The numerics of the shared kernels (backends/hip/meson.build, hipcc): no contraction;
+ * division and square root are correctly rounded by default. */
+#define GPU_RTC_FIXED_OPTIONS {"-O3", "-ffp-contract=off"}
+#define GPU_RTC_TARGET_OPTION "--offload-arch=" /* followed by gpu_rtc_target's answer */
+#define GPU_RTC_TABLE(REQ, OPT)                                                                  \
+  REQ(Version, "hiprtcVersion", "hiprtcVersion", gpuRtcResult_t, (int *major, int *minor))      \
+  REQ(GetErrorString, "hiprtcGetErrorString", "hiprtcGetErrorString", const char *,              \
+      (gpuRtcResult_t result))                                                                   \
+  REQ(CreateProgram, "hiprtcCreateProgram", "hiprtcCreateProgram", gpuRtcResult_t,               \
+      (gpuRtcProgram_t * prog, const char *src, const char *name, int nheaders,                  \
+       const char **headers, const char **include_names))                                        \
+  REQ(DestroyProgram, "hiprtcDestroyProgram", "hiprtcDestroyProgram", gpuRtcResult_t,            \
+      (gpuRtcProgram_t * prog))                                                                  \
+  REQ(CompileProgram, "hiprtcCompileProgram", "hiprtcCompileProgram", gpuRtcResult_t,            \
+      (gpuRtcProgram_t prog, int noptions, const char **options))                                \
+  REQ(GetProgramLogSize, "hiprtcGetProgramLogSize", "hiprtcGetProgramLogSize", gpuRtcResult_t,   \
+      (gpuRtcProgram_t prog, size_t *size))                                                      \
+  REQ(GetProgramLog, "hiprtcGetProgramLog", "hiprtcGetProgramLog", gpuRtcResult_t,               \
+      (gpuRtcProgram_t prog, char *log))                                                         \
+  /* the code object for the target (--offload-arch, else the current device's) */             \
+  REQ(GetCodeSize, "hiprtcGetCodeSize", "hiprtcGetCodeSize", gpuRtcResult_t,                     \
+      (gpuRtcProgram_t prog, size_t *size))                                                      \
+  REQ(GetCode, "hiprtcGetCode", "hiprtcGetCode", gpuRtcResult_t,                                 \
+      (gpuRtcProgram_t prog, char *code))
+
 #endif /* ACCEL_VENDOR_HIP_H */

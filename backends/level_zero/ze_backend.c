@@ -242,6 +242,7 @@ accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
 
 void accel_ze_device_close(accel_be_device_t *device) {
   accel_ze_device_t *dev = device;
+  accel_ze_user_release(dev);
   accel_ze_module_release(dev);
   if (dev->ctx_owned) dev->api->zeContextDestroy(dev->ctx);
   pthread_mutex_destroy(&dev->kernel_lock);

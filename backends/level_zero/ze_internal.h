@@ -13,6 +13,7 @@
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
 #include "ze_loader.h"
+#include "ze_spirv.h"
 
 /* The host services table given to accel_plugin_query (one host per process). */
 extern const accel_host_api_t *accel_ze_host;
@@ -58,6 +59,7 @@ typedef struct accel_ze_device {
   pthread_mutex_t kernel_lock;
   ze_module_handle_t module;
   ze_kernel_handle_t kernels[ACCEL_KERNEL_COUNT];
+  struct accel_user_kernels *user; /* user kernels' modules and kernels (ze_user.c) */
 } accel_ze_device_t;
 
 /* Which submission path of a stream ran last (see ze_stream.c). */
@@ -130,7 +132,25 @@ void accel_ze_host_free(accel_be_device_t *device, void *ptr);
 /* Appends a kernel launch to list (building the module on first use). */
 accel_status_t accel_ze_append_kernel(accel_ze_device_t *dev, ze_command_list_handle_t list,
                                       const accel_kernel_launch_t *launch);
+/* Releases the shared kernels and their module (the user kernels: accel_ze_user_release). */
 void accel_ze_module_release(accel_ze_device_t *dev);
+/* A kernel of module named name, with the group size and indirect access every kernel has. */
+accel_status_t accel_ze_kernel_create(accel_ze_device_t *dev, ze_module_handle_t module,
+                                      const char *name, ze_kernel_handle_t *out);
+/* zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) of spv with the build flags of every module (exact
+ * division and square root); a failure's build log goes into the error. */
+accel_status_t accel_ze_spirv_module(accel_ze_device_t *dev, const void *spv, size_t size,
+                                    ze_module_handle_t *out);
+
+/* --- ze_user.c: user kernels (accel_module.h); their SPIR-V: ze_spirv.h ------------------- */
+accel_status_t accel_ze_module_build(accel_be_device_t *device, const accel_module_build_t *build,
+                                     accel_be_module_t **out);
+void accel_ze_module_destroy(accel_be_module_t *module);
+/* The kernel bound to a user launch id (kernel_lock held). */
+accel_status_t accel_ze_user_kernel_locked(accel_ze_device_t *dev, uint32_t id,
+                                           ze_kernel_handle_t *out);
+/* Destroys the device's user kernels and modules (kernel_lock not needed: device close). */
+void accel_ze_user_release(accel_ze_device_t *dev);
 
 /* --- ze_commands.c ------------------------------------------------------------------------- */
 /* Appends one KERNEL/MEMCPY/MEMSET command, preceded by a barrier when barrier_before is set

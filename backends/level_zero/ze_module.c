@@ -11,7 +11,6 @@
 #include "accel_ze_spirv.h"
 #endif
 
-#if ACCEL_ZE_HAVE_SPIRV
 /* Copies the build log into the error message (truncated to what fits). */
 static accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result_t r,
                                             ze_module_build_log_handle_t log) {
@@ -32,23 +31,50 @@ static accel_status_t accel_ze_build_failed(const accel_ze_api_t *api, ze_result
   return st;
 }
 
-static accel_status_t accel_ze_create_kernels(accel_ze_device_t *dev) {
+accel_status_t accel_ze_spirv_module(accel_ze_device_t *dev, const void *spv, size_t size,
+                                    ze_module_handle_t *out) {
   const accel_ze_api_t *api = dev->api;
+  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                           .inputSize = size,
+                           .pInputModule = spv,
+                           /* exact IEEE division and sqrt, no fast math: bitwise identical
+                            * results across backends */
+                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
+  ze_module_build_log_handle_t log = NULL;
+  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, out, &log);
+  if (r != ZE_RESULT_SUCCESS) {
+    *out = NULL;
+    return accel_ze_build_failed(api, r, log);
+  }
+  if (log) api->zeModuleBuildLogDestroy(log);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_ze_kernel_create(accel_ze_device_t *dev, ze_module_handle_t module,
+                                      const char *name, ze_kernel_handle_t *out) {
+  const accel_ze_api_t *api = dev->api;
+  ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = name};
+  ze_result_t r = api->zeKernelCreate(module, &kd, out);
+  if (r != ZE_RESULT_SUCCESS) {
+    *out = NULL;
+    return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
+                                    "zeKernelCreate(\"%s\") failed: %s (0x%x)", name,
+                                    accel_ze_result_name(r), (unsigned)r);
+  }
+  ACCEL_ZE_TRY(api, zeKernelSetGroupSize, *out, ACCEL_KERNEL_BLOCK, 1, 1);
+  /* Kernels read tensor pointers from chunk tables in device memory: indirect access. */
+  ACCEL_ZE_TRY(api, zeKernelSetIndirectAccess, *out,
+               ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST);
+  return ACCEL_OK;
+}
+
+#if ACCEL_ZE_HAVE_SPIRV
+static accel_status_t accel_ze_create_kernels(accel_ze_device_t *dev) {
   for (int i = 0; i < ACCEL_KERNEL_COUNT; ++i) {
-    ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC,
-                           .pKernelName = accel_kernel_names[i]};
-    ze_result_t r = api->zeKernelCreate(dev->module, &kd, &dev->kernels[i]);
-    if (r != ZE_RESULT_SUCCESS) {
-      dev->kernels[i] = NULL;
-      return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
-                                      "zeKernelCreate(\"%s\") failed: %s (0x%x)",
-                                      accel_kernel_names[i], accel_ze_result_name(r),
-                                      (unsigned)r);
-    }
-    ACCEL_ZE_TRY(api, zeKernelSetGroupSize, dev->kernels[i], ACCEL_KERNEL_BLOCK, 1, 1);
-    /* Kernels read tensor pointers from chunk tables in device memory: indirect access. */
-    ACCEL_ZE_TRY(api, zeKernelSetIndirectAccess, dev->kernels[i],
-                 ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST);
+    accel_status_t st = accel_ze_kernel_create(dev, dev->module, accel_kernel_names[i],
+                                               &dev->kernels[i]);
+    if (st != ACCEL_OK) return st;
   }
   return ACCEL_OK;
 }
@@ -61,22 +87,9 @@ static accel_status_t accel_ze_module_ensure(accel_ze_device_t *dev) {
   if (accel_ze_host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
     return accel_ze_host->set_error(ACCEL_ERROR_BACKEND,
                                     "zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV) failed: injected fault");
-  const accel_ze_api_t *api = dev->api;
-  ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
-                           .format = ZE_MODULE_FORMAT_IL_SPIRV,
-                           .inputSize = accel_ze_spirv_size,
-                           .pInputModule = accel_ze_spirv,
-                           /* exact IEEE division and sqrt, no fast math: bitwise identical
-                            * results across backends */
-                           .pBuildFlags = "-cl-fp32-correctly-rounded-divide-sqrt"};
-  ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = api->zeModuleCreate(dev->ctx, dev->dev, &desc, &dev->module, &log);
-  if (r != ZE_RESULT_SUCCESS) {
-    dev->module = NULL;
-    return accel_ze_build_failed(api, r, log);
-  }
-  if (log) api->zeModuleBuildLogDestroy(log);
-  accel_status_t st = accel_ze_create_kernels(dev);
+  accel_status_t st = accel_ze_spirv_module(dev, accel_ze_spirv, accel_ze_spirv_size, &dev->module);
+  if (st != ACCEL_OK) return st;
+  st = accel_ze_create_kernels(dev);
   if (st != ACCEL_OK) accel_ze_module_release(dev);
   return st;
 #else
@@ -99,14 +112,17 @@ void accel_ze_module_release(accel_ze_device_t *dev) {
 static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
                                                     ze_command_list_handle_t list,
                                                     const accel_kernel_launch_t *launch) {
-  accel_status_t st = accel_ze_module_ensure(dev);
+  ze_kernel_handle_t k = NULL;
+  accel_status_t st = launch->kernel_id >= ACCEL_KERNEL_ID_USER_BASE
+                          ? accel_ze_user_kernel_locked(dev, launch->kernel_id, &k)
+                          : accel_ze_module_ensure(dev);
   if (st != ACCEL_OK) return st;
-  if (launch->kernel_id >= ACCEL_KERNEL_COUNT)
+  if (!k && launch->kernel_id >= ACCEL_KERNEL_COUNT)
     return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                     "level_zero: kernel id %u (%s) not in this plugin's module",
                                     launch->kernel_id, launch->kernel_name);
   const accel_ze_api_t *api = dev->api;
-  ze_kernel_handle_t k = dev->kernels[launch->kernel_id];
+  if (!k) k = dev->kernels[launch->kernel_id];
   /* Argument values are captured at append time, so the kernel object can be reused. */
   ACCEL_ZE_TRY(api, zeKernelSetArgumentValue, k, 0, launch->params_size, launch->params);
   /* Kernels are grid-stride: fewer groups than num_blocks compute the same bits. */

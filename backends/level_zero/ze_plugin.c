@@ -70,6 +70,8 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
     .kernel_count = ACCEL_KERNEL_COUNT,
     .comm_engine = "oneccl", /* collectives on its immediate command lists */
+    .module_build = accel_ze_module_build, /* clang + llvm-spirv at run time (ze_user.c) */
+    .module_destroy = accel_ze_module_destroy,
 };
 
 ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,

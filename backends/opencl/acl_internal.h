@@ -19,6 +19,7 @@
 
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
+#include "kernel_cache.h"
 #include "opencl/accel_cl_launch.h"
 
 #define ACL_DOMAIN "opencl"
@@ -212,11 +213,11 @@ void acl_module_destroy(accel_be_module_t *module);
 accel_status_t acl_module_kernel(acl_device_t *dev, acl_kernel_set_t *set, uint32_t id,
                                  cl_kernel **k, uint64_t **generation);
 
-/* --- cache.c ------------------------------------------------------------------------------- */
-/* Loads a binary stored under key; 0 on success (*data malloc'ed), -1 when absent or corrupt. */
-int acl_cache_load(const char *key, unsigned char **data, size_t *size);
-/* Stores data under key atomically (temp file + rename). Failures are logged, not fatal. */
-void acl_cache_store(const char *key, const unsigned char *data, size_t size);
+/* --- the kernel cache (common/kernel_cache.h), files opencl-<hash>.bin ----------------------- */
+#define acl_cache_load(key, data, size) \
+  accel_kernel_cache_load(acl_host, ACL_DOMAIN, key, data, size)
+#define acl_cache_store(key, data, size) \
+  accel_kernel_cache_store(acl_host, ACL_DOMAIN, key, data, size)
 
 /* --- stream.c ------------------------------------------------------------------------------ */
 accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out);

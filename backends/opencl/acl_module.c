@@ -3,8 +3,8 @@
  * clBuildProgram on the embedded prelude (kernels/opencl/module_prelude.cl), the rows'
  * parameter structs and the user's source under `#line 1 "<module>"`, with the device's build
  * options (the prelude's form, exact division and square root) and the module's. Its binary
- * goes to the kernel cache (acl_cache.c) under the module's key, the device, the driver and the
- * prelude's hash; a later build with the same key only loads it. Programs are kept for the life
+ * goes to the kernel cache (common/kernel_cache.c) under the module's key, the device, the
+ * driver and the prelude's hash; a later build with the same key only loads it. Programs are kept for the life
  * of the process (a graph may outlive its module); each stream or graph creates its own kernel
  * objects from them (acl_kernel_set_t.user).
  */
@@ -108,11 +108,9 @@ static accel_status_t module_program(acl_device_t *dev, const accel_module_build
 
 /* A bundle loads on OpenCL through its OpenCL C form: the source, built as a source load. */
 static accel_status_t check_forms(const accel_module_build_t *b) {
-  if (b->struct_size <= offsetof(accel_module_build_t, nforms) || b->nforms == 0 ||
-      accel_bundle_find_form(b->forms, b->nforms, ACCEL_MODULE_FORM_OPENCL_C, NULL))
-    return ACCEL_OK;
   char list[512];
-  accel_bundle_list_forms(b->forms, b->nforms, list, sizeof list);
+  if (!accel_bundle_lacks_form(b, ACCEL_MODULE_FORM_OPENCL_C, NULL, list, sizeof list))
+    return ACCEL_OK;
   return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                              "opencl: the bundle has no OpenCL C form (its forms: %s)", list);
 }

@@ -1,7 +1,7 @@
 /*
- * On-disk cache of program binaries in host->cache_dir().
+ * On-disk cache of compiled kernels in host->cache_dir() (kernel_cache.h).
  *
- * File  <cache_dir>/opencl-<fnv64(key)>.bin:
+ * File  <cache_dir>/<domain>-<fnv64(key)>.bin:
  *   magic "ACLBIN01" | u64 key length | u64 payload length | u64 fnv64(payload) | key | payload
  * The full key is stored and compared, so a file-name collision is a miss, and the checksum
  * catches truncated or corrupted entries (which are then rebuilt and overwritten). Writes go
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "acl_internal.h"
+#include "kernel_cache.h"
 
-static const char acl_magic[8] = {'A', 'C', 'L', 'B', 'I', 'N', '0', '1'};
+static const char cache_magic[8] = {'A', 'C', 'L', 'B', 'I', 'N', '0', '1'};
 
 static uint64_t fnv64(const void *data, size_t n) {
   const unsigned char *p = data;
@@ -25,23 +25,25 @@ static uint64_t fnv64(const void *data, size_t n) {
 }
 
 /* host->cache_dir() creates the directory and answers NULL when it is not usable. */
-static int entry_path(const char *key, char *path, size_t cap) {
-  const char *dir = acl_host->cache_dir ? acl_host->cache_dir() : NULL;
+static int entry_path(const accel_host_api_t *host, const char *domain, const char *key,
+                      char *path, size_t cap) {
+  const char *dir = host->cache_dir ? host->cache_dir() : NULL;
   if (!dir || !*dir) return -1;
-  int n = snprintf(path, cap, "%s/opencl-%016llx.bin", dir,
+  int n = snprintf(path, cap, "%s/%s-%016llx.bin", dir, domain,
                    (unsigned long long)fnv64(key, strlen(key)));
   return (n > 0 && (size_t)n < cap) ? 0 : -1;
 }
 
-int acl_cache_load(const char *key, unsigned char **data, size_t *size) {
+int accel_kernel_cache_load(const accel_host_api_t *host, const char *domain, const char *key,
+                            unsigned char **data, size_t *size) {
   char path[4096];
-  if (entry_path(key, path, sizeof path) != 0) return -1;
+  if (entry_path(host, domain, key, path, sizeof path) != 0) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return -1;
   char magic[8];
   uint64_t hdr[3]; /* key length, payload length, checksum */
   size_t klen = strlen(key);
-  int ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, acl_magic, 8) == 0 &&
+  int ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, cache_magic, 8) == 0 &&
            fread(hdr, sizeof hdr[0], 3, f) == 3 && hdr[0] == klen && hdr[1] > 0 &&
            hdr[1] < ((uint64_t)1 << 32);
   char *stored_key = ok ? malloc(klen + 1) : NULL;
@@ -52,37 +54,38 @@ int acl_cache_load(const char *key, unsigned char **data, size_t *size) {
   fclose(f);
   free(stored_key);
   if (!ok) {
-    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN,
-                  "ignoring corrupt or mismatched kernel cache entry %s (will rebuild)", path);
+    host->log(ACCEL_LOG_WARN, domain,
+              "ignoring corrupt or mismatched kernel cache entry %s (will rebuild)", path);
     free(payload);
     return -1;
   }
-  acl_host->log(ACCEL_LOG_DEBUG, ACL_DOMAIN, "kernel binary loaded from %s", path);
+  host->log(ACCEL_LOG_DEBUG, domain, "kernel binary loaded from %s", path);
   *data = payload;
   *size = hdr[1];
   return 0;
 }
 
-void acl_cache_store(const char *key, const unsigned char *data, size_t size) {
+void accel_kernel_cache_store(const accel_host_api_t *host, const char *domain, const char *key,
+                              const unsigned char *data, size_t size) {
   char path[4096], tmp[4200];
-  if (entry_path(key, path, sizeof path) != 0) return;
+  if (entry_path(host, domain, key, path, sizeof path) != 0) return;
   /* Unique per process and call: two devices with the same key may store concurrently. */
   static unsigned seq;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
            __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED));
   FILE *f = fopen(tmp, "wb");
   if (!f) {
-    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN, "cannot write %s: %s", tmp, strerror(errno));
+    host->log(ACCEL_LOG_WARN, domain, "cannot write %s: %s", tmp, strerror(errno));
     return;
   }
   size_t klen = strlen(key);
   uint64_t hdr[3] = {klen, size, fnv64(data, size)};
-  int ok = fwrite(acl_magic, 1, 8, f) == 8 && fwrite(hdr, sizeof hdr[0], 3, f) == 3 &&
+  int ok = fwrite(cache_magic, 1, 8, f) == 8 && fwrite(hdr, sizeof hdr[0], 3, f) == 3 &&
            fwrite(key, 1, klen, f) == klen && fwrite(data, 1, size, f) == size;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {
-    acl_host->log(ACCEL_LOG_WARN, ACL_DOMAIN, "cannot store kernel cache entry %s: %s", path,
-                  strerror(errno));
+    host->log(ACCEL_LOG_WARN, domain, "cannot store kernel cache entry %s: %s", path,
+              strerror(errno));
     unlink(tmp);
   }
 }
