@@ -57,8 +57,15 @@ static accel_module_build_t rtc_module_build(const char *source) {
   static const uint32_t sizes[] = {24, 24};
   uint64_t key = 0xcbf29ce484222325ull;
   for (const char *c = source; *c; ++c) key = (key ^ (unsigned char)*c) * 0x100000001b3ull;
-  return (accel_module_build_t){sizeof(accel_module_build_t), 2, kParams, source, "", kSymbols,
-                                sizes, ACCEL_KERNEL_ID_USER_BASE, 0, key};
+  return (accel_module_build_t){.struct_size = sizeof(accel_module_build_t),
+                                .nkernels = 2,
+                                .params = kParams,
+                                .source = source,
+                                .options = "",
+                                .symbols = kSymbols,
+                                .params_size = sizes,
+                                .first_id = ACCEL_KERNEL_ID_USER_BASE,
+                                .key = key};
 }
 
 /* The text of source on prelude, as the backends build it (malloc'ed). */
