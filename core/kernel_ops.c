@@ -212,29 +212,6 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
   return kop_run(&r, update_hp_body, &zero_lp);
 }
 
-typedef struct unscale_args {
-  const float *inv_scale;
-  float *found_inf;
-} unscale_args_t;
-
-static accel_status_t unscale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const unscale_args_t *a = user;
-  const acc_unscale_params_t p = {e->chunks_addr, ADDR(a->inv_scale), ADDR(a->found_inf),
-                                  e->num_chunks, (acc_u32)r->lists[0][0].dtype};
-  return kop_launch(r, ACCEL_KERNEL_UNSCALE, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tensor_t *tensors,
-                                       size_t n, const float *inv_scale_dev,
-                                       float *found_inf_dev) {
-  kop_req_t r = {KOP_REQ(UNSCALE), .stream = stream, .lists = {tensors}, .n = n,
-                 .scalars = {inv_scale_dev, found_inf_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  const unscale_args_t a = {inv_scale_dev, found_inf_dev};
-  return kop_run(&r, unscale_body, &a);
-}
-
 static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_adam_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
                                (acc_u32)r->lists[1][0].dtype};
@@ -331,7 +308,8 @@ accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The operations of generated rows (gen_kernel_rows.py): one launch, filled from the layout
+ * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py):
+ * one launch, filled from the layout
  * ------------------------------------------------------------------------------------------- */
 
 static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *user) {

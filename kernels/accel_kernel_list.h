@@ -11,6 +11,9 @@
  *           launch walks (the validation unit: one cache key, one per-stream memo slot), with
  *           table = ACC_TABLE_SHARED or ACC_TABLE_PER_STREAM (the table carries per-stream
  *           scratch); ACC_NO_OP for a kernel launched only as a second step of another row's op;
+ *           ACC_ROW_OP("public function"): ACC_OP(fn, ACC_TABLE_SHARED) whose public function is
+ *           generated from the row (one launch, one block per chunk: gen_kernel_rows.py
+ *           --row-ops-c), the struct declared here checked against the row's layout;
  * lists     (ACC_LIST(...), ...): the operation's tensor lists in chunk-slot order
  *           (acc_chunk_t.ptr[k] is list k):
  *             ACC_LIST("name", access, dtype, aliasing), or ACC_OPT_LIST(...) for a list the
@@ -65,7 +68,7 @@ ACCEL_KERNEL(UPDATE_HP, accel_k_update_hp, acc_update_hp_params_t,
                        ACC_NO_ALIAS)),
              ())
 ACCEL_KERNEL(UNSCALE, accel_k_unscale, acc_unscale_params_t,
-             ACC_OP("accel_unscale_and_check", ACC_TABLE_SHARED),
+             ACC_ROW_OP("accel_unscale_and_check"),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_REQUIRED,
                          ACC_ALL_BLOCKS),
