@@ -243,21 +243,6 @@ accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors,
   return kop_run(&r, fill_body, &value);
 }
 
-static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_scale_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
-                                (acc_u32)r->lists[0][0].dtype};
-  return kop_launch(r, ACCEL_KERNEL_SCALE, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
-                           const float *scale_dev) {
-  kop_req_t r = {KOP_REQ(SCALE), .stream = stream, .lists = {tensors}, .n = n,
-                 .scalars = {scale_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, scale_body, scale_dev);
-}
-
 /* The one-block kernels of the mixed-precision step: two device scalars, no tensors. */
 static accel_status_t one_block_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   (void)e;

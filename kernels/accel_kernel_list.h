@@ -83,7 +83,7 @@ ACCEL_KERNEL(ADAM, accel_k_adam, acc_adam_params_t, ACC_OP("accel_fused_adam", A
                          ACC_ALL_BLOCKS)))
 ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_OP("accel_fill", ACC_TABLE_SHARED),
              (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)), ())
-ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_OP("accel_scale", ACC_TABLE_SHARED),
+ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_ROW_OP("accel_scale"),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("scale_dev", ACC_FIELD(scale), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))
 /* The mixed-precision step's bookkeeping (kernels/amp.h): one block each, no chunk table. */
