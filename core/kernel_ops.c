@@ -277,21 +277,6 @@ accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
   return one_block_op(&r);
 }
 
-static accel_status_t cast_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_cast_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
-                               (acc_u32)r->lists[0][0].dtype, (acc_u32)r->lists[1][0].dtype, 0};
-  return kop_launch(r, ACCEL_KERNEL_CAST, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
-                          const accel_tensor_t *dst, size_t n, const float *skip_if_dev) {
-  kop_req_t r = {KOP_REQ(CAST), .stream = stream, .lists = {src, dst}, .n = n,
-                 .scalars = {skip_if_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, cast_body, skip_if_dev);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py):
  * one launch, filled from the layout

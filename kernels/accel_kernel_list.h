@@ -101,7 +101,7 @@ ACCEL_KERNEL(STEP_COUNT, accel_k_step_count, acc_step_count_params_t,
              ACC_OP("accel_step_count", ACC_TABLE_SHARED), (),
              (ACC_SCALAR("step_dev", ACC_FIELD(step), 4, RW, ACC_REQUIRED, ACC_BLOCK0),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
-ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_OP("accel_cast", ACC_TABLE_SHARED),
+ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_ROW_OP("accel_cast"),
              (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(src_dtype), ACC_NO_ALIAS),
               ACC_LIST("dst", ACC_IO(W), ACC_ANY_DT(dst_dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS)))
