@@ -569,15 +569,34 @@ CTS_CASE(kernels_fill_scale, CTS_TAG_KERNELS) {
  * Bad input
  * ------------------------------------------------------------------------------------------- */
 
+/* The objects of the bad-input cases: an eager stream *s, an F32 list A of na tensors and an
+ * F16 list B of nb (sizes 100, 300, ...; seeds seed and seed + 1), device scalars S (init). */
+static accel_status_t bad_open(cts_ctx_t *ctx, accel_stream_t **s, kc_list_t *A, kc_list_t *B,
+                               kc_scalars_t *S, size_t na, size_t nb, uint64_t seed,
+                               const void *init, size_t bytes) {
+  static const size_t sizes[] = {100, 300};
+  accel_status_t st = accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, s);
+  if (st == ACCEL_OK) st = kc_make(ctx, A, na, sizes, na < 2 ? na : 2, ACCEL_F32, 1.0f, seed);
+  if (st == ACCEL_OK) st = kc_make(ctx, B, nb, sizes, nb < 2 ? nb : 2, ACCEL_F16, 1.0f, seed + 1);
+  return st == ACCEL_OK ? kc_scalars(ctx, S, init, bytes) : st;
+}
+
+/* Waits for s (the refused calls launched nothing, the others must finish) and frees the rest. */
+static cts_result_t bad_close(cts_ctx_t *ctx, accel_stream_t *s, kc_list_t *A, kc_list_t *B,
+                              kc_scalars_t *S) {
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, A);
+  kc_free(ctx, B);
+  cts_dev_free(ctx, &S->buf);
+  return CTS_PASS;
+}
+
 CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   accel_stream_t *s;
-  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
-  const size_t sizes[] = {100, 300};
   kc_list_t A, B;
-  CTS_OK(kc_make(ctx, &A, 2, sizes, 2, ACCEL_F32, 1.0f, 1));
-  CTS_OK(kc_make(ctx, &B, 2, sizes, 2, ACCEL_F16, 1.0f, 2));
   kc_scalars_t S;
-  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  CTS_OK(bad_open(ctx, &s, &A, &B, &S, 2, 2, 1, NULL, 0));
   accel_tensor_t t[2];
   float host_scalar = 0;
   const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
@@ -623,26 +642,17 @@ CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   CTS_STATUS(accel_fill(s, NULL, 1, 0.0f), BAD);
   CTS_STATUS(accel_fill(NULL, A.t, 2, 0.0f), ACCEL_ERROR_INVALID_HANDLE);
   CTS_STATUS(accel_fill(s, NULL, 0, 0.0f), ACCEL_OK);
-  CTS_OK(accel_stream_synchronize(s));
-  CTS_OK(accel_stream_destroy(s));
-  kc_free(ctx, &A);
-  kc_free(ctx, &B);
-  cts_dev_free(ctx, &S.buf);
-  return CTS_PASS;
+  return bad_close(ctx, s, &A, &B, &S);
 }
 
 /* Bad input on lists seen before: a backend-independent cache of validated lists must still
  * catch what can change between calls (scalars, which lists are written, freed memory). */
 CTS_CASE(kernels_bad_input_cached_list, CTS_TAG_KERNELS) {
   accel_stream_t *s;
-  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
-  const size_t sizes[] = {100, 300};
   kc_list_t A, B;
-  CTS_OK(kc_make(ctx, &A, 3, sizes, 2, ACCEL_F32, 1.0f, 3));
-  CTS_OK(kc_make(ctx, &B, 1, sizes, 1, ACCEL_F16, 1.0f, 4));
   kc_scalars_t S;
   const float one = 1.0f;
-  CTS_OK(kc_scalars(ctx, &S, &one, sizeof one));
+  CTS_OK(bad_open(ctx, &s, &A, &B, &S, 3, 1, 3, &one, sizeof one));
   const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
   for (int k = 0; k < 2; ++k) { /* twice: the second calls are cache hits */
     CTS_OK(accel_multi_tensor_norm(s, A.t, 3, 2.0f, &S.dev[1]));
@@ -670,12 +680,7 @@ CTS_CASE(kernels_bad_input_cached_list, CTS_TAG_KERNELS) {
   /* the device is still usable */
   accel_tensor_t rest[2] = {A.t[0], A.t[2]};
   CTS_OK(accel_multi_tensor_norm(s, rest, 2, 2.0f, &S.dev[1]));
-  CTS_OK(accel_stream_synchronize(s));
-  CTS_OK(accel_stream_destroy(s));
-  kc_free(ctx, &A);
-  kc_free(ctx, &B);
-  cts_dev_free(ctx, &S.buf);
-  return CTS_PASS;
+  return bad_close(ctx, s, &A, &B, &S);
 }
 
 /* ---------------------------------------------------------------------------------------------
