@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kc_lists.h"
+#include "../common/ref_amp.h"
 
 /* ---------------------------------------------------------------------------------------------
  * The contract, emulated in fp32 on the host
@@ -890,20 +891,6 @@ static accel_status_t body_amp_step(accel_stream_t *s, void *u) {
   return st;
 }
 
-/* torch._amp_update_scale_ on the host (products in double, as torch forms them). */
-static void ref_update_scale(accel_loss_scaler_t *s, int found_inf) {
-  if (found_inf) {
-    s->scale = (float)((double)s->scale * s->backoff_factor);
-    s->growth_tracker = 0;
-  } else if (s->growth_tracker + 1 == s->growth_interval) {
-    const float grown = (float)((double)s->scale * s->growth_factor);
-    if (isfinite(grown)) s->scale = grown;
-    s->growth_tracker = 0;
-  } else {
-    s->growth_tracker++;
-  }
-}
-
 /* 12 steps with overflows at steps 2, 5, 6 and 11 (Inf, NaN, Inf in F16 from a large scaled
  * value, NaN) and growth_interval 3, each step its own cts_exec (one capture and replay in
  * graph mode), then 4 replays of one capture with finite gradients: scale, growth tracker,
@@ -934,7 +921,7 @@ CTS_CASE(kernels_amp_scaler, CTS_TAG_KERNELS) {
     kc_job_t j = {.a = G.t, .n = G.n, .s0 = S.dev};
     CTS_OK(cts_exec(ctx, body_amp_step, &j, replays));
     for (int r = 0; r < replays; ++r) {
-      ref_update_scale(&want, bad);
+      REF_AMP_UPDATE_SCALE(&want, bad);
       want_step += !bad;
     }
     amp_dev_t got;
