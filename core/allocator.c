@@ -414,8 +414,8 @@ accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena
   return st;
 }
 
-/* left absorbs its next block right (lock held): binned, the free neighbour of the block being
- * freed, leaves its bin; the later free generation, the bytes, the links; right is recycled. */
+/* left absorbs its next block right (lock held): binned (a free one of the two) leaves its bin;
+ * the later free generation, the bytes, the links; right is recycled. */
 static inline __attribute__((always_inline)) void absorb(accel_allocator_t *m, bins_t *b,
                                                          block_t *left, block_t *right,
                                                          block_t *binned) {
@@ -548,12 +548,7 @@ static void retag_arena(accel_allocator_t *m, accel_allocator_arena_t *a, const 
       block_t *n = b->next;
       if (!b->allocated && !n->allocated && b->key == to && n->key == to) {
         bin_remove(dst, b);
-        bin_remove(dst, n);
-        if (n->freed_at > b->freed_at) b->freed_at = n->freed_at;
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next) n->next->prev = b;
-        accel_alloc_block_recycle(m, n);
+        absorb(m, dst, b, n, n);
         bin_insert(dst, b);
       } else {
         b = n;
