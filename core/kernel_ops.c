@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_util.h"
 #include "kernel_ops_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -351,9 +352,7 @@ static accel_status_t read_step(accel_stream_t *stream, const accel_adam_step_t 
   if (STEP_HAS(st, max_exp_avg_sq)) out->max_exp_avg_sq = st->max_exp_avg_sq;
   if (STEP_HAS(st, steps_dev)) out->steps_dev = st->steps_dev;
   if (STEP_HAS(st, has_grad_dev)) out->has_grad_dev = st->has_grad_dev;
-  if (out->flags & ~STEP_FLAGS)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
-                           (unsigned)(out->flags & ~STEP_FLAGS));
+  ACCEL_REQUIRE_FLAGS(out->flags, STEP_FLAGS, fn);
   if (!(out->flags & ACCEL_ADAM_STEP_ACCUMULATE) || out->n == 0) return ACCEL_OK;
   if (!out->hp_grads || !out->grads) /* a NULL grads is the table's to report */
     return out->grads ? accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
