@@ -414,26 +414,27 @@ accel_status_t accel_allocator_alloc(accel_allocator_t *m, accel_allocator_arena
   return st;
 }
 
+/* left absorbs its next block right (lock held): binned (a free one of the two) leaves its bin;
+ * the later free generation, the bytes, the links; right is recycled. */
+static inline __attribute__((always_inline)) void absorb(accel_allocator_t *m, bins_t *b,
+                                                         block_t *left, block_t *right,
+                                                         block_t *binned) {
+  bin_remove(b, binned);
+  if (right->freed_at > left->freed_at) left->freed_at = right->freed_at;
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next) right->next->prev = left;
+  accel_alloc_block_recycle(m, right);
+}
+
 /* Merges blk with a free neighbour of the same key (lock held). */
 static inline __attribute__((always_inline)) block_t *coalesce(accel_allocator_t *m, bins_t *b,
                                                                 block_t *blk) {
   block_t *n = blk->next;
-  if (n && !n->allocated && n->key == blk->key) {
-    bin_remove(b, n);
-    if (n->freed_at > blk->freed_at) blk->freed_at = n->freed_at;
-    blk->size += n->size;
-    blk->next = n->next;
-    if (n->next) n->next->prev = blk;
-    accel_alloc_block_recycle(m, n);
-  }
+  if (n && !n->allocated && n->key == blk->key) absorb(m, b, blk, n, n);
   block_t *p = blk->prev;
   if (p && !p->allocated && p->key == blk->key) {
-    bin_remove(b, p);
-    if (blk->freed_at > p->freed_at) p->freed_at = blk->freed_at;
-    p->size += blk->size;
-    p->next = blk->next;
-    if (blk->next) blk->next->prev = p;
-    accel_alloc_block_recycle(m, blk);
+    absorb(m, b, p, blk, p);
     blk = p;
   }
   return blk;
@@ -547,12 +548,7 @@ static void retag_arena(accel_allocator_t *m, accel_allocator_arena_t *a, const 
       block_t *n = b->next;
       if (!b->allocated && !n->allocated && b->key == to && n->key == to) {
         bin_remove(dst, b);
-        bin_remove(dst, n);
-        if (n->freed_at > b->freed_at) b->freed_at = n->freed_at;
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next) n->next->prev = b;
-        accel_alloc_block_recycle(m, n);
+        absorb(m, dst, b, n, n);
         bin_insert(dst, b);
       } else {
         b = n;

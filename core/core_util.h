@@ -16,6 +16,15 @@ accel_status_t accel_set_error(accel_status_t status, const char *fmt, ...)
     if (!(cond)) return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s", fn, what);  \
   } while (0)
 
+/* Returns INVALID_ARGUMENT naming fn and the bits of flags outside known. */
+#define ACCEL_REQUIRE_FLAGS(flags, known, fn)                                               \
+  do {                                                                                      \
+    const unsigned accel_unknown_flags_ = (unsigned)((flags) & ~(unsigned)(known));         \
+    if (accel_unknown_flags_)                                                               \
+      return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,    \
+                             accel_unknown_flags_);                                         \
+  } while (0)
+
 /* env.c */
 const char *accel_env(const char *name);  /* getenv, "" treated as unset */
 bool accel_env_flag(const char *name, bool dflt);

@@ -263,9 +263,7 @@ static accel_status_t import_common(accel_device_t *dev, const char *fn, void *m
   ACCEL_REQUIRE_ARG(managed, fn, "managed is NULL");
   ACCEL_REQUIRE_ARG(view, fn, "view is NULL");
   ACCEL_REQUIRE_ARG(out, fn, "out is NULL");
-  if (flags & ~(unsigned)ACCEL_DLPACK_IMPORT_BORROW)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
-                           flags & ~(unsigned)ACCEL_DLPACK_IMPORT_BORROW);
+  ACCEL_REQUIRE_FLAGS(flags, ACCEL_DLPACK_IMPORT_BORROW, fn);
   return ACCEL_OK;
 }
 

@@ -147,9 +147,7 @@ accel_status_t accel_memory_register(accel_device_t *dev, void *ptr, size_t size
   ACCEL_REQUIRE_ARG(ptr, __func__, "ptr is NULL");
   ACCEL_REQUIRE_ARG(device_ptr, __func__, "device_ptr is NULL");
   ACCEL_REQUIRE_ARG(size, __func__, "size is 0");
-  if (flags & ~(unsigned)ACCEL_REGISTER_READ_ONLY)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", __func__,
-                           flags & ~(unsigned)ACCEL_REGISTER_READ_ONLY);
+  ACCEL_REQUIRE_FLAGS(flags, ACCEL_REGISTER_READ_ONLY, __func__);
   if ((st = accel_capture_check_unsafe(__func__, NULL)) != ACCEL_OK) return st;
   accel_trace_scope_t t = accel_trace_begin(dev->trace_id, __func__);
   st = accel_external_register(dev, __func__, ptr, size, flags & ACCEL_REGISTER_READ_ONLY, NULL,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_util.h"
 #include "kernel_ops_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -212,29 +213,6 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
   return kop_run(&r, update_hp_body, &zero_lp);
 }
 
-typedef struct unscale_args {
-  const float *inv_scale;
-  float *found_inf;
-} unscale_args_t;
-
-static accel_status_t unscale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const unscale_args_t *a = user;
-  const acc_unscale_params_t p = {e->chunks_addr, ADDR(a->inv_scale), ADDR(a->found_inf),
-                                  e->num_chunks, (acc_u32)r->lists[0][0].dtype};
-  return kop_launch(r, ACCEL_KERNEL_UNSCALE, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_unscale_and_check(accel_stream_t *stream, const accel_tensor_t *tensors,
-                                       size_t n, const float *inv_scale_dev,
-                                       float *found_inf_dev) {
-  kop_req_t r = {KOP_REQ(UNSCALE), .stream = stream, .lists = {tensors}, .n = n,
-                 .scalars = {inv_scale_dev, found_inf_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  const unscale_args_t a = {inv_scale_dev, found_inf_dev};
-  return kop_run(&r, unscale_body, &a);
-}
-
 static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
   const acc_adam_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
                                (acc_u32)r->lists[1][0].dtype};
@@ -264,21 +242,6 @@ accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors,
   accel_status_t st = kop_prepare(&r);
   if (st != ACCEL_OK || r.num_chunks == 0) return st;
   return kop_run(&r, fill_body, &value);
-}
-
-static accel_status_t scale_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_scale_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
-                                (acc_u32)r->lists[0][0].dtype};
-  return kop_launch(r, ACCEL_KERNEL_SCALE, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_scale(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
-                           const float *scale_dev) {
-  kop_req_t r = {KOP_REQ(SCALE), .stream = stream, .lists = {tensors}, .n = n,
-                 .scalars = {scale_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, scale_body, scale_dev);
 }
 
 /* The one-block kernels of the mixed-precision step: two device scalars, no tensors. */
@@ -315,23 +278,9 @@ accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
   return one_block_op(&r);
 }
 
-static accel_status_t cast_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_cast_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
-                               (acc_u32)r->lists[0][0].dtype, (acc_u32)r->lists[1][0].dtype, 0};
-  return kop_launch(r, ACCEL_KERNEL_CAST, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_cast(accel_stream_t *stream, const accel_tensor_t *src,
-                          const accel_tensor_t *dst, size_t n, const float *skip_if_dev) {
-  kop_req_t r = {KOP_REQ(CAST), .stream = stream, .lists = {src, dst}, .n = n,
-                 .scalars = {skip_if_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, cast_body, skip_if_dev);
-}
-
 /* ---------------------------------------------------------------------------------------------
- * The operations of generated rows (gen_kernel_rows.py): one launch, filled from the layout
+ * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py):
+ * one launch, filled from the layout
  * ------------------------------------------------------------------------------------------- */
 
 static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
@@ -403,9 +352,7 @@ static accel_status_t read_step(accel_stream_t *stream, const accel_adam_step_t 
   if (STEP_HAS(st, max_exp_avg_sq)) out->max_exp_avg_sq = st->max_exp_avg_sq;
   if (STEP_HAS(st, steps_dev)) out->steps_dev = st->steps_dev;
   if (STEP_HAS(st, has_grad_dev)) out->has_grad_dev = st->has_grad_dev;
-  if (out->flags & ~STEP_FLAGS)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
-                           (unsigned)(out->flags & ~STEP_FLAGS));
+  ACCEL_REQUIRE_FLAGS(out->flags, STEP_FLAGS, fn);
   if (!(out->flags & ACCEL_ADAM_STEP_ACCUMULATE) || out->n == 0) return ACCEL_OK;
   if (!out->hp_grads || !out->grads) /* a NULL grads is the table's to report */
     return out->grads ? accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -22,6 +22,9 @@ static const char *const accel_kernel_names[ACCEL_KERNEL_COUNT] = {
 /* Values used in the table's rows. */
 #define ACC_TABLE_SHARED 0
 #define ACC_TABLE_PER_STREAM 1 /* the chunk table carries the stream's scratch (norm partials) */
+/* A row whose public function is generated from the row (kernels/gen_kernel_rows.py): to every
+ * consumer of the table, the ACC_OP (as each defines it) of a shared chunk table. */
+#define ACC_ROW_OP(fn) ACC_OP(fn, ACC_TABLE_SHARED)
 #define ACC_REQUIRED 1
 #define ACC_OPTIONAL 0
 /* Access modes of lists and scalars (R / W / RW in the table). */

@@ -11,6 +11,9 @@
  *           launch walks (the validation unit: one cache key, one per-stream memo slot), with
  *           table = ACC_TABLE_SHARED or ACC_TABLE_PER_STREAM (the table carries per-stream
  *           scratch); ACC_NO_OP for a kernel launched only as a second step of another row's op;
+ *           ACC_ROW_OP("public function"): ACC_OP(fn, ACC_TABLE_SHARED) whose public function is
+ *           generated from the row (one launch, one block per chunk: gen_kernel_rows.py
+ *           --row-ops-c), the struct declared here checked against the row's layout;
  * lists     (ACC_LIST(...), ...): the operation's tensor lists in chunk-slot order
  *           (acc_chunk_t.ptr[k] is list k):
  *             ACC_LIST("name", access, dtype, aliasing), or ACC_OPT_LIST(...) for a list the
@@ -65,7 +68,7 @@ ACCEL_KERNEL(UPDATE_HP, accel_k_update_hp, acc_update_hp_params_t,
                        ACC_NO_ALIAS)),
              ())
 ACCEL_KERNEL(UNSCALE, accel_k_unscale, acc_unscale_params_t,
-             ACC_OP("accel_unscale_and_check", ACC_TABLE_SHARED),
+             ACC_ROW_OP("accel_unscale_and_check"),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_REQUIRED,
                          ACC_ALL_BLOCKS),
@@ -80,7 +83,7 @@ ACCEL_KERNEL(ADAM, accel_k_adam, acc_adam_params_t, ACC_OP("accel_fused_adam", A
                          ACC_ALL_BLOCKS)))
 ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_OP("accel_fill", ACC_TABLE_SHARED),
              (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)), ())
-ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_OP("accel_scale", ACC_TABLE_SHARED),
+ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_ROW_OP("accel_scale"),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("scale_dev", ACC_FIELD(scale), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))
 /* The mixed-precision step's bookkeeping (kernels/amp.h): one block each, no chunk table. */
@@ -98,7 +101,7 @@ ACCEL_KERNEL(STEP_COUNT, accel_k_step_count, acc_step_count_params_t,
              ACC_OP("accel_step_count", ACC_TABLE_SHARED), (),
              (ACC_SCALAR("step_dev", ACC_FIELD(step), 4, RW, ACC_REQUIRED, ACC_BLOCK0),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
-ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_OP("accel_cast", ACC_TABLE_SHARED),
+ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_ROW_OP("accel_cast"),
              (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(src_dtype), ACC_NO_ALIAS),
               ACC_LIST("dst", ACC_IO(W), ACC_ANY_DT(dst_dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_ALL_BLOCKS)))

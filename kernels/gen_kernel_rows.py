@@ -2,7 +2,7 @@
 """Reads kernel table rows and generates what a row implies: a kernel = its body + one row.
 
 usage: gen_kernel_rows.py --abi accel_kernel_abi.h ROWS.h... [--params OUT.h] [--ops-h OUT.h]
-                          [--ops-c OUT.c] [--python OUT.py]
+                          [--ops-c OUT.c] [--python OUT.py] [--row-ops-c OUT.c]
 
 Each ROWS.h (the table, then a build's extra rows) holds ACCEL_KERNEL(...) rows (kernels/accel_kernel_list.h describes the format); reading
 stops at `#ifdef ACCEL_EXTRA_KERNEL_ROWS`. A row whose params_t no struct of accel_kernel_abi.h
@@ -15,6 +15,11 @@ defines is a generated row, and gets:
             kop_row_op: validation from the row, one block per chunk);
   --python  its Python wrapper (accel.<fn without accel_>(lists..., scalars..., stream=,
             device=)), beside the package's own in python/accel/_tensors.py.
+A built-in row whose op is ACC_ROW_OP("public function") keeps its struct in accel_kernel_abi.h
+and its prototype in <accel/accel_kernels.h> (the public ABI) and gets
+  --row-ops-c  its public function's definition, the same table-driven launch, with static
+               assertions that the declared struct has exactly the layout --params would
+               generate (so the row states the struct and the compiler holds the copy to it).
 gen_kernel_abi.py reads the table through read_rows() too.
 """
 import argparse
@@ -70,9 +75,10 @@ def parse_row(text):
     row = {"id": ident, "symbol": symbol, "type": ptype, "fn": None, "per_stream": False,
            "lists": [], "scalars": []}
     op_name, op_args = call(op)
-    if op_name == "ACC_OP":
+    row["row_op"] = op_name == "ACC_ROW_OP"
+    if op_name in ("ACC_OP", "ACC_ROW_OP"):
         row["fn"] = op_args[0].strip('"')
-        row["per_stream"] = op_args[1] == "ACC_TABLE_PER_STREAM"
+        row["per_stream"] = op_name == "ACC_OP" and op_args[1] == "ACC_TABLE_PER_STREAM"
     for item in unparen(lists):
         kind, a = call(item)
         row["lists"].append({"name": a[0].strip('"'), "optional": kind == "ACC_OPT_LIST",
@@ -193,9 +199,22 @@ def gen_ops_h(rows, src, guard):
     return "\n".join(out)
 
 
-def gen_ops_c(rows, src, ops_h):
+def layout_asserts(row):
+    """Static assertions that a declared struct has the layout struct_fields(row) generates."""
+    t, off, out = row["type"], 0, []
+    for ctype, name in struct_fields(row):
+        size = 8 if ctype == "acc_u64" else 4
+        if name != "reserved":
+            out.append(f"  _Static_assert(offsetof({t}, {name}) == {off} && "
+                       f"sizeof((({t} *)0)->{name}) == {size}, \"{t}.{name}: not the row's\");")
+        off += size
+    out.append(f"  _Static_assert(sizeof({t}) == {off}, \"{t}: not the row's size\");")
+    return out
+
+
+def gen_ops_c(rows, src, ops_h, asserts=False):
     out = [HEADER.format(src=src), "#include <stddef.h>", "",
-           '#include "kernel_ops_internal.h"', f'#include "{ops_h}"', ""]
+           '#include "kernel_ops_internal.h"', f'#include {ops_h}', ""]
     for row in rows:
         t = row["type"]
         dts = ", ".join(f"offsetof({t}, {li['dtype'][1][0]})" if li["dtype"][0] == "ACC_ANY_DT"
@@ -203,8 +222,8 @@ def gen_ops_c(rows, src, ops_h):
         scs = ", ".join(f"offsetof({t}, {s['field']})" for s in row["scalars"])
         lists = ", ".join(li["name"] for li in row["lists"])
         scalars = ", ".join(s["name"] for s in row["scalars"]) or "NULL"
-        out += [f"{prototype(row)} {{",
-                f"  _Static_assert(sizeof({t}) <= KOP_ROW_PARAMS_MAX, \"{t} too large\");",
+        out += [f"{prototype(row)} {{"] + (layout_asserts(row) if asserts else [])
+        out += [f"  _Static_assert(sizeof({t}) <= KOP_ROW_PARAMS_MAX, \"{t} too large\");",
                 f"  static const kop_row_layout_t layout = {{sizeof({t}), offsetof({t}, chunks),",
                 f"      offsetof({t}, num_chunks), {{{dts}}}, {{{scs}}}}};",
                 f"  const accel_tensor_t *const lists[] = {{{lists}}};",
@@ -248,15 +267,20 @@ def main():
     ap.add_argument("--ops-h")
     ap.add_argument("--ops-c")
     ap.add_argument("--python")
+    ap.add_argument("--row-ops-c")
     a = ap.parse_args()
     have = defined_structs(a.abi)
-    rows = [r for path in a.rows for r in read_rows(path) if r["type"] not in have]
-    for r in rows:
+    table = [r for path in a.rows for r in read_rows(path)]
+    rows = [r for r in table if r["type"] not in have]
+    builtin = [r for r in table if r["row_op"] and r["type"] in have]
+    for r in rows + builtin:
         check_generated(r)
+    ops_h_name = (a.ops_h or "").replace("\\", "/").split("/")[-1]
     src = " and ".join(p.replace("\\", "/").split("/")[-1] for p in a.rows)
     outputs = {a.params: lambda: gen_params(rows, src),
                a.ops_h: lambda: gen_ops_h(rows, src, "ACCEL_GEN_" + re.sub(r"\W", "_", (a.ops_h or "").split("/")[-1].upper())),
-               a.ops_c: lambda: gen_ops_c(rows, src, (a.ops_h or "").replace("\\", "/").split("/")[-1]),
+               a.ops_c: lambda: gen_ops_c(rows, src, '"' + ops_h_name + '"'),
+               a.row_ops_c: lambda: gen_ops_c(builtin, src, "<accel/accel_kernels.h>", True),
                a.python: lambda: gen_python(rows, src)}
     for path, make in outputs.items():
         if path:

@@ -1,27 +1,15 @@
 /* The one-block kernels of the standalone kernel tests (test_kernels.c): the loss scaler's update
  * and the step counters, against torch's rules. */
 #include "kt_run.h"
+#include "../../tests/common/ref_amp.h"
 
-/* torch._amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu), products in double as
- * torch forms them, and the step counter / start of step, for the one-block kernels. */
+/* The state the one-block kernels update: the loss scaler (its reference is torch's,
+ * REF_AMP_UPDATE_SCALE), found_inf and the step counter. */
 typedef struct amp_state {
   acc_amp_scaler_t sc;
   float found_inf;
   acc_u32 step;
 } amp_state_t;
-
-static void ref_amp_update(acc_amp_scaler_t *s, float found_inf) {
-  if (found_inf) {
-    s->scale = (float)((double)s->scale * s->backoff_factor);
-    s->growth_tracker = 0;
-  } else if (s->growth_tracker + 1 == s->growth_interval) {
-    const float grown = (float)((double)s->scale * s->growth_factor);
-    if (isfinite(grown)) s->scale = grown;
-    s->growth_tracker = 0;
-  } else {
-    s->growth_tracker += 1;
-  }
-}
 
 /* Runs the three one-block kernels over a set of states (CPU form, and each OpenCL form with 1
  * and 2 blocks at once) against the reference. */
@@ -45,7 +33,7 @@ void kt_test_amp(void) {
           const acc_step_count_params_t cp_always = {0, stp, 0, 0, 0};
           const acc_amp_begin_params_t bp = {0, sc, fi, 0, 0};
           amp_state_t want = *d;
-          ref_amp_update(&want.sc, want.found_inf);
+          REF_AMP_UPDATE_SCALE(&want.sc, want.found_inf);
           want.step += (want.found_inf == 0.0f) + 1u;
           want.sc.inv_scale = (float)(1.0 / (double)want.sc.scale); /* exact for 2^k */
           want.found_inf = 0.0f;

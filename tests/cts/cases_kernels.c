@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kc_lists.h"
+#include "../common/ref_amp.h"
 
 /* ---------------------------------------------------------------------------------------------
  * The contract, emulated in fp32 on the host
@@ -569,15 +570,34 @@ CTS_CASE(kernels_fill_scale, CTS_TAG_KERNELS) {
  * Bad input
  * ------------------------------------------------------------------------------------------- */
 
+/* The objects of the bad-input cases: an eager stream *s, an F32 list A of na tensors and an
+ * F16 list B of nb (sizes 100, 300, ...; seeds seed and seed + 1), device scalars S (init). */
+static accel_status_t bad_open(cts_ctx_t *ctx, accel_stream_t **s, kc_list_t *A, kc_list_t *B,
+                               kc_scalars_t *S, size_t na, size_t nb, uint64_t seed,
+                               const void *init, size_t bytes) {
+  static const size_t sizes[] = {100, 300};
+  accel_status_t st = accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, s);
+  if (st == ACCEL_OK) st = kc_make(ctx, A, na, sizes, na < 2 ? na : 2, ACCEL_F32, 1.0f, seed);
+  if (st == ACCEL_OK) st = kc_make(ctx, B, nb, sizes, nb < 2 ? nb : 2, ACCEL_F16, 1.0f, seed + 1);
+  return st == ACCEL_OK ? kc_scalars(ctx, S, init, bytes) : st;
+}
+
+/* Waits for s (the refused calls launched nothing, the others must finish) and frees the rest. */
+static cts_result_t bad_close(cts_ctx_t *ctx, accel_stream_t *s, kc_list_t *A, kc_list_t *B,
+                              kc_scalars_t *S) {
+  CTS_OK(accel_stream_synchronize(s));
+  CTS_OK(accel_stream_destroy(s));
+  kc_free(ctx, A);
+  kc_free(ctx, B);
+  cts_dev_free(ctx, &S->buf);
+  return CTS_PASS;
+}
+
 CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   accel_stream_t *s;
-  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
-  const size_t sizes[] = {100, 300};
   kc_list_t A, B;
-  CTS_OK(kc_make(ctx, &A, 2, sizes, 2, ACCEL_F32, 1.0f, 1));
-  CTS_OK(kc_make(ctx, &B, 2, sizes, 2, ACCEL_F16, 1.0f, 2));
   kc_scalars_t S;
-  CTS_OK(kc_scalars(ctx, &S, NULL, 0));
+  CTS_OK(bad_open(ctx, &s, &A, &B, &S, 2, 2, 1, NULL, 0));
   accel_tensor_t t[2];
   float host_scalar = 0;
   const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
@@ -623,26 +643,17 @@ CTS_CASE(kernels_bad_input, CTS_TAG_KERNELS) {
   CTS_STATUS(accel_fill(s, NULL, 1, 0.0f), BAD);
   CTS_STATUS(accel_fill(NULL, A.t, 2, 0.0f), ACCEL_ERROR_INVALID_HANDLE);
   CTS_STATUS(accel_fill(s, NULL, 0, 0.0f), ACCEL_OK);
-  CTS_OK(accel_stream_synchronize(s));
-  CTS_OK(accel_stream_destroy(s));
-  kc_free(ctx, &A);
-  kc_free(ctx, &B);
-  cts_dev_free(ctx, &S.buf);
-  return CTS_PASS;
+  return bad_close(ctx, s, &A, &B, &S);
 }
 
 /* Bad input on lists seen before: a backend-independent cache of validated lists must still
  * catch what can change between calls (scalars, which lists are written, freed memory). */
 CTS_CASE(kernels_bad_input_cached_list, CTS_TAG_KERNELS) {
   accel_stream_t *s;
-  CTS_OK(accel_stream_create_ex(ctx->dev, ACCEL_STREAM_EAGER, &s));
-  const size_t sizes[] = {100, 300};
   kc_list_t A, B;
-  CTS_OK(kc_make(ctx, &A, 3, sizes, 2, ACCEL_F32, 1.0f, 3));
-  CTS_OK(kc_make(ctx, &B, 1, sizes, 1, ACCEL_F16, 1.0f, 4));
   kc_scalars_t S;
   const float one = 1.0f;
-  CTS_OK(kc_scalars(ctx, &S, &one, sizeof one));
+  CTS_OK(bad_open(ctx, &s, &A, &B, &S, 3, 1, 3, &one, sizeof one));
   const accel_status_t BAD = ACCEL_ERROR_INVALID_ARGUMENT;
   for (int k = 0; k < 2; ++k) { /* twice: the second calls are cache hits */
     CTS_OK(accel_multi_tensor_norm(s, A.t, 3, 2.0f, &S.dev[1]));
@@ -670,12 +681,7 @@ CTS_CASE(kernels_bad_input_cached_list, CTS_TAG_KERNELS) {
   /* the device is still usable */
   accel_tensor_t rest[2] = {A.t[0], A.t[2]};
   CTS_OK(accel_multi_tensor_norm(s, rest, 2, 2.0f, &S.dev[1]));
-  CTS_OK(accel_stream_synchronize(s));
-  CTS_OK(accel_stream_destroy(s));
-  kc_free(ctx, &A);
-  kc_free(ctx, &B);
-  cts_dev_free(ctx, &S.buf);
-  return CTS_PASS;
+  return bad_close(ctx, s, &A, &B, &S);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -885,20 +891,6 @@ static accel_status_t body_amp_step(accel_stream_t *s, void *u) {
   return st;
 }
 
-/* torch._amp_update_scale_ on the host (products in double, as torch forms them). */
-static void ref_update_scale(accel_loss_scaler_t *s, int found_inf) {
-  if (found_inf) {
-    s->scale = (float)((double)s->scale * s->backoff_factor);
-    s->growth_tracker = 0;
-  } else if (s->growth_tracker + 1 == s->growth_interval) {
-    const float grown = (float)((double)s->scale * s->growth_factor);
-    if (isfinite(grown)) s->scale = grown;
-    s->growth_tracker = 0;
-  } else {
-    s->growth_tracker++;
-  }
-}
-
 /* 12 steps with overflows at steps 2, 5, 6 and 11 (Inf, NaN, Inf in F16 from a large scaled
  * value, NaN) and growth_interval 3, each step its own cts_exec (one capture and replay in
  * graph mode), then 4 replays of one capture with finite gradients: scale, growth tracker,
@@ -929,7 +921,7 @@ CTS_CASE(kernels_amp_scaler, CTS_TAG_KERNELS) {
     kc_job_t j = {.a = G.t, .n = G.n, .s0 = S.dev};
     CTS_OK(cts_exec(ctx, body_amp_step, &j, replays));
     for (int r = 0; r < replays; ++r) {
-      ref_update_scale(&want, bad);
+      REF_AMP_UPDATE_SCALE(&want, bad);
       want_step += !bad;
     }
     amp_dev_t got;
