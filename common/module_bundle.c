@@ -162,10 +162,17 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
 }
 
 int accel_bundle_lacks_form(const accel_module_build_t *b, uint32_t kind, const char *target,
-                            char *buf, size_t len) {
+                            const char *backend, char *buf, size_t len) {
   if (b->struct_size <= offsetof(accel_module_build_t, nforms) || b->nforms == 0) return 0;
   if (kind && accel_bundle_find_form(b->forms, b->nforms, kind, target)) return 0;
-  accel_bundle_list_forms(b->forms, b->nforms, buf, len);
+  char forms[384];
+  accel_bundle_list_forms(b->forms, b->nforms, forms, sizeof forms);
+  if (kind)
+    snprintf(buf, len, "%s: the bundle has no %s form%s%s (its forms: %s)", backend,
+             accel_bundle_form_name(kind), target ? " for " : "", target ? target : "", forms);
+  else
+    snprintf(buf, len, "%s: bundles are not loaded here yet, load the source (the bundle's "
+             "forms: %s)", backend, forms);
   return 1;
 }
 

@@ -81,11 +81,11 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
 const accel_module_form_t *accel_bundle_find_form(const accel_module_form_t *forms, uint32_t n,
                                                   uint32_t kind, const char *target);
 
-/* A module_build from a bundle that has no form of kind for target (kind 0: none this backend
- * loads yet; target NULL: any)? Then 1, with the bundle's forms listed into buf for the
- * UNSUPPORTED message; 0 for a build from source or a bundle with such a form. */
+/* A module_build from a bundle that has no form of kind for target (kind 0: none that backend
+ * loads yet; target NULL: any)? Then 1, with the UNSUPPORTED message for backend, which names the
+ * bundle's forms, in buf; 0 for a build from source or a bundle with such a form. */
 int accel_bundle_lacks_form(const accel_module_build_t *b, uint32_t kind, const char *target,
-                            char *buf, size_t len);
+                            const char *backend, char *buf, size_t len);
 
 /* Writes n sections as a bundle to f (version: the writer's accel version). 0: written. */
 int accel_bundle_write(FILE *f, const accel_bundle_section_t *sections, uint32_t n,

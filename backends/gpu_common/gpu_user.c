@@ -104,11 +104,9 @@ static accel_status_t module_load(gpu_device_t *d, const accel_module_build_t *b
 accel_status_t gpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                 accel_be_module_t **out) {
   gpu_device_t *d = device;
-  char forms[512];
-  if (accel_bundle_lacks_form(build, 0, NULL, forms, sizeof forms)) /* PTX, code objects: to do */
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                               "%s: bundles are not loaded here yet, load the source (the "
-                               "bundle's forms: %s)", GPU_BACKEND_NAME, forms);
+  char why[512]; /* PTX and code objects from a bundle: not loaded yet */
+  if (accel_bundle_lacks_form(build, 0, NULL, GPU_BACKEND_NAME, why, sizeof why))
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
   const gpu_rtc_t *rtc = NULL;
   accel_status_t st = gpu_rtc_get(&rtc);
   if (st != ACCEL_OK) return st;

@@ -51,11 +51,9 @@ static accel_status_t module_load(accel_ze_device_t *dev, const accel_module_bui
 accel_status_t accel_ze_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                      accel_be_module_t **out) {
   accel_ze_device_t *dev = device;
-  char forms[512];
-  if (accel_bundle_lacks_form(build, 0, NULL, forms, sizeof forms)) /* SPIR-V forms: to do */
-    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                                    "level_zero: bundles are not loaded here yet, load the "
-                                    "source (the bundle's forms: %s)", forms);
+  char why[512]; /* SPIR-V from a bundle: not loaded yet */
+  if (accel_bundle_lacks_form(build, 0, NULL, "level_zero", why, sizeof why))
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
   unsigned char *spv = NULL;
   size_t size = 0;
   accel_status_t st = accel_ze_module_spirv(build, &spv, &size);

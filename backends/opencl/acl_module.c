@@ -108,11 +108,10 @@ static accel_status_t module_program(acl_device_t *dev, const accel_module_build
 
 /* A bundle loads on OpenCL through its OpenCL C form: the source, built as a source load. */
 static accel_status_t check_forms(const accel_module_build_t *b) {
-  char list[512];
-  if (!accel_bundle_lacks_form(b, ACCEL_MODULE_FORM_OPENCL_C, NULL, list, sizeof list))
+  char why[512];
+  if (!accel_bundle_lacks_form(b, ACCEL_MODULE_FORM_OPENCL_C, NULL, "opencl", why, sizeof why))
     return ACCEL_OK;
-  return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                             "opencl: the bundle has no OpenCL C form (its forms: %s)", list);
+  return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
 }
 
 accel_status_t acl_module_build(accel_be_device_t *device, const accel_module_build_t *build,
