@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -18,8 +20,33 @@ static void read_log(const char *path, char *log, size_t max) {
   if (f) fclose(f);
 }
 
+/* 0 when name (a path, or a file looked up in PATH as posix_spawnp does) can be executed, else
+ * the errno that says why not. Checked before the spawn because a failed exec is not always
+ * reported by posix_spawnp: under valgrind (and where it forks) the child exits with 127. */
+static int find_program(const char *name) {
+  if (strchr(name, '/')) return access(name, X_OK) == 0 ? 0 : errno;
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/bin:/usr/bin";
+  char file[4096];
+  int why = ENOENT;
+  for (const char *dir = path; dir;) {
+    const char *end = strchr(dir, ':');
+    const int len = end ? (int)(end - dir) : (int)strlen(dir);
+    if (snprintf(file, sizeof file, "%.*s/%s", len, len ? dir : ".", name) < (int)sizeof file) {
+      if (access(file, X_OK) == 0) return 0;
+      if (errno == EACCES) why = EACCES;
+    }
+    dir = end ? end + 1 : NULL;
+  }
+  return why;
+}
+
 accel_status_t accel_tool_run(const accel_host_api_t *host, const char *domain,
                               const char *missing, char *const argv[], const char *logpath) {
+  const int absent = find_program(argv[0]);
+  if (absent != 0)
+    return host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %s: '%s' cannot be run: %s", domain,
+                           missing, argv[0], strerror(absent));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
