@@ -137,8 +137,8 @@ int accel_bundle_write(FILE *f, const accel_bundle_section_t *sections, uint32_t
   snprintf((char *)head + 40, 24, "%s", version);
   put_le(head + 32, head_sum(head, table_end - ACCEL_BUNDLE_HEADER_SIZE), 8);
   int ok = fwrite(head, 1, table_end, f) == table_end;
-  for (uint32_t e = 0; e < n && ok; ++e)
-    ok = fwrite(sections[e].data, 1, sections[e].size, f) == sections[e].size;
+  for (uint32_t e = 0; e < n && ok; ++e) /* an empty section may have no data (fwrite: nonnull) */
+    ok = !sections[e].size || fwrite(sections[e].data, 1, sections[e].size, f) == sections[e].size;
   return ok ? 0 : -1;
 }
 
