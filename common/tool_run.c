@@ -20,19 +20,22 @@ static void read_log(const char *path, char *log, size_t max) {
   if (f) fclose(f);
 }
 
-/* 0 when name (a path, or a file looked up in PATH as posix_spawnp does) can be executed, else
- * the errno that says why not. Checked before the spawn because a failed exec is not always
- * reported by posix_spawnp: under valgrind (and where it forks) the child exits with 127. */
-static int find_program(const char *name) {
-  if (strchr(name, '/')) return access(name, X_OK) == 0 ? 0 : errno;
+/* 0 when name (a path, or a file looked up in PATH as posix_spawnp does) can be executed, with
+ * the file to run in file, else the errno that says why not. Looked up here, not by
+ * posix_spawnp, because a failed exec is not always reported by it: under valgrind (and where
+ * it forks) the child exits with 127. */
+static int find_program(const char *name, char *file, size_t len) {
+  if (strchr(name, '/')) {
+    if (snprintf(file, len, "%s", name) >= (int)len) return ENAMETOOLONG;
+    return access(file, X_OK) == 0 ? 0 : errno;
+  }
   const char *path = getenv("PATH");
   if (!path || !*path) path = "/bin:/usr/bin";
-  char file[4096];
   int why = ENOENT;
   for (const char *dir = path; dir;) {
     const char *end = strchr(dir, ':');
-    const int len = end ? (int)(end - dir) : (int)strlen(dir);
-    if (snprintf(file, sizeof file, "%.*s/%s", len, len ? dir : ".", name) < (int)sizeof file) {
+    const int n = end ? (int)(end - dir) : (int)strlen(dir);
+    if (snprintf(file, len, "%.*s/%s", n, n ? dir : ".", name) < (int)len) {
       if (access(file, X_OK) == 0) return 0;
       if (errno == EACCES) why = EACCES;
     }
@@ -43,7 +46,8 @@ static int find_program(const char *name) {
 
 accel_status_t accel_tool_run(const accel_host_api_t *host, const char *domain,
                               const char *missing, char *const argv[], const char *logpath) {
-  const int absent = find_program(argv[0]);
+  char file[4096];
+  const int absent = find_program(argv[0], file, sizeof file);
   if (absent != 0)
     return host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %s: '%s' cannot be run: %s", domain,
                            missing, argv[0], strerror(absent));
@@ -52,7 +56,7 @@ accel_status_t accel_tool_run(const accel_host_api_t *host, const char *domain,
   posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int err = posix_spawn(&pid, file, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   int status = 0;
   while (err == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
