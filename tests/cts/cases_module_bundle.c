@@ -30,15 +30,16 @@ static int bundle_read(bundle_file_t *b) {
   return b->data != NULL;
 }
 
-/* 1 when the device's backend compiles no user kernels, or loads no bundle yet (CUDA, HIP and
- * Level Zero: the build's bundle has no form for them): the refusal is all there is to test. */
+/* 1 when the device's backend compiles no user kernels, or the build's bundle has no form for it
+ * (CUDA, HIP and Level Zero: accel-kc builds no PTX, code object or SPIR-V yet): the refusal is
+ * all there is to test. */
 static int no_modules(cts_ctx_t *ctx, const bundle_file_t *b) {
   accel_module_t *m = NULL;
   const accel_status_t st = accel_module_load_bundle(ctx->dev, b->data, b->size, &m);
   if (m) (void)accel_module_release(m);
   const char *why = accel_last_error();
   return st == ACCEL_ERROR_UNSUPPORTED && (strstr(why, "does not compile user kernels") ||
-                                           strstr(why, "bundles are not loaded here yet"));
+                                           strstr(why, "the bundle has no "));
 }
 
 #define BUNDLE_OPEN(b)                                                               \
@@ -192,5 +193,60 @@ CTS_CASE(module_bundle_wrong_forms_refused, CTS_TAG_NONE) {
   CTS_CHECK(edited, "the source has no ACC_FIELD(alpha) and ACC_FIELD(beta)");
   CTS_CHECK(st == ACCEL_ERROR_UNSUPPORTED, "an object of other rows -> %s: %s",
             accel_status_name(st), accel_last_error());
+  return CTS_PASS;
+}
+
+/* One bundle's load on a GPU backend: st from loading the build's source with forms s[0..n). */
+#define GPU_FORMS_CHECK(want, needle, ...)                                                      \
+  do {                                                                                          \
+    accel_bundle_section_t s_[] = {*in.source, __VA_ARGS__};                                    \
+    const accel_status_t st_ = load_rewritten(ctx, s_, sizeof s_ / sizeof s_[0]);               \
+    CTS_CHECK(st_ == (want) && strstr(accel_last_error(), needle), "%s: %s: %s, not %s (%s)",   \
+              ctx->info.backend, #__VA_ARGS__, accel_status_name(st_), accel_status_name(want), \
+              accel_last_error());                                                               \
+  } while (0)
+
+#define PTX(arch, text) {ACCEL_MODULE_FORM_PTX, arch, (const unsigned char *)text, sizeof text - 1}
+
+/* A bundle's GPU forms, chosen without a compiler (the fake-driver CTS runs with ACCEL_NVRTC and
+ * ACCEL_HIPRTC unusable): CUDA takes the PTX of the newest arch not above the device's (sm_20,
+ * not NUL-terminated: refused, over sm_10; sm_9999 never) and hands it to cuModuleLoadData (this
+ * text is no PTX: the driver refuses it); HIP offers each code object to the runtime (these are
+ * none: UNSUPPORTED with the runtime's answer); Level Zero creates its module from the SPIR-V
+ * form; OpenCL refuses a SPIR-V-only bundle without IL support (PoCL: no opencl-c form) and
+ * hands it to clCreateProgramWithIL with it. */
+CTS_CASE(module_bundle_gpu_forms, CTS_TAG_NONE) {
+  bundle_file_t b;
+  CTS_CHECK(bundle_read(&b), "no memory");
+  accel_bundle_t in;
+  char why[256];
+  const int read = accel_bundle_read(b.data, b.size, &in, why, sizeof why) == 0;
+  const char *be = ctx->info.backend;
+  if (read && !strcmp(be, "cuda")) {
+    GPU_FORMS_CHECK(ACCEL_ERROR_UNSUPPORTED, "ptx sm_9999)", PTX("sm_9999", "x\0"));
+    GPU_FORMS_CHECK(ACCEL_ERROR_INVALID_ARGUMENT, "ptx sm_20 form is not NUL-terminated",
+                    PTX("sm_10", "not ptx 10\0"), PTX("sm_20", "not ptx 20"),
+                    PTX("sm_9999", "x\0"));
+    GPU_FORMS_CHECK(ACCEL_ERROR_BACKEND, "cuModuleLoadData failed", PTX("sm_9999", "x\0"),
+                    PTX("sm_10", "not ptx 10\0"));
+  } else if (read && !strcmp(be, "hip")) {
+    GPU_FORMS_CHECK(ACCEL_ERROR_UNSUPPORTED, "gfx_none: hipModuleLoadData failed",
+                    {ACCEL_MODULE_FORM_HIP_CO, "gfx_none", (const unsigned char *)"junk", 4});
+  } else if (read && !strcmp(be, "level_zero")) {
+    GPU_FORMS_CHECK(ACCEL_ERROR_UNSUPPORTED, "no spirv form", PTX("sm_80", "x\0"));
+    GPU_FORMS_CHECK(ACCEL_ERROR_BACKEND, "zeModuleCreate",
+                    {ACCEL_MODULE_FORM_SPIRV, "", (const unsigned char *)"junk", 4});
+  } else if (read && !strcmp(be, "opencl")) {
+    const accel_bundle_section_t s[] = {
+        *in.source, {ACCEL_MODULE_FORM_SPIRV, "", (const unsigned char *)"junk", 4}};
+    const accel_status_t st = load_rewritten(ctx, s, 2);
+    const char *e = accel_last_error();
+    CTS_CHECK((st == ACCEL_ERROR_UNSUPPORTED && strstr(e, "no opencl-c form (its forms: spirv)")) ||
+                  (st == ACCEL_ERROR_BACKEND &&
+                   (strstr(e, "clCreateProgramWithIL") || strstr(e, "clBuildProgram"))),
+              "opencl: a SPIR-V-only bundle of junk: %s: %s", accel_status_name(st), e);
+  }
+  free(b.data);
+  CTS_CHECK(read, "the build's bundle does not read: %s", why);
   return CTS_PASS;
 }
