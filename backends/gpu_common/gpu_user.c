@@ -22,7 +22,7 @@
 #include "id_table.h"
 #include "kernel_cache.h"
 #include "module_bundle.h"
-#include "module_text.h"
+#include "module_text.h" /* ACCEL_MODULE_TEXT_VERSION: a part of the cache key */
 
 /* Guards every device's user kernels (d->user: launches read it, builds grow it). */
 static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,11 +73,7 @@ static accel_status_t module_code(gpu_device_t *d, const gpu_rtc_t *rtc, const c
   if (gpu_fault(ACCEL_FAULT_KERNEL_BUILD))
     return gpu_host->set_error(ACCEL_ERROR_BACKEND, "%s: %s: injected fault "
                                "(ACCEL_FAULT_KERNEL_BUILD)", GPU_BACKEND_NAME, GPU_RTC_NAME);
-  char *text = accel_module_text((const char *)accel_gpu_module_prelude, b, NULL);
-  if (!text)
-    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: no memory", GPU_BACKEND_NAME);
-  accel_status_t st = gpu_rtc_compile(rtc, text, target, b->options, code, size);
-  free(text);
+  accel_status_t st = gpu_rtc_compile_module(rtc, b, target, code, size);
   if (st == ACCEL_OK)
     accel_kernel_cache_store(gpu_host, GPU_BACKEND_NAME, key, (unsigned char *)*code, *size);
   return st;
