@@ -3,7 +3,8 @@
  * bundle that accel_module_load_bundle loads without a compiler (docs/KERNELS.md, "Bundles:
  * accel-kc").
  *
- *   accel-kc -o kernels.accb [--options "-DWIDTH=4"] kernels.acc
+ *   accel-kc -o kernels.accb [--options "-DWIDTH=4"] [--cuda-archs 80,90]
+ *            [--hip-targets gfx90a] kernels.acc
  *
  * The CPU shared object is the one the CPU backend builds at run time, made by that very code:
  * accel-kc loads the source on the CPU device with the kernel cache pointed at a private
@@ -27,11 +28,15 @@
 
 typedef struct kc_args {
   const char *out, *source, *options;
+  kc_targets_t targets;
 } kc_args_t;
 
 static int usage(void) {
-  fprintf(stderr, "usage: accel-kc -o OUT.accb [--options \"OPTIONS\"] SOURCE\n"
-                  "  compiles a module source into a bundle for accel_module_load_bundle\n");
+  fprintf(stderr, "usage: accel-kc -o OUT.accb [--options \"OPTIONS\"] [--cuda-archs 80,90]\n"
+                  "                [--hip-targets gfx90a,gfx1100] SOURCE\n"
+                  "  compiles a module source into a bundle for accel_module_load_bundle\n"
+                  "  (PTX for the build's CUDA archs unless given; code objects for the build's\n"
+                  "  gfx targets or the ones given among them; an empty list builds none)\n");
   return 2;
 }
 
@@ -39,6 +44,8 @@ static int parse_args(int argc, char **argv, kc_args_t *a) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) a->out = argv[++i];
     else if (!strcmp(argv[i], "--options") && i + 1 < argc) a->options = argv[++i];
+    else if (!strcmp(argv[i], "--cuda-archs") && i + 1 < argc) a->targets.cuda = argv[++i];
+    else if (!strcmp(argv[i], "--hip-targets") && i + 1 < argc) a->targets.hip = argv[++i];
     else if (argv[i][0] == '-' || a->source) return -1;
     else a->source = argv[i];
   }
@@ -165,7 +172,8 @@ int main(int argc, char **argv) {
   }
   s[n++] = (accel_bundle_section_t){ACCEL_MODULE_FORM_OPENCL_C, "", NULL, 0};
   printf("  opencl-c: the source (built by the device's OpenCL compiler at load, then cached)\n");
-  const int gpu = cpu < 0 ? -1 : kc_gpu_forms(a.source, source, a.options, dir, s, owned, &n);
+  const int gpu =
+      cpu < 0 ? -1 : kc_gpu_forms(&a.targets, a.source, source, a.options, dir, s, owned, &n);
   remove_dir(dir);
   const int rc = cpu < 0 || gpu < 0 ? 1 : write_bundle(a.out, s, n) == 0 ? 0 : 1;
   for (uint32_t i = 0; i < n; ++i) free(owned[i]);

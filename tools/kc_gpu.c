@@ -2,10 +2,11 @@
  * accel-kc's GPU forms (kc_gpu.h): the source's rows read by the core's own reader
  * (core/module_row.c), the module build the plugins get from them, and that build compiled by
  * the plugins' own compilers: NVRTC for PTX and hiprtc for code objects (gpu_rtc.c, kc_rtc.c)
- * and clang + llvm-spirv for SPIR-V (ze_spirv.c), each for the targets this accel was built for.
+ * and clang + llvm-spirv for SPIR-V (ze_spirv.c), for the targets given or this accel's.
  */
 #include "kc_gpu.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +53,32 @@ const accel_host_api_t kc_host = {.abi_version = ACCEL_PLUGIN_ABI_VERSION,
                                   .cache_dir = kc_cache_dir};
 const accel_host_api_t *accel_ze_host = &kc_host; /* ze_spirv.c reports through it */
 
-/* A vendor's forms: one per target of the build's list. */
+/* A vendor's forms: one per target of the list. */
 typedef struct kc_vendor {
   uint32_t kind;
-  const char *targets;        /* comma-separated, as configured (KC_CUDA_ARCHS, ...) */
+  const char *targets;        /* the build's, comma-separated (KC_CUDA_ARCHS, ...) */
+  const char *option;         /* the command line's override */
   const char *compile_prefix; /* what the compiler is asked for: compute_ + arch */
   const char *form_prefix;    /* the form's target: sm_ + arch */
   const char *tool, *plugin;
   accel_status_t (*compile)(const accel_module_build_t *b, const char *target, char **code,
                             size_t *size);
 } kc_vendor_t;
+
+/* 1 when t is a target the vendor's compiler may be given: CUDA 1 to 4 digits (NVRTC refuses
+ * an arch it does not know); HIP one of the build's gfx targets, those its ROCm compiles (ROCm
+ * 5.2's hiprtc crashes on a target it does not know, e.g. gfx942). */
+static int valid_target(const kc_vendor_t *v, const char *t) {
+  const size_t len = strlen(t);
+  if (v->kind == ACCEL_MODULE_FORM_HIP_CO) {
+    for (const char *at = v->targets; len && (at = strstr(at, t)); ++at)
+      if ((at == v->targets || at[-1] == ',') && (at[len] == ',' || !at[len])) return 1;
+    return 0;
+  }
+  size_t digits = 0;
+  while (digits < len && isdigit((unsigned char)t[digits])) ++digits;
+  return len > 0 && len <= 4 && digits == len;
+}
 
 typedef struct kc_out {
   const char *path;
@@ -93,16 +110,24 @@ static int add_form(const kc_out_t *o, accel_status_t st, uint32_t kind, const c
   return -1;
 }
 
-/* The vendor's form for each configured target (none after its compiler proves absent). */
-static int vendor_forms(const kc_vendor_t *v, const accel_module_build_t *b, const kc_out_t *o) {
-  if (!*v->targets) {
-    printf("  %s: skipped: this accel was built without the %s plugin (no target configured)\n",
-           accel_bundle_form_name(v->kind), v->plugin);
+/* The vendor's form for each target of list (none after its compiler proves absent). */
+static int vendor_forms(const kc_vendor_t *v, const char *list, const accel_module_build_t *b,
+                        const kc_out_t *o) {
+  if (!*list) {
+    printf("  %s: skipped: %s\n", accel_bundle_form_name(v->kind),
+           list == v->targets ? "this accel was built without its plugin (no target configured)"
+                              : "no target given");
     return 0;
   }
-  char list[512], *save = NULL;
-  snprintf(list, sizeof list, "%s", v->targets);
-  for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  char copy[512], *save = NULL;
+  snprintf(copy, sizeof copy, "%s", list);
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!valid_target(v, t)) {
+      fprintf(stderr, "accel-kc: %s: '%s' is not a %s target%s%s\n", v->option, t, v->plugin,
+              v->kind == ACCEL_MODULE_FORM_HIP_CO ? " this build compiles; those are: " : "",
+              v->kind == ACCEL_MODULE_FORM_HIP_CO ? v->targets : "");
+      return -1;
+    }
     char want[64], target[ACCEL_BUNDLE_TARGET_MAX], *code = NULL;
     size_t size = 0;
     snprintf(want, sizeof want, "%s%s", v->compile_prefix, t);
@@ -114,13 +139,17 @@ static int vendor_forms(const kc_vendor_t *v, const accel_module_build_t *b, con
   return 0;
 }
 
-/* The forms of b: PTX, code objects, SPIR-V. */
-static int build_forms(const accel_module_build_t *b, const kc_out_t *o) {
+/* The forms of b: PTX, code objects (for t's targets, else the build's), SPIR-V. */
+static int build_forms(const kc_targets_t *t, const accel_module_build_t *b, const kc_out_t *o) {
   static const kc_vendor_t kVendors[] = {
-      {ACCEL_MODULE_FORM_PTX, KC_CUDA_ARCHS, "compute_", "sm_", "NVRTC", "CUDA", kc_cuda_compile},
-      {ACCEL_MODULE_FORM_HIP_CO, KC_HIP_TARGETS, "", "", "hiprtc", "HIP", kc_hip_compile}};
+      {ACCEL_MODULE_FORM_PTX, KC_CUDA_ARCHS, "--cuda-archs", "compute_", "sm_", "NVRTC", "CUDA",
+       kc_cuda_compile},
+      {ACCEL_MODULE_FORM_HIP_CO, KC_HIP_TARGETS, "--hip-targets", "", "", "hiprtc", "HIP",
+       kc_hip_compile}};
+  const char *lists[] = {t->cuda ? t->cuda : kVendors[0].targets,
+                         t->hip ? t->hip : kVendors[1].targets};
   for (size_t v = 0; v < sizeof kVendors / sizeof kVendors[0]; ++v)
-    if (vendor_forms(&kVendors[v], b, o) != 0) return -1;
+    if (vendor_forms(&kVendors[v], lists[v], b, o) != 0) return -1;
   unsigned char *spv = NULL;
   size_t size = 0;
   const accel_status_t st = accel_ze_module_spirv(b, &spv, &size);
@@ -129,8 +158,9 @@ static int build_forms(const accel_module_build_t *b, const kc_out_t *o) {
              : 0;
 }
 
-int kc_gpu_forms(const char *path, const char *source, const char *options, const char *dir,
-                 accel_bundle_section_t *s, char **owned, uint32_t *n) {
+int kc_gpu_forms(const kc_targets_t *t, const char *path, const char *source,
+                 const char *options, const char *dir, accel_bundle_section_t *s, char **owned,
+                 uint32_t *n) {
   kc_dir = dir;
   module_rows_t rows = {0};
   if (module_rows_read(source, "accel-kc", &rows) != ACCEL_OK) {
@@ -149,7 +179,7 @@ int kc_gpu_forms(const char *path, const char *source, const char *options, cons
                                   options ? options : "", symbols, sizes,
                                   ACCEL_KERNEL_ID_USER_BASE, 0, 0, NULL, 0, 0};
   const kc_out_t o = {path, s, owned, n};
-  if (rc == 0) rc = build_forms(&b, &o);
+  if (rc == 0) rc = build_forms(t, &b, &o);
   else fprintf(stderr, "accel-kc: no memory\n");
   free(symbols);
   free(sizes);

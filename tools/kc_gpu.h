@@ -30,11 +30,19 @@ accel_status_t kc_hip_compile(const accel_module_build_t *b, const char *target,
                               size_t *size);
 
 
+/* The targets of the GPU forms: comma-separated; NULL for the build's (its CUDA plugin's archs,
+ * its HIP plugin's gfx targets), "" for none. */
+typedef struct kc_targets {
+  const char *cuda; /* arch numbers: "80,90" */
+  const char *hip;  /* gfx names: "gfx90a,gfx1100" */
+} kc_targets_t;
+
 /* Appends source's GPU forms to s[*n] (their payloads malloc'ed in owned[*n], NULL for none):
- * PTX for each CUDA arch this accel was built for, a code object for each of its HIP gfx
- * targets, SPIR-V; a form whose compiler is absent (or whose plugin this accel did not build) is
- * skipped. Prints one line per form. 0; -1 when the source is refused (the message printed). */
-int kc_gpu_forms(const char *path, const char *source, const char *options, const char *dir,
-                 accel_bundle_section_t *s, char **owned, uint32_t *n);
+ * PTX for each CUDA arch of t, a code object for each of its gfx targets, SPIR-V; a form whose
+ * compiler is absent (or for which no target is given or configured) is skipped. Prints one
+ * line per form. 0; -1 when the source or a target is refused (the message printed). */
+int kc_gpu_forms(const kc_targets_t *t, const char *path, const char *source,
+                 const char *options, const char *dir, accel_bundle_section_t *s, char **owned,
+                 uint32_t *n);
 
 #endif

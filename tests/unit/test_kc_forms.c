@@ -8,7 +8,10 @@
  * says it skipped is absent, every GPU form in the bundle was announced, and each expected form
  * (the build's CUDA archs and gfx targets, spirv) has a line, built or skipped.
  *
- *   test_kc_forms ACCEL_KC SOURCE SYMBOL [EXPECTED ...]   (EXPECTED: "ptx sm_80", "spirv", ...)
+ *   test_kc_forms ACCEL_KC SOURCE SYMBOL [--OPTION=VALUE ...] [EXPECTED ...]
+ *
+ * --OPTION=VALUE goes to accel-kc as --OPTION VALUE (e.g. --cuda-archs=90,100); EXPECTED is a
+ * form accel-kc must speak of ("ptx sm_80", "hip-co gfx90a", "spirv").
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,10 +29,18 @@ typedef struct said {
   int built;
 } said_t;
 
-/* accel-kc's "  FORM[ TARGET]: built ..." and ": skipped: ..." lines. */
-static int run_kc(const char *kc, const char *source, const char *out, said_t *said) {
+/* accel-kc's "  FORM[ TARGET]: built ..." and ": skipped: ..." lines, run with the options
+ * opts[0..nopts) ("--OPTION=VALUE"). */
+static int run_kc(const char *kc, const char *source, const char *out, char **opts, int nopts,
+                  said_t *said) {
   char cmd[4096], line[4096];
-  snprintf(cmd, sizeof cmd, "'%s' -o '%s' '%s'", kc, out, source);
+  int at = snprintf(cmd, sizeof cmd, "'%s' -o '%s'", kc, out);
+  for (int i = 0; i < nopts && at < (int)sizeof cmd; ++i) {
+    const char *eq = strchr(opts[i], '=');
+    at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %.*s '%s'", (int)(eq - opts[i]), opts[i],
+                   eq + 1);
+  }
+  if (at < (int)sizeof cmd) snprintf(cmd + at, sizeof cmd - (size_t)at, " '%s'", source);
   FILE *p = popen(cmd, "r");
   int n = 0;
   while (p && fgets(line, sizeof line, p)) {
@@ -124,21 +135,25 @@ static void check_bundle(const unsigned char *data, size_t size, const said_t *s
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: test_kc_forms ACCEL_KC SOURCE SYMBOL [EXPECTED ...]\n");
+    fprintf(stderr, "usage: test_kc_forms ACCEL_KC SOURCE SYMBOL [--OPTION=VALUE ...] "
+                    "[EXPECTED ...]\n");
     return 2;
   }
   char dir[] = "/tmp/accel-kc-forms-XXXXXX", out[64];
   if (!mkdtemp(dir)) return 1;
   snprintf(out, sizeof out, "%s/m.accb", dir);
   said_t said[MAX_LINES];
-  const int n = run_kc(argv[1], argv[2], out, said);
+  int nopts = 0;
+  while (4 + nopts < argc && !strncmp(argv[4 + nopts], "--", 2) && strchr(argv[4 + nopts], '='))
+    ++nopts;
+  const int n = run_kc(argv[1], argv[2], out, argv + 4, nopts, said);
   FILE *f = fopen(out, "rb");
   unsigned char *data = malloc(1u << 24);
   const size_t size = f && data ? fread(data, 1, 1u << 24, f) : 0;
   if (f) fclose(f);
   CHECK(size > 0 && size < (1u << 24), "no bundle at %s", out);
   if (size > 0 && size < (1u << 24))
-    check_bundle(data, size, said, n, argv + 4, argc - 4, argv[3], dir);
+    check_bundle(data, size, said, n, argv + 4 + nopts, argc - 4 - nopts, argv[3], dir);
   free(data);
   unlink(out);
   rmdir(dir);
