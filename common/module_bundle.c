@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char magic[8] = {'A', 'C', 'C', 'B', 'U', 'N', 'D', 'L'};
@@ -161,19 +162,49 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
   if (n == 0) snprintf(buf, len, "none");
 }
 
+uint32_t accel_bundle_nforms(const accel_module_build_t *b) {
+  return b->struct_size > offsetof(accel_module_build_t, nforms) ? b->nforms : 0;
+}
+
+void accel_bundle_no_form(const accel_module_build_t *b, uint32_t kind, const char *target,
+                          const char *backend, char *buf, size_t len) {
+  char forms[384];
+  accel_bundle_list_forms(b->forms, accel_bundle_nforms(b), forms, sizeof forms);
+  snprintf(buf, len, "%s: the bundle has no %s form%s%s (its forms: %s)", backend,
+           accel_bundle_form_name(kind), target ? " for " : "", target ? target : "", forms);
+}
+
 int accel_bundle_lacks_form(const accel_module_build_t *b, uint32_t kind, const char *target,
                             const char *backend, char *buf, size_t len) {
-  if (b->struct_size <= offsetof(accel_module_build_t, nforms) || b->nforms == 0) return 0;
-  if (kind && accel_bundle_find_form(b->forms, b->nforms, kind, target)) return 0;
-  char forms[384];
-  accel_bundle_list_forms(b->forms, b->nforms, forms, sizeof forms);
-  if (kind)
-    snprintf(buf, len, "%s: the bundle has no %s form%s%s (its forms: %s)", backend,
-             accel_bundle_form_name(kind), target ? " for " : "", target ? target : "", forms);
-  else
-    snprintf(buf, len, "%s: bundles are not loaded here yet, load the source (the bundle's "
-             "forms: %s)", backend, forms);
+  const uint32_t n = accel_bundle_nforms(b);
+  if (n == 0 || accel_bundle_find_form(b->forms, n, kind, target)) return 0;
+  accel_bundle_no_form(b, kind, target, backend, buf, len);
   return 1;
+}
+
+/* The arch number of a PTX target "sm_XY" (XY: 1 to 4 digits), or -1. */
+static int ptx_arch(const char *target) {
+  int arch = 0, digits = 0;
+  if (strncmp(target, "sm_", 3) != 0) return -1;
+  for (const char *c = target + 3; *c; ++c, ++digits) {
+    if (*c < '0' || *c > '9' || digits == 4) return -1;
+    arch = arch * 10 + (*c - '0');
+  }
+  return digits ? arch : -1;
+}
+
+const accel_module_form_t *accel_bundle_ptx_form(const accel_module_form_t *forms, uint32_t n,
+                                                 int arch) {
+  const accel_module_form_t *best = NULL;
+  int best_arch = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int a = forms[i].kind == ACCEL_MODULE_FORM_PTX ? ptx_arch(forms[i].target) : -1;
+    if (a >= 0 && a <= arch && a > best_arch) {
+      best = &forms[i];
+      best_arch = a;
+    }
+  }
+  return best;
 }
 
 const accel_module_form_t *accel_bundle_find_form(const accel_module_form_t *forms, uint32_t n,

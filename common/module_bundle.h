@@ -81,11 +81,26 @@ void accel_bundle_list_forms(const accel_module_form_t *forms, uint32_t n, char 
 const accel_module_form_t *accel_bundle_find_form(const accel_module_form_t *forms, uint32_t n,
                                                   uint32_t kind, const char *target);
 
-/* A module_build from a bundle that has no form of kind for target (kind 0: none that backend
- * loads yet; target NULL: any)? Then 1, with the UNSUPPORTED message for backend, which names the
- * bundle's forms, in buf; 0 for a build from source or a bundle with such a form. */
+/* The number of a module_build's bundle forms (0: a build from source, or a build struct too
+ * old to have them). */
+uint32_t accel_bundle_nforms(const accel_module_build_t *b);
+
+/* The UNSUPPORTED message for backend in buf: b's bundle has no form of kind for target (NULL:
+ * for any target; else a description such as "sm_86 or below"), naming the bundle's forms. */
+void accel_bundle_no_form(const accel_module_build_t *b, uint32_t kind, const char *target,
+                          const char *backend, char *buf, size_t len);
+
+/* A module_build from a bundle that has no form of kind for target (target NULL: any)? Then 1,
+ * with accel_bundle_no_form's message in buf; 0 for a build from source or a bundle with such a
+ * form. */
 int accel_bundle_lacks_form(const accel_module_build_t *b, uint32_t kind, const char *target,
                             const char *backend, char *buf, size_t len);
+
+/* The PTX form to load on a device of arch (the compute capability as major * 10 + minor): the
+ * one whose target "sm_XY" is the newest arch not above it (the driver JIT-compiles PTX for a
+ * newer device), or NULL. Targets that are not "sm_" and 1 to 4 digits are ignored. */
+const accel_module_form_t *accel_bundle_ptx_form(const accel_module_form_t *forms, uint32_t n,
+                                                 int arch);
 
 /* Writes n sections as a bundle to f (version: the writer's accel version). 0: written. */
 int accel_bundle_write(FILE *f, const accel_bundle_section_t *sections, uint32_t n,

@@ -3,14 +3,17 @@
  * bundle that accel_module_load_bundle loads without a compiler (docs/KERNELS.md, "Bundles:
  * accel-kc").
  *
- *   accel-kc -o kernels.accb [--options "-DWIDTH=4"] kernels.acc
+ *   accel-kc -o kernels.accb [--options "-DWIDTH=4"] [--cuda-archs 80,90]
+ *            [--hip-targets gfx90a] kernels.acc
  *
  * The CPU shared object is the one the CPU backend builds at run time, made by that very code:
  * accel-kc loads the source on the CPU device with the kernel cache pointed at a private
  * directory (ACCEL_CC, the flags, the prelude and the exported symbols are the backend's), then
  * stores the object the build left there. The OpenCL C form is the source itself (the device's
- * compiler builds it at load, with the kernel cache). SPIR-V, PTX and HIP code objects are not
- * built yet: accel-kc says so and why. It prints one line per form: built, or skipped and why.
+ * compiler builds it at load, with the kernel cache). PTX (one per CUDA arch this accel was
+ * built for), HIP code objects (one per gfx target) and SPIR-V come from the plugins' own
+ * compilers, linked in (kc_gpu.c): NVRTC, hiprtc, clang + llvm-spirv, each when it is present.
+ * It prints one line per form: built, or skipped and why.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -20,15 +23,20 @@
 
 #include "accel/accel.h"
 #include "accel/accel_module.h"
+#include "kc_gpu.h"
 #include "module_bundle.h"
 
 typedef struct kc_args {
   const char *out, *source, *options;
+  kc_targets_t targets;
 } kc_args_t;
 
 static int usage(void) {
-  fprintf(stderr, "usage: accel-kc -o OUT.accb [--options \"OPTIONS\"] SOURCE\n"
-                  "  compiles a module source into a bundle for accel_module_load_bundle\n");
+  fprintf(stderr, "usage: accel-kc -o OUT.accb [--options \"OPTIONS\"] [--cuda-archs 80,90]\n"
+                  "                [--hip-targets gfx90a,gfx1100] SOURCE\n"
+                  "  compiles a module source into a bundle for accel_module_load_bundle\n"
+                  "  (PTX for the build's CUDA archs unless given; code objects for the build's\n"
+                  "  gfx targets or the ones given among them; an empty list builds none)\n");
   return 2;
 }
 
@@ -36,6 +44,8 @@ static int parse_args(int argc, char **argv, kc_args_t *a) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) a->out = argv[++i];
     else if (!strcmp(argv[i], "--options") && i + 1 < argc) a->options = argv[++i];
+    else if (!strcmp(argv[i], "--cuda-archs") && i + 1 < argc) a->targets.cuda = argv[++i];
+    else if (!strcmp(argv[i], "--hip-targets") && i + 1 < argc) a->targets.hip = argv[++i];
     else if (argv[i][0] == '-' || a->source) return -1;
     else a->source = argv[i];
   }
@@ -116,35 +126,6 @@ static int build_cpu(const char *dir, const kc_args_t *a, const char *source, ch
   return 0;
 }
 
-/* 1 when name is an executable in PATH. */
-static int on_path(const char *name) {
-  const char *path = getenv("PATH");
-  char dir[4096], file[4200];
-  for (const char *p = path; p && *p;) {
-    const char *end = strchr(p, ':');
-    const size_t len = end ? (size_t)(end - p) : strlen(p);
-    snprintf(dir, sizeof dir, "%.*s", (int)len, p);
-    snprintf(file, sizeof file, "%s/%s", len ? dir : ".", name);
-    if (access(file, X_OK) == 0) return 1;
-    p = end ? end + 1 : NULL;
-  }
-  return 0;
-}
-
-/* The forms accel-kc does not build yet, and why. */
-static void print_skipped(void) {
-  static const struct {
-    const char *form, *tools[2];
-  } kSkipped[] = {{"spirv", {"clang", "llvm-spirv"}}, {"ptx", {"nvcc", NULL}},
-                  {"hip-co", {"hipcc", NULL}}};
-  for (size_t i = 0; i < sizeof kSkipped / sizeof kSkipped[0]; ++i) {
-    int found = 1;
-    for (int t = 0; t < 2 && kSkipped[i].tools[t]; ++t) found &= on_path(kSkipped[i].tools[t]);
-    printf("  %s: skipped: %s; accel-kc does not build this form yet (issue 35 follow-up)\n",
-           kSkipped[i].form, found ? "its compiler is here" : "its compiler is not on PATH");
-  }
-}
-
 static int write_bundle(const char *out, const accel_bundle_section_t *s, uint32_t n) {
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
@@ -176,22 +157,26 @@ int main(int argc, char **argv) {
   }
   setenv("ACCEL_CACHE_DIR", dir, 1); /* before the library's first look at it */
   printf("accel-kc: %s -> %s\n", a.source, a.out);
-  accel_bundle_section_t s[4] = {{ACCEL_BUNDLE_SOURCE, "", (const unsigned char *)source, len}};
+  accel_bundle_section_t s[ACCEL_BUNDLE_MAX_SECTIONS] = {
+      {ACCEL_BUNDLE_SOURCE, "", (const unsigned char *)source, len}};
+  char *owned[ACCEL_BUNDLE_MAX_SECTIONS] = {NULL};
   uint32_t n = 1;
   if (a.options && *a.options)
     s[n++] = (accel_bundle_section_t){ACCEL_BUNDLE_OPTIONS, "", (const unsigned char *)a.options,
                                       strlen(a.options)};
-  char *obj = NULL;
-  const int cpu = build_cpu(dir, &a, source, &obj, &objsize);
-  remove_dir(dir);
-  if (cpu == 0)
-    s[n++] = (accel_bundle_section_t){ACCEL_MODULE_FORM_CPU_SO, ACCEL_BUNDLE_CPU_TARGET,
-                                      (const unsigned char *)obj, objsize};
+  const int cpu = build_cpu(dir, &a, source, &owned[n], &objsize);
+  if (cpu == 0) {
+    s[n] = (accel_bundle_section_t){ACCEL_MODULE_FORM_CPU_SO, ACCEL_BUNDLE_CPU_TARGET,
+                                    (const unsigned char *)owned[n], objsize};
+    ++n;
+  }
   s[n++] = (accel_bundle_section_t){ACCEL_MODULE_FORM_OPENCL_C, "", NULL, 0};
   printf("  opencl-c: the source (built by the device's OpenCL compiler at load, then cached)\n");
-  print_skipped();
-  const int rc = cpu < 0 ? 1 : write_bundle(a.out, s, n) == 0 ? 0 : 1;
-  free(obj);
+  const int gpu =
+      cpu < 0 ? -1 : kc_gpu_forms(&a.targets, a.source, source, a.options, dir, s, owned, &n);
+  remove_dir(dir);
+  const int rc = cpu < 0 || gpu < 0 ? 1 : write_bundle(a.out, s, n) == 0 ? 0 : 1;
+  for (uint32_t i = 0; i < n; ++i) free(owned[i]);
   free(source);
   return rc;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel_gpu_module_prelude.h"
+#include "module_text.h"
 #include "vendor_lib.h"
 
 static pthread_mutex_t rtc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -190,5 +192,15 @@ accel_status_t gpu_rtc_compile(const gpu_rtc_t *rtc, const char *text, const cha
   if (prog) rtc->api.DestroyProgram(&prog);
   free(opts);
   free(buf);
+  return st;
+}
+
+accel_status_t gpu_rtc_compile_module(const gpu_rtc_t *rtc, const accel_module_build_t *b,
+                                      const char *target, char **code, size_t *size) {
+  char *text = accel_module_text((const char *)accel_gpu_module_prelude, b, NULL);
+  if (!text)
+    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: no memory", GPU_BACKEND_NAME);
+  accel_status_t st = gpu_rtc_compile(rtc, text, target, b->options, code, size);
+  free(text);
   return st;
 }

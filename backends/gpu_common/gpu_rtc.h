@@ -40,4 +40,10 @@ accel_status_t gpu_rtc_target(const gpu_rtc_t *rtc, int major, int minor, char *
 accel_status_t gpu_rtc_compile(const gpu_rtc_t *rtc, const char *text, const char *target,
                                const char *options, char **code, size_t *size);
 
+/* gpu_rtc_compile of b's module text (common/module_text.h on the embedded CUDA/HIP prelude,
+ * kernels/gpu/module_prelude.cuh) with b's options: what the plugin (gpu_user.c) and accel-kc
+ * (tools/kc_rtc.c) compile for a module. */
+accel_status_t gpu_rtc_compile_module(const gpu_rtc_t *rtc, const accel_module_build_t *b,
+                                      const char *target, char **code, size_t *size);
+
 #endif

@@ -8,6 +8,9 @@
  * prelude's hash, and a later build with the same key only loads it. The vendor module is then
  * loaded into the device's context and each kernel's function bound to its launch id. Modules
  * stay loaded until the device closes (a graph may replay a kernel after its module's release).
+ * A bundle (accel_module_load_bundle) runs no compiler: CUDA loads its PTX of the newest arch
+ * not above the device's (the driver JIT-compiles it), HIP the code object the runtime accepts
+ * for the device's gfx target; UNSUPPORTED naming the bundle's forms when none fits.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include "id_table.h"
 #include "kernel_cache.h"
 #include "module_bundle.h"
-#include "module_text.h"
+#include "module_text.h" /* ACCEL_MODULE_TEXT_VERSION: a part of the cache key */
 
 /* Guards every device's user kernels (d->user: launches read it, builds grow it). */
 static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,11 +73,7 @@ static accel_status_t module_code(gpu_device_t *d, const gpu_rtc_t *rtc, const c
   if (gpu_fault(ACCEL_FAULT_KERNEL_BUILD))
     return gpu_host->set_error(ACCEL_ERROR_BACKEND, "%s: %s: injected fault "
                                "(ACCEL_FAULT_KERNEL_BUILD)", GPU_BACKEND_NAME, GPU_RTC_NAME);
-  char *text = accel_module_text((const char *)accel_gpu_module_prelude, b, NULL);
-  if (!text)
-    return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: no memory", GPU_BACKEND_NAME);
-  accel_status_t st = gpu_rtc_compile(rtc, text, target, b->options, code, size);
-  free(text);
+  accel_status_t st = gpu_rtc_compile_module(rtc, b, target, code, size);
   if (st == ACCEL_OK)
     accel_kernel_cache_store(gpu_host, GPU_BACKEND_NAME, key, (unsigned char *)*code, *size);
   return st;
@@ -101,14 +100,61 @@ static accel_status_t module_load(gpu_device_t *d, const accel_module_build_t *b
   return st;
 }
 
+/* The module compiled from source (or its cached code) for a device of compute capability cc. */
+static accel_status_t source_build(gpu_device_t *d, const gpu_rtc_t *rtc,
+                                   const accel_module_build_t *b, const int cc[2]) {
+  char target[32];
+  accel_status_t st = gpu_rtc_target(rtc, cc[0], cc[1], target, sizeof target);
+  char *code = NULL;
+  size_t size = 0;
+  if (st == ACCEL_OK) st = module_code(d, rtc, target, cc, b, &code, &size);
+  if (st == ACCEL_OK) st = module_load(d, b, code);
+  free(code);
+  return st;
+}
+
+#if GPU_VENDOR_CUDA
+/* A bundle on CUDA: its PTX of the newest arch not above the device's, which the driver
+ * JIT-compiles at load (no compiler of ours runs). */
+static accel_status_t bundle_build(gpu_device_t *d, const accel_module_build_t *b,
+                                   const int cc[2]) {
+  const accel_module_form_t *f = accel_bundle_ptx_form(b->forms, b->nforms, cc[0] * 10 + cc[1]);
+  char why[512], target[32];
+  snprintf(target, sizeof target, "sm_%d or below", cc[0] * 10 + cc[1]);
+  if (!f) {
+    accel_bundle_no_form(b, ACCEL_MODULE_FORM_PTX, target, GPU_BACKEND_NAME, why, sizeof why);
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
+  }
+  if (f->size == 0 || ((const char *)f->data)[f->size - 1] != '\0')
+    return gpu_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: the bundle's ptx %s form is "
+                               "not NUL-terminated text", GPU_BACKEND_NAME, f->target);
+  return module_load(d, b, f->data);
+}
+#else
+/* A bundle on HIP: the code object for the device's gfx target. The runtime refuses a code
+ * object for another target, so each one is offered in turn and the first that loads is
+ * kept. */
+static accel_status_t bundle_build(gpu_device_t *d, const accel_module_build_t *b,
+                                   const int cc[2]) {
+  (void)cc;
+  char why[512], last[300] = "";
+  for (uint32_t i = 0; i < b->nforms; ++i) {
+    if (b->forms[i].kind != ACCEL_MODULE_FORM_HIP_CO || b->forms[i].size == 0) continue;
+    if (module_load(d, b, b->forms[i].data) == ACCEL_OK) return ACCEL_OK;
+    snprintf(last, sizeof last, "; %s: %s", b->forms[i].target,
+             gpu_host->last_error ? gpu_host->last_error() : "");
+  }
+  accel_bundle_no_form(b, ACCEL_MODULE_FORM_HIP_CO, "this device's gfx target",
+                       GPU_BACKEND_NAME, why, sizeof why);
+  return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s%s", why, last);
+}
+#endif
+
 accel_status_t gpu_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                 accel_be_module_t **out) {
   gpu_device_t *d = device;
-  char why[512]; /* PTX and code objects from a bundle: not loaded yet */
-  if (accel_bundle_lacks_form(build, 0, NULL, GPU_BACKEND_NAME, why, sizeof why))
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
-  const gpu_rtc_t *rtc = NULL;
-  accel_status_t st = gpu_rtc_get(&rtc);
+  const gpu_rtc_t *rtc = NULL; /* a bundle never runs the compiler */
+  accel_status_t st = accel_bundle_nforms(build) ? ACCEL_OK : gpu_rtc_get(&rtc);
   if (st != ACCEL_OK) return st;
   GPU_ENTER(entered, d);
   if (entered != ACCEL_OK) return entered;
@@ -116,13 +162,7 @@ accel_status_t gpu_module_build(accel_be_device_t *device, const accel_module_bu
   st = GPU_TRY(d->backend, DeviceGetAttribute, &cc[0], GPU_ATTR_CC_MAJOR, d->handle);
   if (st == ACCEL_OK)
     st = GPU_TRY(d->backend, DeviceGetAttribute, &cc[1], GPU_ATTR_CC_MINOR, d->handle);
-  char target[32];
-  if (st == ACCEL_OK) st = gpu_rtc_target(rtc, cc[0], cc[1], target, sizeof target);
-  char *code = NULL;
-  size_t size = 0;
-  if (st == ACCEL_OK) st = module_code(d, rtc, target, cc, build, &code, &size);
-  if (st == ACCEL_OK) st = module_load(d, build, code);
-  free(code);
+  if (st == ACCEL_OK) st = rtc ? source_build(d, rtc, build, cc) : bundle_build(d, build, cc);
   if (st != ACCEL_OK) return st;
   *out = d; /* the module's code stays loaded in the device (gpu_user_unload) */
   return ACCEL_OK;

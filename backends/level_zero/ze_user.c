@@ -3,7 +3,8 @@
  * (ze_spirv.c) becomes a device module with zeModuleCreate(ZE_MODULE_FORMAT_IL_SPIRV), whose
  * build log goes into the error; each kernel is created with the group size and indirect access
  * of the table's kernels and bound to its launch id. Modules stay until the device closes (a
- * graph may replay a kernel after its module's release).
+ * graph may replay a kernel after its module's release). A bundle's SPIR-V form is created the
+ * same way, with no compiler run (UNSUPPORTED naming the forms when it has none).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +52,19 @@ static accel_status_t module_load(accel_ze_device_t *dev, const accel_module_bui
 accel_status_t accel_ze_module_build(accel_be_device_t *device, const accel_module_build_t *build,
                                      accel_be_module_t **out) {
   accel_ze_device_t *dev = device;
-  char why[512]; /* SPIR-V from a bundle: not loaded yet */
-  if (accel_bundle_lacks_form(build, 0, NULL, "level_zero", why, sizeof why))
+  char why[512]; /* a bundle: its SPIR-V form, no compiler */
+  if (accel_bundle_lacks_form(build, ACCEL_MODULE_FORM_SPIRV, NULL, "level_zero", why,
+                              sizeof why))
     return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s", why);
+  const uint32_t nforms = accel_bundle_nforms(build);
+  const accel_module_form_t *form =
+      nforms ? accel_bundle_find_form(build->forms, nforms, ACCEL_MODULE_FORM_SPIRV, NULL) : NULL;
   unsigned char *spv = NULL;
   size_t size = 0;
-  accel_status_t st = accel_ze_module_spirv(build, &spv, &size);
-  if (st == ACCEL_OK) st = module_load(dev, build, spv, size);
+  accel_status_t st = form ? ACCEL_OK : accel_ze_module_spirv(build, &spv, &size);
+  if (st == ACCEL_OK)
+    st = form ? module_load(dev, build, form->data, form->size)
+              : module_load(dev, build, spv, size);
   free(spv);
   if (st != ACCEL_OK) return st;
   *out = dev; /* the module's kernels stay in the device (accel_ze_user_release) */

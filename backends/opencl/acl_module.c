@@ -6,7 +6,8 @@
  * goes to the kernel cache (common/kernel_cache.c) under the module's key, the device, the
  * driver and the prelude's hash; a later build with the same key only loads it. Programs are kept for the life
  * of the process (a graph may outlive its module); each stream or graph creates its own kernel
- * objects from them (acl_kernel_set_t.user).
+ * objects from them (acl_kernel_set_t.user). A bundle loads through its SPIR-V form
+ * (clCreateProgramWithIL) when the device takes SPIR-V, else through its OpenCL C form.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -53,6 +54,24 @@ static accel_status_t user_bind(uint32_t id, cl_program prog, const char *name) 
   return acl_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "module_build: out of host memory");
 }
 
+/* Builds program p for dev with options: *out = p, or p released and the build log in the
+ * error. */
+static accel_status_t build_program(acl_device_t *dev, cl_program p, const char *options,
+                                    cl_program *out) {
+  cl_int err = clBuildProgram(p, 1, &dev->phys->id, options, NULL, NULL);
+  if (err == CL_SUCCESS) {
+    *out = p;
+    return ACCEL_OK;
+  }
+  char log[800] = "";
+  clGetProgramBuildInfo(p, dev->phys->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+  log[sizeof log - 1] = '\0';
+  clReleaseProgram(p);
+  return acl_host->set_error(ACCEL_ERROR_BACKEND,
+                             "opencl: the module does not compile (clBuildProgram on %s: %s):\n%s",
+                             dev->phys->name, acl_error_name(err), log);
+}
+
 static accel_status_t build_source(acl_device_t *dev, const accel_module_build_t *b,
                                    const char *options, cl_program *out) {
   if (acl_host->fault_should_fail(ACCEL_FAULT_KERNEL_BUILD))
@@ -65,18 +84,19 @@ static accel_status_t build_source(acl_device_t *dev, const accel_module_build_t
   cl_program p = clCreateProgramWithSource(dev->ctx, 1, &src, NULL, &err);
   free(text);
   if (err != CL_SUCCESS) return acl_fail("clCreateProgramWithSource", err);
-  err = clBuildProgram(p, 1, &dev->phys->id, options, NULL, NULL);
-  if (err == CL_SUCCESS) {
-    *out = p;
-    return ACCEL_OK;
-  }
-  char log[800] = "";
-  clGetProgramBuildInfo(p, dev->phys->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-  log[sizeof log - 1] = '\0';
-  clReleaseProgram(p);
-  return acl_host->set_error(ACCEL_ERROR_BACKEND,
-                             "opencl: the module does not compile (clBuildProgram on %s: %s):\n%s",
-                             dev->phys->name, acl_error_name(err), log);
+  return build_program(dev, p, options, out);
+}
+
+/* A bundle's SPIR-V form, created with clCreateProgramWithIL and built by the driver (no
+ * compiler of ours runs). */
+static accel_status_t build_spirv(acl_device_t *dev, const accel_module_form_t *spirv,
+                                  const accel_module_build_t *b, cl_program *out) {
+  char options[1024];
+  snprintf(options, sizeof options, "%s %s", dev->build_options, b->options);
+  cl_int err = CL_SUCCESS;
+  cl_program p = clCreateProgramWithIL(dev->ctx, spirv->data, spirv->size, &err);
+  if (err != CL_SUCCESS) return acl_fail("clCreateProgramWithIL", err);
+  return build_program(dev, p, options, out);
 }
 
 /* The module's program: from the cache, else built (and its binary stored). */
@@ -106,8 +126,21 @@ static accel_status_t module_program(acl_device_t *dev, const accel_module_build
   return ACCEL_OK;
 }
 
-/* A bundle loads on OpenCL through its OpenCL C form: the source, built as a source load. */
-static accel_status_t check_forms(const accel_module_build_t *b) {
+/* 1 when dev takes SPIR-V programs (CL_DEVICE_IL_VERSION names SPIR-V: OpenCL 2.1 and up). */
+static int takes_spirv(const acl_device_t *dev) {
+  char il[1024] = "";
+  return clGetDeviceInfo(dev->phys->id, CL_DEVICE_IL_VERSION, sizeof il - 1, il, NULL) ==
+             CL_SUCCESS && strstr(il, "SPIR-V");
+}
+
+/* A bundle's form on OpenCL: its SPIR-V (*spirv) when the device takes IL, else its OpenCL C
+ * form (the source, built as a source load); UNSUPPORTED naming the forms without either. */
+static accel_status_t bundle_form(const acl_device_t *dev, const accel_module_build_t *b,
+                                  const accel_module_form_t **spirv) {
+  const uint32_t n = accel_bundle_nforms(b);
+  *spirv = n ? accel_bundle_find_form(b->forms, n, ACCEL_MODULE_FORM_SPIRV, NULL) : NULL;
+  if (*spirv && takes_spirv(dev)) return ACCEL_OK;
+  *spirv = NULL;
   char why[512];
   if (!accel_bundle_lacks_form(b, ACCEL_MODULE_FORM_OPENCL_C, NULL, "opencl", why, sizeof why))
     return ACCEL_OK;
@@ -118,8 +151,10 @@ accel_status_t acl_module_build(accel_be_device_t *device, const accel_module_bu
                                 accel_be_module_t **out) {
   acl_device_t *dev = device;
   cl_program p = NULL;
-  accel_status_t st = check_forms(build);
-  if (st == ACCEL_OK) st = module_program(dev, build, &p);
+  const accel_module_form_t *spirv = NULL;
+  accel_status_t st = bundle_form(dev, build, &spirv);
+  if (st == ACCEL_OK)
+    st = spirv ? build_spirv(dev, spirv, build, &p) : module_program(dev, build, &p);
   for (uint32_t k = 0; st == ACCEL_OK && k < build->nkernels; ++k) {
     cl_kernel probe; /* the symbol exists and fits the device */
     st = acl_kernel_create(dev, p, build->symbols[k], &probe);

@@ -65,8 +65,10 @@ ACCEL_API accel_status_t accel_launch(accel_stream_t *stream, const accel_kernel
 /* Loads a bundle that accel-kc made ahead of time (size bytes at data, e.g. a .accb file read
  * or mapped whole; docs/KERNELS.md, "Bundles: accel-kc"): the kernels of its source, built from
  * the form the device takes: the CPU shared object for this machine's target (no compiler is
- * needed at run time: the object is written to the kernel cache and loaded), or on OpenCL the
- * source, built by the device's compiler (and cached) as accel_module_load_source does. Its
+ * needed at run time: the object is written to the kernel cache and loaded); on OpenCL the
+ * SPIR-V when the device takes IL, else the source, built by the device's compiler (and cached)
+ * as accel_module_load_source does; on CUDA the PTX of the newest arch not above the device's,
+ * on HIP the code object the runtime takes, on Level Zero the SPIR-V (no compiler runs). Its
  * rows are read from the bundle's source exactly as accel_module_load_source reads them, so
  * launches are validated alike. Refused: a damaged, truncated or foreign file
  * (INVALID_ARGUMENT, "bad bundle: " and what is wrong), a bundle without a form for the device
