@@ -8,6 +8,8 @@
 #ifndef ACCEL_COMMON_BACKEND_SLOTS_H
 #define ACCEL_COMMON_BACKEND_SLOTS_H
 
+#include <stddef.h>
+
 #include "accel/accel_plugin.h"
 
 /* backend_init, backend_shutdown, device_count, device_info, device_open, device_close */
@@ -76,5 +78,25 @@
                                         accel_be_stream_t **out);                                  \
   accel_status_t P##_event_native(accel_be_event_t *event, accel_native_t *out);                   \
   accel_status_t P##_stream_wait_native_event(accel_be_stream_t *stream, void *native_event)
+
+/* The plugin's one exported symbol, accel_plugin_query: refuses a host of another plugin ABI
+ * and a host service table that does not reach cache_dir (the newest service the in-tree
+ * backends call), keeps the host in host_var and answers &vt. */
+#define ACCEL_BACKEND_DEFINE_QUERY(vt, host_var)                                              \
+  ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(                                      \
+      uint32_t host_abi, const accel_host_api_t *host, const accel_backend_vtable_t **out) {  \
+    if (!host || !out) return ACCEL_ERROR_INVALID_ARGUMENT;                                   \
+    if (host_abi != ACCEL_PLUGIN_ABI_VERSION)                                                 \
+      return host->set_error(ACCEL_ERROR_PLUGIN,                                              \
+                             "%s plugin built for plugin ABI %u, host has ABI %u", (vt).name, \
+                             ACCEL_PLUGIN_ABI_VERSION, host_abi);                             \
+    if (host->struct_size < offsetof(accel_host_api_t, cache_dir) + sizeof host->cache_dir)   \
+      return host->set_error(ACCEL_ERROR_PLUGIN,                                              \
+                             "%s plugin: host service table too small (%u bytes)", (vt).name, \
+                             host->struct_size);                                              \
+    host_var = host;                                                                          \
+    *out = &(vt);                                                                             \
+    return ACCEL_OK;                                                                          \
+  }
 
 #endif
