@@ -3,7 +3,8 @@
  * every in-tree backend instead of a copy of each slot's signature in each backend's header.
  * A backend names the function that fills a slot PREFIX_slot: ACCEL_BACKEND_DECLARE_EVENTS(cpu)
  * declares cpu_event_create, cpu_event_destroy, ... (the prefixes: cpu, acl, gpu, accel_ze).
- * The vtable's designated initializers check each function against its slot's type.
+ * The vtable's designated initializers check each function against its slot's type. Also the
+ * plugins' one exported symbol, the same for every in-tree plugin (ACCEL_BACKEND_DEFINE_QUERY).
  */
 #ifndef ACCEL_COMMON_BACKEND_SLOTS_H
 #define ACCEL_COMMON_BACKEND_SLOTS_H
