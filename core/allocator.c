@@ -11,11 +11,10 @@
  */
 #include "allocator_internal.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <pthread.h>
 
 #include "core_util.h"
 #include "fault.h"
@@ -112,6 +111,29 @@ size_t accel_alloc_seg_index(const accel_allocator_t *m, uintptr_t addr) {
   return lo ? lo - 1 : SIZE_MAX;
 }
 
+bool accel_alloc_seg_reserve(accel_allocator_t *m) {
+  if (m->nsegs < m->capsegs) return true;
+  size_t cap = m->capsegs ? m->capsegs * 2 : 16;
+  segment_t **ns = realloc(m->segs, cap * sizeof *ns);
+  if (!ns) return false;
+  m->segs = ns;
+  m->capsegs = cap;
+  return true;
+}
+
+void accel_alloc_seg_enter(accel_allocator_t *m, segment_t *s, block_t *b, uintptr_t base,
+                           size_t size, accel_allocator_arena_t *arena) {
+  s->base = b->addr = base;
+  s->size = b->size = size;
+  s->arena = arena;
+  s->first = b;
+  b->seg = s;
+  size_t i = accel_alloc_seg_index(m, base) + 1; /* SIZE_MAX + 1 == 0 */
+  memmove(&m->segs[i + 1], &m->segs[i], (m->nsegs - i) * sizeof *m->segs);
+  m->segs[i] = s;
+  m->nsegs++;
+}
+
 segment_t *accel_alloc_seg_containing(const accel_allocator_t *m, uintptr_t addr) {
   size_t i = accel_alloc_seg_index(m, addr);
   if (i == SIZE_MAX) return NULL;
@@ -194,32 +216,14 @@ static accel_status_t seg_new(accel_allocator_t *m, accel_allocator_arena_t *a, 
   }
   segment_t *s = calloc(1, sizeof *s);
   block_t *b = accel_alloc_block_new(m);
-  if (m->nsegs == m->capsegs) {
-    size_t cap = m->capsegs ? m->capsegs * 2 : 16;
-    segment_t **ns = realloc(m->segs, cap * sizeof *ns);
-    if (ns) {
-      m->segs = ns;
-      m->capsegs = cap;
-    }
-  }
-  if (!s || !b || m->nsegs == m->capsegs) {
+  if (!s || !b || !accel_alloc_seg_reserve(m)) {
     free(s);
     if (b) accel_alloc_block_recycle(m, b);
     m->vt->mem_free(m->impl, p);
     return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
   }
-  s->base = (uintptr_t)p;
-  s->size = seg_size;
-  s->arena = a;
-  s->first = b;
-  b->addr = s->base;
-  b->size = seg_size;
-  b->seg = s;
+  accel_alloc_seg_enter(m, s, b, (uintptr_t)p, seg_size, a);
   b->key = key;
-  size_t i = accel_alloc_seg_index(m, s->base) + 1; /* SIZE_MAX + 1 == 0 */
-  memmove(&m->segs[i + 1], &m->segs[i], (m->nsegs - i) * sizeof *m->segs);
-  m->segs[i] = s;
-  m->nsegs++;
   a->segments++;
   stats_reserved(m, a, (int64_t)seg_size);
   *out = b;

@@ -107,6 +107,13 @@ static inline block_t *live_block(const accel_allocator_t *m, size_t j) {
 /* allocator.c, for registration.c, allocator_pins.c and allocator_query.c (lock held) */
 size_t accel_alloc_seg_index(const accel_allocator_t *m, uintptr_t addr);
 segment_t *accel_alloc_seg_containing(const accel_allocator_t *m, uintptr_t addr);
+/* Room for one more segment in m->segs (the array doubles when full); false when out of host
+ * memory, the array unchanged. */
+bool accel_alloc_seg_reserve(accel_allocator_t *m);
+/* Makes s the segment [base, base + size) of arena, covered by its one block b, and enters it
+ * into m->segs in base order (room reserved; it overlaps no segment). */
+void accel_alloc_seg_enter(accel_allocator_t *m, segment_t *s, block_t *b, uintptr_t base,
+                           size_t size, accel_allocator_arena_t *arena);
 block_t *accel_alloc_block_new(accel_allocator_t *m);
 /* The allocated block that holds [p, p + size), or NULL. */
 const block_t *accel_alloc_block_holding(const accel_allocator_t *m, uintptr_t p, size_t size);

@@ -13,6 +13,7 @@
  * consumer calls the deleter.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,7 +324,8 @@ accel_status_t accel_dlpack_release(accel_dlpack_import_t *imp) {
 /* ---------------------------------------------------------------------------------------- */
 /* exports */
 
-/* What an export's manager_ctx points to: it holds the device and pins the allocation. */
+/* What an export's manager_ctx points to: it holds the device and pins the allocation. The
+ * managed tensor comes first (the deleters find the export at its address). */
 typedef struct dl_export {
   union {
     accel_dl_managed_tensor_versioned_t versioned;
@@ -333,6 +335,7 @@ typedef struct dl_export {
   accel_device_t *dev;
   accel_allocator_pins_t pins;
 } dl_export_t;
+_Static_assert(offsetof(dl_export_t, m) == 0, "the managed tensor starts the export");
 
 /* Live exports, so that a deleter called twice (or on something accel did not export) is an
  * error in the log instead of a double free. */
@@ -353,27 +356,28 @@ static void export_free(dl_export_t *x) {
   accel_device_release_ref(dev);
 }
 
+/* The deleter of either form: self is the managed tensor at the start of its export (read
+ * only once it is known to be live). */
+static void export_delete(void *self) {
+  if (!export_forget(self)) {
+    accel_log(ACCEL_LOG_ERROR, "accel", "DLPack deleter called on %p, which is not a live accel "
+                                        "export (called twice?); ignored", self);
+    return;
+  }
+  export_free(self);
+}
+
 static void export_deleter_versioned(accel_dl_managed_tensor_versioned_t *self) {
-  if (!export_forget(self)) {
-    accel_log(ACCEL_LOG_ERROR, "accel", "DLPack deleter called on %p, which is not a live accel "
-                                        "export (called twice?); ignored", (void *)self);
-    return;
-  }
-  export_free(self->manager_ctx);
+  export_delete(self);
 }
 
-static void export_deleter_legacy(accel_dl_managed_tensor_t *self) {
-  if (!export_forget(self)) {
-    accel_log(ACCEL_LOG_ERROR, "accel", "DLPack deleter called on %p, which is not a live accel "
-                                        "export (called twice?); ignored", (void *)self);
-    return;
-  }
-  export_free(self->manager_ctx);
-}
+static void export_deleter_legacy(accel_dl_managed_tensor_t *self) { export_delete(self); }
 
-/* The export of tensor: checks it, pins its allocation and describes it in *dl. */
+/* The export of tensor: checks it, pins its allocation and describes it in the managed tensor
+ * of the form asked for, whose address goes to *managed_out: an accel_dl_managed_tensor_
+ * versioned_t ** when versioned is set, else an accel_dl_managed_tensor_t **. */
 static accel_status_t export_new(accel_device_t *dev, const char *fn, const accel_tensor_t *t,
-                                 void *managed_out, dl_export_t **out, accel_dl_tensor_t *dl) {
+                                 void *managed_out, int versioned) {
   accel_status_t st = accel_device_check(dev, fn);
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(t, fn, "tensor is NULL");
@@ -417,7 +421,7 @@ static accel_status_t export_new(accel_device_t *dev, const char *fn, const acce
   accel_device_retain(dev);
   x->dev = dev;
   x->shape[0] = (int64_t)t->numel;
-  *dl = (accel_dl_tensor_t){
+  const accel_dl_tensor_t dl = {
       .data = t->data,
       .device = {type, dev->index},
       .ndim = 1,
@@ -425,37 +429,28 @@ static accel_status_t export_new(accel_device_t *dev, const char *fn, const acce
       .shape = x->shape,
       .strides = NULL,
       .byte_offset = 0};
-  *out = x;
+  if (versioned) {
+    x->m.versioned = (accel_dl_managed_tensor_versioned_t){
+        .version = {ACCEL_DLPACK_MAJOR_VERSION, ACCEL_DLPACK_MINOR_VERSION},
+        .manager_ctx = x,
+        .deleter = export_deleter_versioned,
+        .flags = 0,
+        .dl_tensor = dl};
+    *(accel_dl_managed_tensor_versioned_t **)managed_out = &x->m.versioned;
+  } else {
+    x->m.legacy = (accel_dl_managed_tensor_t){
+        .dl_tensor = dl, .manager_ctx = x, .deleter = export_deleter_legacy};
+    *(accel_dl_managed_tensor_t **)managed_out = &x->m.legacy;
+  }
   return ACCEL_OK;
 }
 
 accel_status_t accel_dlpack_export(accel_device_t *dev, const accel_tensor_t *tensor,
                                    accel_dl_managed_tensor_versioned_t **out) {
-  dl_export_t *x = NULL;
-  accel_dl_tensor_t dl;
-  accel_status_t st = export_new(dev, __func__, tensor, out, &x, &dl);
-  if (st != ACCEL_OK) return st;
-  accel_dl_managed_tensor_versioned_t *m = &x->m.versioned;
-  m->dl_tensor = dl;
-  m->version.major = ACCEL_DLPACK_MAJOR_VERSION;
-  m->version.minor = ACCEL_DLPACK_MINOR_VERSION;
-  m->manager_ctx = x;
-  m->deleter = export_deleter_versioned;
-  m->flags = 0;
-  *out = m;
-  return ACCEL_OK;
+  return export_new(dev, __func__, tensor, out, 1);
 }
 
 accel_status_t accel_dlpack_export_legacy(accel_device_t *dev, const accel_tensor_t *tensor,
                                           accel_dl_managed_tensor_t **out) {
-  dl_export_t *x = NULL;
-  accel_dl_tensor_t dl;
-  accel_status_t st = export_new(dev, __func__, tensor, out, &x, &dl);
-  if (st != ACCEL_OK) return st;
-  accel_dl_managed_tensor_t *m = &x->m.legacy;
-  m->dl_tensor = dl;
-  m->manager_ctx = x;
-  m->deleter = export_deleter_legacy;
-  *out = m;
-  return ACCEL_OK;
+  return export_new(dev, __func__, tensor, out, 0);
 }

@@ -80,35 +80,18 @@ accel_status_t accel_allocator_register(accel_allocator_t *m, void *ptr, size_t 
     st = accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                          "[%p, +%zu) overlaps the device's %s [%p, +%zu)", ptr, size,
                          describe_segment(o), (void *)o->base, o->size);
-  } else if (m->nsegs == m->capsegs) {
-    size_t cap = m->capsegs ? m->capsegs * 2 : 16;
-    segment_t **ns = realloc(m->segs, cap * sizeof *ns);
-    if (ns) {
-      m->segs = ns;
-      m->capsegs = cap;
-    }
   }
-  if (st == ACCEL_OK && (m->nsegs == m->capsegs || !(b = accel_alloc_block_new(m))))
+  if (st == ACCEL_OK && (!accel_alloc_seg_reserve(m) || !(b = accel_alloc_block_new(m))))
     st = accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory for allocator state");
   if (st == ACCEL_OK) {
     x->device_ptr = device_ptr;
     x->read_only = read_only;
     x->ended = ended;
     x->ctx = ctx;
-    s->base = lo;
-    s->size = size;
-    s->arena = &m->external_arena;
-    s->first = b;
+    accel_alloc_seg_enter(m, s, b, lo, size, &m->external_arena);
     s->ext = x;
-    b->addr = lo;
-    b->size = size;
     b->requested = size;
-    b->seg = s;
     b->allocated = true;
-    const size_t at = i + 1; /* SIZE_MAX + 1 == 0 */
-    memmove(&m->segs[at + 1], &m->segs[at], (m->nsegs - at) * sizeof *m->segs);
-    m->segs[at] = s;
-    m->nsegs++;
     m->nexternal++;
     if (read_only) __atomic_add_fetch(&m->nread_only, 1, __ATOMIC_RELAXED);
     if (ended) {

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "accel/accel_plugin.h"
+#include "backend_slots.h"
 #include "cpu_workers.h"
 #include "cpu_sync.h"
 
@@ -28,23 +29,10 @@ typedef struct cpu_device {
   int run_on_caller;          /* stream_try_hold may hold (cpu_sysinfo_run_on_caller at open) */
 } cpu_device_t;
 
-/* Backend entry points (cpu_device.c). */
-accel_status_t cpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
-void cpu_backend_shutdown(accel_be_backend_t *backend);
-accel_status_t cpu_device_count(accel_be_backend_t *backend, int *count);
-accel_status_t cpu_device_info(accel_be_backend_t *backend, int index,
-                               accel_device_info_t *info);
-accel_status_t cpu_device_open(accel_be_backend_t *backend, int index,
-                               accel_be_device_t **out);
-void cpu_device_close(accel_be_device_t *device);
-accel_status_t cpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
-                            uint64_t *total_bytes);
-
-/* Memory (cpu_memory.c). */
-accel_status_t cpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void cpu_mem_free(accel_be_device_t *device, void *ptr);
-accel_status_t cpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void cpu_host_free(accel_be_device_t *device, void *ptr);
+/* Backend entry points (cpu_device.c: the devices and cpu_mem_info; cpu_memory.c: the rest of
+ * the memory slots). */
+ACCEL_BACKEND_DECLARE_DEVICES(cpu);
+ACCEL_BACKEND_DECLARE_MEMORY(cpu);
 
 /* Writes the text of errno value err into buf (thread safe) and returns buf. */
 const char *cpu_strerror(int err, char *buf, size_t size);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "accel/accel_plugin.h"
+#include "backend_slots.h"
 #include "cpu_device.h"
 
 typedef struct cpu_record cpu_record_t;
@@ -50,12 +51,6 @@ cpu_record_t *cpu_event_last_record(cpu_event_t *event);
 void cpu_event_set_last_record(cpu_event_t *event, cpu_record_t *record);
 
 /* vtable entry points */
-accel_status_t cpu_event_create(accel_be_device_t *device, unsigned flags,
-                                accel_be_event_t **out);
-void cpu_event_destroy(accel_be_event_t *event);
-accel_status_t cpu_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
-accel_status_t cpu_event_synchronize(accel_be_event_t *event);
-accel_status_t cpu_event_query(accel_be_event_t *event);
-accel_status_t cpu_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
+ACCEL_BACKEND_DECLARE_EVENTS(cpu);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "accel/accel_plugin.h"
+#include "backend_slots.h"
 #include "cpu_device.h"
 #include "cpu_queue.h"
 #include "cpu_sync.h"
@@ -48,22 +49,12 @@ accel_status_t cpu_stream_enqueue(cpu_stream_t *stream, const char *what, const 
                                   void *heap);
 
 /* vtable entry points: stream objects (cpu_stream.c) */
-accel_status_t cpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
-void cpu_stream_destroy(accel_be_stream_t *stream);
-accel_status_t cpu_stream_synchronize(accel_be_stream_t *stream);
-accel_status_t cpu_stream_query(accel_be_stream_t *stream);
-accel_status_t cpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+ACCEL_BACKEND_DECLARE_STREAMS(cpu);
 int cpu_stream_try_hold(accel_be_stream_t *stream);
 void cpu_stream_release_hold(accel_be_stream_t *stream);
 
 /* vtable entry points: commands (cpu_submit.c) */
-accel_status_t cpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
-                                size_t size, accel_copy_kind_t kind);
-accel_status_t cpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
-                                size_t size);
-accel_status_t cpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
-accel_status_t cpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
-accel_status_t cpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+ACCEL_BACKEND_DECLARE_COMMANDS(cpu);
 
 /* Converts cmds[0, n) into one heap block (free() it) that starts with the op list and holds
  * every kernel's parameter copy; *count ops. skip_events: EVENT_RECORD/EVENT_WAIT edges of a

@@ -16,6 +16,7 @@
 
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
+#include "backend_slots.h"
 
 /* Vendor entry points, resolved from the dlopen'ed runtime (gpu_loader.c). */
 typedef struct gpu_api {
@@ -174,61 +175,21 @@ accel_status_t gpu_hostfn_issue(gpu_device_t *device, gpuStream_t stream, accel_
 void gpu_hostfn_shutdown(void);
 
 /* vtable entries, grouped by file. */
-accel_status_t gpu_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
-void gpu_backend_shutdown(accel_be_backend_t *backend);
-accel_status_t gpu_device_count(accel_be_backend_t *backend, int *count);
-accel_status_t gpu_device_info(accel_be_backend_t *backend, int index, accel_device_info_t *info);
-
+ACCEL_BACKEND_DECLARE_DEVICES(gpu);
 /* Finishes opening d once its ordinal, handle and context are set (gpu_device.c); on failure
  * d's context reference (if primary) is released and d freed. */
 accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out);
-accel_status_t gpu_device_open(accel_be_backend_t *backend, int index, accel_be_device_t **out);
-void gpu_device_close(accel_be_device_t *device);
 accel_status_t gpu_device_synchronize(accel_be_device_t *device);
-accel_status_t gpu_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
-                            uint64_t *total_bytes);
 
-accel_status_t gpu_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+ACCEL_BACKEND_DECLARE_MEMORY(gpu);
 /* accel_memory_register: memory the device's context reaches at the same address. */
 accel_status_t gpu_mem_register(accel_be_device_t *device, void *ptr, size_t size,
                                 void **device_ptr);
-void gpu_mem_free(accel_be_device_t *device, void *ptr);
-accel_status_t gpu_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void gpu_host_free(accel_be_device_t *device, void *ptr);
 
-accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
-void gpu_stream_destroy(accel_be_stream_t *stream);
-accel_status_t gpu_stream_synchronize(accel_be_stream_t *stream);
-accel_status_t gpu_stream_query(accel_be_stream_t *stream);
-accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
-accel_status_t gpu_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
-                                size_t size, accel_copy_kind_t kind);
-accel_status_t gpu_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
-                                size_t size);
-accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
-accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch);
-accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
-
-accel_status_t gpu_event_create(accel_be_device_t *device, unsigned flags,
-                                accel_be_event_t **out);
-void gpu_event_destroy(accel_be_event_t *event);
-accel_status_t gpu_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
-accel_status_t gpu_event_synchronize(accel_be_event_t *event);
-accel_status_t gpu_event_query(accel_be_event_t *event);
-accel_status_t gpu_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
-
-accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
-                                     size_t n, accel_be_graph_t **out);
-accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
-void gpu_graph_destroy(accel_be_graph_t *graph);
-
-accel_status_t gpu_device_native(accel_be_device_t *device, accel_native_t *out);
-accel_status_t gpu_device_wrap_native(accel_be_backend_t *backend, const accel_native_t *native,
-                                      int *index, accel_be_device_t **out);
-accel_status_t gpu_stream_native(accel_be_stream_t *stream, accel_native_t *out);
-accel_status_t gpu_stream_wrap_native(accel_be_device_t *device, const accel_native_t *native,
-                                      accel_be_stream_t **out);
-accel_status_t gpu_event_native(accel_be_event_t *event, accel_native_t *out);
-accel_status_t gpu_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
+ACCEL_BACKEND_DECLARE_STREAMS(gpu);
+ACCEL_BACKEND_DECLARE_COMMANDS(gpu);
+ACCEL_BACKEND_DECLARE_EVENTS(gpu);
+ACCEL_BACKEND_DECLARE_GRAPHS(gpu);
+ACCEL_BACKEND_DECLARE_NATIVE(gpu);
 
 #endif /* ACCEL_GPU_BACKEND_H */

@@ -56,14 +56,4 @@ static const accel_backend_vtable_t gpu_vtable = {
     .module_destroy = gpu_module_destroy,
 };
 
-ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
-                                                      const accel_host_api_t *host,
-                                                      const accel_backend_vtable_t **out) {
-  if (!host || !out) return ACCEL_ERROR_INVALID_ARGUMENT;
-  if (host_abi != ACCEL_PLUGIN_ABI_VERSION)
-    return host->set_error(ACCEL_ERROR_PLUGIN, "%s plugin: host ABI %u, plugin ABI %u",
-                           GPU_BACKEND_NAME, host_abi, ACCEL_PLUGIN_ABI_VERSION);
-  gpu_host = host;
-  *out = &gpu_vtable;
-  return ACCEL_OK;
-}
+ACCEL_BACKEND_DEFINE_QUERY(gpu_vtable, gpu_host)

@@ -12,6 +12,7 @@
 
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
+#include "backend_slots.h"
 #include "ze_loader.h"
 #include "ze_spirv.h"
 
@@ -105,28 +106,16 @@ typedef struct accel_ze_event {
 } accel_ze_event_t;
 
 /* --- ze_backend.c / ze_device.c ------------------------------------------------------------ */
-accel_status_t accel_ze_backend_init(const accel_host_api_t *host, accel_be_backend_t **out);
-void accel_ze_backend_shutdown(accel_be_backend_t *backend);
-accel_status_t accel_ze_device_count(accel_be_backend_t *backend, int *count);
-accel_status_t accel_ze_device_info(accel_be_backend_t *backend, int index,
-                                    accel_device_info_t *info);
-accel_status_t accel_ze_device_open(accel_be_backend_t *backend, int index,
-                                    accel_be_device_t **out);
-void accel_ze_device_close(accel_be_device_t *device);
+ACCEL_BACKEND_DECLARE_DEVICES(accel_ze);
 /* Sets up a device of index over ctx (created when ctx is NULL). */
 accel_status_t accel_ze_device_setup(accel_ze_backend_t *be, int index, ze_context_handle_t ctx,
                                      accel_be_device_t **out);
-accel_status_t accel_ze_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
-                                 uint64_t *total_bytes);
 
-/* --- ze_memory.c --------------------------------------------------------------------------- */
-accel_status_t accel_ze_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
+/* --- ze_memory.c (accel_ze_mem_info: ze_backend.c) ----------------------------------------- */
+ACCEL_BACKEND_DECLARE_MEMORY(accel_ze);
 /* accel_memory_register: USM of the device's context (ze_memory.c). */
 accel_status_t accel_ze_mem_register(accel_be_device_t *device, void *ptr, size_t size,
                                      void **device_ptr);
-void accel_ze_mem_free(accel_be_device_t *device, void *ptr);
-accel_status_t accel_ze_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void accel_ze_host_free(accel_be_device_t *device, void *ptr);
 
 /* --- ze_module.c --------------------------------------------------------------------------- */
 /* Appends a kernel launch to list (building the module on first use). */
@@ -158,14 +147,11 @@ void accel_ze_user_release(accel_ze_device_t *dev);
 accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handle_t list,
                                    const accel_cmd_t *cmd, int barrier_before);
 
-/* --- ze_stream.c --------------------------------------------------------------------------- */
-accel_status_t accel_ze_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
+/* --- ze_stream.c (accel_ze_stream_wait_event: ze_event.c) ---------------------------------- */
+ACCEL_BACKEND_DECLARE_STREAMS(accel_ze);
 /* A stream whose immediate list is imm (a runtime's, borrowed), or a new one when imm is NULL. */
 accel_status_t accel_ze_stream_setup(accel_ze_device_t *dev, ze_command_list_handle_t imm,
                                      accel_ze_stream_t **out);
-void accel_ze_stream_destroy(accel_be_stream_t *stream);
-accel_status_t accel_ze_stream_synchronize(accel_be_stream_t *stream);
-accel_status_t accel_ze_stream_query(accel_be_stream_t *stream);
 /* Makes path the stream's current path, waiting on the host for the other path's work first
  * (the immediate list and the command queue are not ordered with each other). */
 accel_status_t accel_ze_stream_use_path(accel_ze_stream_t *s, accel_ze_path_t path);
@@ -182,50 +168,19 @@ accel_status_t accel_ze_stream_control_end(accel_ze_stream_t *s, accel_ze_slot_t
 /* Appends one KERNEL/MEMCPY/MEMSET command to the immediate list (eager slots). */
 accel_status_t accel_ze_stream_append_eager(accel_ze_stream_t *s, const accel_cmd_t *cmd);
 
-/* --- ze_eager.c ---------------------------------------------------------------------------- */
-accel_status_t accel_ze_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
-                                     size_t size, accel_copy_kind_t kind);
-accel_status_t accel_ze_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
-                                     size_t size);
-accel_status_t accel_ze_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn,
-                                         void *user);
-accel_status_t accel_ze_launch_kernel(accel_be_stream_t *stream,
-                                      const accel_kernel_launch_t *launch);
+/* --- ze_eager.c (accel_ze_submit_batch: ze_batch.c) ---------------------------------------- */
+ACCEL_BACKEND_DECLARE_COMMANDS(accel_ze);
 
 /* --- ze_event.c ---------------------------------------------------------------------------- */
-accel_status_t accel_ze_event_create(accel_be_device_t *device, unsigned flags,
-                                     accel_be_event_t **out);
-void accel_ze_event_destroy(accel_be_event_t *event);
-accel_status_t accel_ze_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
-accel_status_t accel_ze_event_synchronize(accel_be_event_t *event);
-accel_status_t accel_ze_event_query(accel_be_event_t *event);
-accel_status_t accel_ze_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end,
-                                         float *ms);
-accel_status_t accel_ze_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
+ACCEL_BACKEND_DECLARE_EVENTS(accel_ze);
 /* A host-visible event pool with one event (timestamps when timing is set). */
 accel_status_t accel_ze_single_event(accel_ze_device_t *dev, int timing,
                                      ze_event_pool_handle_t *pool, ze_event_handle_t *ev);
 
 /* --- ze_native.c --------------------------------------------------------------------------- */
-accel_status_t accel_ze_device_native(accel_be_device_t *device, accel_native_t *out);
-accel_status_t accel_ze_device_wrap_native(accel_be_backend_t *backend,
-                                           const accel_native_t *native, int *index,
-                                           accel_be_device_t **out);
-accel_status_t accel_ze_stream_native(accel_be_stream_t *stream, accel_native_t *out);
-accel_status_t accel_ze_stream_wrap_native(accel_be_device_t *device,
-                                           const accel_native_t *native,
-                                           accel_be_stream_t **out);
-accel_status_t accel_ze_event_native(accel_be_event_t *event, accel_native_t *out);
-accel_status_t accel_ze_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
-
-/* --- ze_batch.c ---------------------------------------------------------------------------- */
-accel_status_t accel_ze_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds,
-                                     size_t n);
+ACCEL_BACKEND_DECLARE_NATIVE(accel_ze);
 
 /* --- ze_graph.c ---------------------------------------------------------------------------- */
-accel_status_t accel_ze_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
-                                          size_t n, accel_be_graph_t **out);
-accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
-void accel_ze_graph_destroy(accel_be_graph_t *graph);
+ACCEL_BACKEND_DECLARE_GRAPHS(accel_ze);
 
 #endif

@@ -74,15 +74,4 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .module_destroy = accel_ze_module_destroy,
 };
 
-ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
-                                                      const accel_host_api_t *host,
-                                                      const accel_backend_vtable_t **out) {
-  if (!host || !out) return ACCEL_ERROR_INVALID_ARGUMENT;
-  if (host_abi != ACCEL_PLUGIN_ABI_VERSION)
-    return host->set_error(ACCEL_ERROR_PLUGIN,
-                           "level_zero plugin built for accel plugin ABI %u, host has ABI %u",
-                           ACCEL_PLUGIN_ABI_VERSION, host_abi);
-  accel_ze_host = host;
-  *out = &accel_ze_vtable;
-  return ACCEL_OK;
-}
+ACCEL_BACKEND_DEFINE_QUERY(accel_ze_vtable, accel_ze_host)

@@ -2,7 +2,6 @@
  * Plugin entry point, vtable, and device enumeration (every device of every platform; the
  * device index runs across platforms in clGetPlatformIDs order).
  */
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,18 +270,4 @@ static const accel_backend_vtable_t acl_vtable = {
   .module_destroy = acl_module_destroy,
 };
 
-ACCEL_PLUGIN_EXPORT accel_status_t accel_plugin_query(uint32_t host_abi,
-                                                      const accel_host_api_t *host,
-                                                      const accel_backend_vtable_t **out) {
-  if (!host || !out) return ACCEL_ERROR_INVALID_ARGUMENT;
-  if (host->struct_size < offsetof(accel_host_api_t, cache_dir) + sizeof host->cache_dir)
-    return host->set_error(ACCEL_ERROR_PLUGIN, "opencl plugin: host service table too small "
-                           "(%u bytes)", host->struct_size);
-  if (host_abi != ACCEL_PLUGIN_ABI_VERSION)
-    return host->set_error(ACCEL_ERROR_PLUGIN,
-                           "opencl plugin built for plugin ABI %u, host has ABI %u",
-                           ACCEL_PLUGIN_ABI_VERSION, host_abi);
-  acl_host = host;
-  *out = &acl_vtable;
-  return ACCEL_OK;
-}
+ACCEL_BACKEND_DEFINE_QUERY(acl_vtable, acl_host)

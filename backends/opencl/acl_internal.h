@@ -19,6 +19,7 @@
 
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
+#include "backend_slots.h"
 #include "kernel_cache.h"
 #include "opencl/accel_cl_launch.h"
 
@@ -173,17 +174,12 @@ accel_status_t acl_device_init(acl_backend_t *be, int index, cl_context ctx, acl
 accel_status_t acl_queue_create(acl_device_t *dev, int profiling, cl_command_queue *out);
 
 /* --- memory.c ------------------------------------------------------------------------------ */
-accel_status_t acl_mem_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void acl_mem_free(accel_be_device_t *device, void *ptr);
-accel_status_t acl_host_alloc(accel_be_device_t *device, size_t size, void **ptr);
-void acl_host_free(accel_be_device_t *device, void *ptr);
+ACCEL_BACKEND_DECLARE_MEMORY(acl);
 /* accel_memory_register: SVM of the device's context, or any host memory with fine-grained
  * system SVM; entered in the allocation table so kernels and command buffers see it. */
 accel_status_t acl_mem_register(accel_be_device_t *device, void *ptr, size_t size,
                                 void **device_ptr);
 void acl_mem_unregister(accel_be_device_t *device, void *ptr, void *device_ptr);
-accel_status_t acl_mem_info(accel_be_device_t *device, uint64_t *free_bytes,
-                            uint64_t *total_bytes);
 /* Finds the live SVM allocation containing [ptr, ptr+size); 0 when none (caller holds no lock). */
 int acl_alloc_lookup(acl_device_t *dev, const void *ptr, size_t size, acl_alloc_t *out);
 
@@ -220,18 +216,9 @@ accel_status_t acl_module_kernel(acl_device_t *dev, acl_kernel_set_t *set, uint3
   accel_kernel_cache_store(acl_host, ACL_DOMAIN, key, data, size)
 
 /* --- stream.c ------------------------------------------------------------------------------ */
-accel_status_t acl_stream_create(accel_be_device_t *device, accel_be_stream_t **out);
-void acl_stream_destroy(accel_be_stream_t *stream);
-accel_status_t acl_stream_synchronize(accel_be_stream_t *stream);
-accel_status_t acl_stream_query(accel_be_stream_t *stream);
-accel_status_t acl_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t *event);
-accel_status_t acl_memcpy_async(accel_be_stream_t *stream, void *dst, const void *src,
-                                size_t size, accel_copy_kind_t kind);
-accel_status_t acl_memset_async(accel_be_stream_t *stream, void *dst, uint8_t value,
-                                size_t size);
-accel_status_t acl_launch_kernel(accel_be_stream_t *stream,
-                                 const accel_kernel_launch_t *launch);
-accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n);
+ACCEL_BACKEND_DECLARE_STREAMS(acl);
+/* The commands; acl_launch_host_func is hostfn.c's. */
+ACCEL_BACKEND_DECLARE_COMMANDS(acl);
 
 /* clFlush(s->queue) after enqueueing: returns st, or the flush failure when st is ACCEL_OK
  * (the flush runs either way so that what was enqueued still starts). For every command that
@@ -248,40 +235,23 @@ accel_status_t acl_stream_use_profiling(acl_stream_t *s);
 accel_status_t acl_event_status(cl_event ev, const char *what);
 
 /* --- hostfn.c ------------------------------------------------------------------------------ */
-accel_status_t acl_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user);
-/* The same without the final clFlush (for submit_batch). */
+/* acl_launch_host_func without the final clFlush (for submit_batch). */
 accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user);
 /* Stops and joins a stream's host-function thread (its queue must be drained). NULL: no-op. */
 void acl_hostq_destroy(acl_hostq_t *q);
 
 /* --- event.c ------------------------------------------------------------------------------- */
-accel_status_t acl_event_create(accel_be_device_t *device, unsigned flags,
-                                accel_be_event_t **out);
-void acl_event_destroy(accel_be_event_t *event);
-accel_status_t acl_event_record(accel_be_event_t *event, accel_be_stream_t *stream);
-accel_status_t acl_event_synchronize(accel_be_event_t *event);
-accel_status_t acl_event_query(accel_be_event_t *event);
-accel_status_t acl_event_elapsed_ms(accel_be_event_t *start, accel_be_event_t *end, float *ms);
+ACCEL_BACKEND_DECLARE_EVENTS(acl);
 /* The event's current marker with a new reference (NULL if never recorded). */
 cl_event acl_event_retain_marker(acl_event_t *e);
 
 /* --- native.c ------------------------------------------------------------------------------ */
-accel_status_t acl_device_native(accel_be_device_t *device, accel_native_t *out);
-accel_status_t acl_device_wrap_native(accel_be_backend_t *backend, const accel_native_t *native,
-                                      int *index, accel_be_device_t **out);
-accel_status_t acl_stream_native(accel_be_stream_t *stream, accel_native_t *out);
-accel_status_t acl_stream_wrap_native(accel_be_device_t *device, const accel_native_t *native,
-                                      accel_be_stream_t **out);
-accel_status_t acl_event_native(accel_be_event_t *event, accel_native_t *out);
-accel_status_t acl_stream_wait_native_event(accel_be_stream_t *stream, void *native_event);
+ACCEL_BACKEND_DECLARE_NATIVE(acl);
 /* A stream over queue q (retained) of dev; the caller checked q's context and device. */
 accel_status_t acl_stream_adopt(acl_device_t *dev, cl_command_queue q, int profiling,
                                 acl_stream_t **out);
 
 /* --- graph.c ------------------------------------------------------------------------------- */
-accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
-                                     size_t n, accel_be_graph_t **out);
-accel_status_t acl_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stream);
-void acl_graph_destroy(accel_be_graph_t *graph);
+ACCEL_BACKEND_DECLARE_GRAPHS(acl);
 
 #endif

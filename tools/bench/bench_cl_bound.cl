@@ -18,12 +18,13 @@
 static inline float bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
 static inline float16 bf16x16_to_f32(ushort16 b) { return as_float16(convert_uint16(b) << 16); }
 
-/* The span loop: [s, e) is this work-item's next span; body(i) on vectors, tail(i) on the rest. */
-#define SPANS(n, VEC_BODY, TAIL)                                                   \
+/* The span loop: [s, e) is this work-item's next span; VEC_BODY on the STEP elements from i
+ * (a multiple of V), TAIL on each element i of the rest. */
+#define SPANS(n, STEP, VEC_BODY, TAIL)                                             \
   for (ulong s = get_global_id(0) * SPAN; s < (n); s += get_global_size(0) * SPAN) { \
     const ulong e = s + SPAN < (n) ? s + SPAN : (n);                               \
     ulong i = s;                                                                   \
-    for (; i + V <= e; i += V) { VEC_BODY }                                        \
+    for (; i + (STEP) <= e; i += (STEP)) { VEC_BODY }                              \
     for (; i < e; i++) { TAIL }                                                    \
   }
 
@@ -31,23 +32,12 @@ static inline float16 bf16x16_to_f32(ushort16 b) { return as_float16(convert_uin
 __kernel void bound_read(__global const float *x, ulong n, __global float *out) {
   float16 a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
   float t = 0.0f;
-  for (ulong s = get_global_id(0) * SPAN; s < n; s += get_global_size(0) * SPAN) {
-    const ulong e = s + SPAN < n ? s + SPAN : n;
-    ulong i = s;
-    for (; i + 4 * V <= e; i += 4 * V) {
-      PREFETCH(x, i);
-      PREFETCH(x, i + V);
-      PREFETCH(x, i + 2 * V);
-      PREFETCH(x, i + 3 * V);
-      const float16 v0 = vload16(0, x + i), v1 = vload16(1, x + i);
-      const float16 v2 = vload16(2, x + i), v3 = vload16(3, x + i);
-      a0 += v0 * v0;
-      a1 += v1 * v1;
-      a2 += v2 * v2;
-      a3 += v3 * v3;
-    }
-    for (; i < e; i++) t += x[i] * x[i];
-  }
+  SPANS(n, 4 * V,
+        PREFETCH(x, i); PREFETCH(x, i + V); PREFETCH(x, i + 2 * V); PREFETCH(x, i + 3 * V);
+        const float16 v0 = vload16(0, x + i); const float16 v1 = vload16(1, x + i);
+        const float16 v2 = vload16(2, x + i); const float16 v3 = vload16(3, x + i);
+        a0 += v0 * v0; a1 += v1 * v1; a2 += v2 * v2; a3 += v3 * v3;,
+        t += x[i] * x[i];)
   const float16 a = a0 + a1 + a2 + a3;
   const float8 h = a.lo + a.hi;
   const float4 q = h.lo + h.hi;
@@ -58,18 +48,12 @@ __kernel void bound_read(__global const float *x, ulong n, __global float *out) 
 __kernel void bound_read_bf16(__global const ushort *x, ulong n, __global float *out) {
   float16 a0 = 0.0f, a1 = 0.0f;
   float t = 0.0f;
-  for (ulong s = get_global_id(0) * SPAN; s < n; s += get_global_size(0) * SPAN) {
-    const ulong e = s + SPAN < n ? s + SPAN : n;
-    ulong i = s;
-    for (; i + 2 * V <= e; i += 2 * V) {
-      PREFETCH(x, i);
-      const float16 v0 = bf16x16_to_f32(vload16(0, x + i));
-      const float16 v1 = bf16x16_to_f32(vload16(1, x + i));
-      a0 += v0 * v0;
-      a1 += v1 * v1;
-    }
-    for (; i < e; i++) t += bf16_to_f32(x[i]) * bf16_to_f32(x[i]);
-  }
+  SPANS(n, 2 * V,
+        PREFETCH(x, i);
+        const float16 v0 = bf16x16_to_f32(vload16(0, x + i));
+        const float16 v1 = bf16x16_to_f32(vload16(1, x + i));
+        a0 += v0 * v0; a1 += v1 * v1;,
+        t += bf16_to_f32(x[i]) * bf16_to_f32(x[i]);)
   const float16 a = a0 + a1;
   const float8 h = a.lo + a.hi;
   const float4 q = h.lo + h.hi;
@@ -79,7 +63,7 @@ __kernel void bound_read_bf16(__global const ushort *x, ulong n, __global float 
 /* hp[i] += float(lp[i]) (bf16), and lp[i] = 0 in bound_hp_zero. */
 #define HP_KERNEL(name, ZERO)                                                      \
   __kernel void name(__global ushort *lp, __global float *hp, ulong n) {          \
-    SPANS(n,                                                                       \
+    SPANS(n, V,                                                                    \
           PREFETCH(lp, i); PREFETCH(hp, i);                                        \
           vstore16(vload16(0, hp + i) + bf16x16_to_f32(vload16(0, lp + i)), 0, hp + i); \
           if (ZERO) vstore16((ushort16)0, 0, lp + i);,                             \
@@ -105,7 +89,7 @@ HP_KERNEL(bound_hp_zero, 1)
 
 __kernel void bound_adam(__global float *p, __global const float *g, __global float *m,
                          __global float *v, ulong n) {
-  SPANS(n,
+  SPANS(n, V,
         PREFETCH(p, i); PREFETCH(g, i); PREFETCH(m, i); PREFETCH(v, i);
         ADAM(float16, LD16, ST16),
         ADAM(float, LD1, ST1))

@@ -91,6 +91,23 @@ static int parse_flag(const char *a, bench_opts_t *o) {
   return 1;
 }
 
+/* The options whose value is kept as given; 0 when a is none of them. */
+static int parse_string(const char *a, const char *v, bench_opts_t *o) {
+  const struct {
+    const char *name;
+    const char **value;
+  } opts[] = {{"--device", &o->device}, {"--preset", &o->preset},
+              {"--peer", &o->peer},     {"--state", &o->state},
+              {"--python", &o->python}, {"--torch-script", &o->torch_script}};
+  for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+    if (!strcmp(a, opts[k].name)) {
+      *opts[k].value = v;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_opts_t *o) {
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
@@ -102,19 +119,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       return 0;
     }
     i++;
-    if (!strcmp(a, "--device")) {
-      o->device = v;
-    } else if (!strcmp(a, "--preset")) {
-      o->preset = v;
-    } else if (!strcmp(a, "--peer")) {
-      o->peer = v;
-    } else if (!strcmp(a, "--state")) {
-      o->state = v;
-    } else if (!strcmp(a, "--python")) {
-      o->python = v;
-    } else if (!strcmp(a, "--torch-script")) {
-      o->torch_script = v;
-    } else if (!strcmp(a, "--size-mb")) {
+    if (parse_string(a, v, o)) continue;
+    if (!strcmp(a, "--size-mb")) {
       char *end;
       o->size_mb = strtod(v, &end);
       if (end == v || *end != '\0' || !(o->size_mb > 0)) {
