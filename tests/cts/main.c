@@ -1,8 +1,8 @@
 /*
  * accel-cts: the conformance suite driver.
  *
- *   accel-cts --device SELECTOR --mode eager|graph|lazy [--filter SUBSTR] [--list] [-v]
- *             [--case-timeout SECONDS] [--expect FILE]...
+ *   accel-cts --device SELECTOR --mode eager|graph|lazy [--filter SUBSTR] [--exclude SUBSTR]
+ *             [--list] [-v] [--case-timeout SECONDS] [--expect FILE]...
  *
  * Opens one device and runs every registered case (sorted by name) in one mode. Prints one line
  * per case and finally "N passed, N failed, N skipped" (plus ", N xfail, N xpass" when an
@@ -29,6 +29,7 @@ typedef struct cts_options {
   const char *selector;
   cts_mode_t mode;
   const char *filter;
+  const char *exclude;
   int list;
   int verbose;
   unsigned case_timeout_s;
@@ -76,10 +77,11 @@ static void install_signal_handlers(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: accel-cts --device SELECTOR --mode eager|graph|lazy [--filter SUBSTR] "
-          "[--list] [-v]\n"
+          "[--exclude SUBSTR] [--list] [-v]\n"
           "  --device   device selector (\"cpu\", \"opencl:0\", ...); omitted: automatic\n"
           "  --mode     how cases submit work: directly, captured and replayed, or lazily\n"
           "  --filter   run only cases whose name contains SUBSTR\n"
+          "  --exclude  leave out the cases whose name contains SUBSTR\n"
           "  --list     list the cases and their tags, run nothing\n"
           "  -v         print timings and details\n"
           "  --case-timeout SECONDS  watchdog per case (default %d, 0: none)\n"
@@ -111,6 +113,8 @@ static int parse_args(int argc, char **argv, cts_options_t *o) {
       }
     } else if (strcmp(a, "--filter") == 0 && has_value) {
       o->filter = argv[++i];
+    } else if (strcmp(a, "--exclude") == 0 && has_value) {
+      o->exclude = argv[++i];
     } else if (strcmp(a, "--case-timeout") == 0 && has_value) {
       char *end = NULL;
       unsigned long v = strtoul(argv[++i], &end, 10);
@@ -155,7 +159,8 @@ static void tags_string(unsigned tags, char *out, size_t size) {
 }
 
 static int selected(const cts_options_t *o, const cts_case_t *c) {
-  return !o->filter || strstr(c->name, o->filter) != NULL;
+  return (!o->filter || strstr(c->name, o->filter) != NULL) &&
+         (!o->exclude || strstr(c->name, o->exclude) == NULL);
 }
 
 /* Whether the device runs tensor kernels: a one-element fill. Only UNSUPPORTED/UNAVAILABLE
@@ -349,7 +354,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (nselected == 0) {
-    fprintf(stderr, "accel-cts: no case matches filter '%s'\n", opt.filter ? opt.filter : "");
+    fprintf(stderr, "accel-cts: no case matches filter '%s' (excluding '%s')\n",
+            opt.filter ? opt.filter : "", opt.exclude ? opt.exclude : "");
     return CTS_EXIT_FAIL;
   }
 
