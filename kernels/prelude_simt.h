@@ -57,6 +57,10 @@
  * every lane costs nothing here, where a copy per value would only grow the kernel. */
 #define ACC_FLAG_CALL(flags, bit, FN, ...) FN(__VA_ARGS__, (flags) & (bit))
 
+/* A store to an element whose load is still in flight stalls the memory pipeline: the kernels
+ * that store to what they have just loaded store after their other loads (step.h). */
+#define ACC_STORES_AFTER_LOADS 1u
+
 #define ACC_TREE(red, FN, ARG)                                            \
   for (acc_u32 acc_s_ = ACC_BLOCK / 2; acc_s_ > 0; acc_s_ >>= 1) {        \
     if (ACC_LANE_ID_ < acc_s_)                                            \

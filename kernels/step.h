@@ -102,11 +102,23 @@ ACC_KERNEL(accel_k_grad_norm_partial, acc_grad_norm_params_t, P) {
   }
 }
 
-/* The update runs each row in two stages joined by the lane-private gradient (ACC_FOR_ROWS), so
+/* The update runs each row in stages joined by the lane-private gradient (ACC_FOR_ROWS), so
  * that the gradient's forms and the model weights' dtypes each get their own loops without
  * multiplying. Stage 1 of element i: the gradient, with grads zeroed and hp
  * stored as FORM says (ACC_STEP_* flags). Run alone when the step is skipped (found_inf): the
- * gradients are still consumed, as accel_update_hp_grads and the clip do not skip. */
+ * gradients are still consumed, as accel_update_hp_grads and the clip do not skip.
+ *
+ * Where a prelude sets ACC_STORES_AFTER_LOADS (the SIMT ones), stage 1 only reads and the stores
+ * wait for stage 3, after the optimizer's stage 2: a store to the element a load has just asked
+ * for, issued before that load returns, stalls a GPU's memory pipeline, and with the zeroing in
+ * stage 1 the update ran at a fifth of its speed on an H200 (docs/GPU.md). By stage 3 every load
+ * of the row has returned (stage 2 used them). No list overlaps another (validation), so the
+ * order changes no result; in place (hp is grads) the zeroing still comes first and hp's store
+ * wins. The CPU keeps the stores in stage 1, one pass over the row's gradients. */
+#ifndef ACC_STORES_AFTER_LOADS
+#define ACC_STORES_AFTER_LOADS 0u
+#endif
+#define ACC_STEP_STORES (ACC_STEP_ZERO_GRADS | ACC_STEP_HAS_HP)
 ACC_INLINE acc_f32 acc_step_grad_elem(acc_idx i, acc_u64 grads, acc_u64 hp, acc_u32 dt,
                                       acc_u32 form, acc_u32 in_place, acc_f32 s, acc_f32 c) {
   const acc_f32 g = acc_step_grad(i, grads, hp, dt, form & ACC_STEP_ACCUMULATE, in_place, s) * c;
@@ -139,6 +151,25 @@ ACC_INLINE void acc_step_grad_row_z(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f3
                                     acc_f32 c, acc_u32 form, acc_u32 dt, acc_u32 z) {
   ACC_FLAG_CALL(form, ACC_STEP_ACCUMULATE, acc_step_grad_row_za, row, rn, g, grads, hp, in_place,
                 s, c, form, dt, z);
+}
+
+/* Stage 3 of element i (ACC_STORES_AFTER_LOADS): z, h: the ACC_STEP_ZERO_GRADS and
+ * ACC_STEP_HAS_HP bits. */
+ACC_INLINE void acc_step_store_elem(acc_idx i, acc_f32 g, acc_u64 grads, acc_u64 hp, acc_u32 dt,
+                                    acc_u32 z, acc_u32 h) {
+  if (z != 0u) acc_store(grads, i, dt, 0.0f);
+  if (h != 0u) ACC_PTR(acc_f32, hp)[i] = g;
+}
+
+ACC_INLINE void acc_step_store_row(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                   acc_u64 grads, acc_u64 hp, acc_u32 dt, acc_u32 z, acc_u32 h) {
+  ACC_ROW_LANES(rn, acc_step_store_elem(row + lane, ACC_LV(g), grads, hp, dt, z, h);)
+}
+
+ACC_INLINE void acc_step_store_row_z(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                     acc_u64 grads, acc_u64 hp, acc_u32 form, acc_u32 dt,
+                                     acc_u32 z) {
+  ACC_FLAG_CALL(form, ACC_STEP_HAS_HP, acc_step_store_row, row, rn, g, grads, hp, dt, z);
 }
 
 /* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS; the moments of dtype SDT,
@@ -222,14 +253,20 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   const acc_f32 s = R.s, c = R.c;
   const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);
   const acc_u32 bf16 = (acc_u32)(P.state_dtype == ACC_DT_BF16);
+  /* the stores stage 1 makes (none where stage 3 makes them) */
+  const acc_u32 form1 = ACC_STORES_AFTER_LOADS != 0u ? form & ~ACC_STEP_STORES : form;
   ACC_FOR_ROWS(row, rn, count) {
-    ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
-                   row, rn, g, grads, hp, in_place, s, c, form);
+    ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form1, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
+                   row, rn, g, grads, hp, in_place, s, c, form1);
     if (go && !model) {
       ACC_FLAG_CALL(ams, 1u, acc_step_adam_row_s, row, rn, g, S, mode, C, bf16, ACC_DT_NONE);
     } else if (go) {
       ACC_DTYPE_CALL(P.model_dtype, ACC_FLAG_CALL, ams, 1u, acc_step_adam_row_s, row, rn, g, S,
                      mode, C, bf16);
+    }
+    if (ACC_STORES_AFTER_LOADS != 0u) {
+      ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_store_row_z,
+                     row, rn, g, grads, hp, form);
     }
   }
 }
