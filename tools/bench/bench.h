@@ -34,6 +34,8 @@ typedef struct bench_opts {
   int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
   const char *peer;         /* --peer NAME (optstep: deepspeed, bench_deepspeed.h) */
   const char *state;        /* --state fp32|bf16 (optstep: scenario_optstep_state.h) */
+  int sweeps;               /* --sweeps (optstep: scenario_optstep_sweeps.h) */
+  const char *bound;        /* --bound host|device-copy (NULL: bench_use_dev_copy decides) */
 } bench_opts_t;
 
 int bench_overhead(const bench_opts_t *o);
@@ -96,14 +98,36 @@ int bench_cl_bound_open(accel_device_t *dev, bench_cl_bound_t **out, char *why, 
 double bench_cl_bound_sample(bench_cl_bound_t *b, const bench_loop_t *loop);
 void bench_cl_bound_close(bench_cl_bound_t *b);
 
+/* The device-copy reference of a device whose memory the host cannot reach (bench_dev_copy.c):
+ * accel_memcpy_async within the device, timed by events. open: 0, or nonzero with the reason. */
+typedef struct bench_dev_copy bench_dev_copy_t;
+int bench_dev_copy_open(accel_device_t *dev, bench_dev_copy_t **out, char *why, size_t cap);
+/* ms for moving bytes (read + written) at the copy's rate (the fastest of a few copies), or -1
+ * after reporting a failure. */
+double bench_dev_copy_ms(bench_dev_copy_t *c, double bytes);
+void bench_dev_copy_close(bench_dev_copy_t *c);
+/* 1 when the kernels of a scenario on this device are held against the device-copy reference
+ * (--bound device-copy, or a device the host cannot reach), 0 for the host loops, -1 (reported)
+ * when --bound host asks for host loops the host cannot run. */
+int bench_use_dev_copy(const bench_opts_t *o, const accel_device_info_t *info);
+/* What a table says the reference of a bench_bounds_t is. */
+#define BENCH_DEV_COPY_NOTE                                                                    \
+  "the device's own copy rate (accel_memcpy_async within the device, the fastest of 3 copies " \
+  "of 512 MiB timed by events; where the host cannot reach the device's memory, or with "      \
+  "--bound device-copy): a reference rate, not a strict bound (a read-mostly kernel may pass " \
+  "100%)"
+
 /* A bound loop on the host's views (loop) and the same on the device buffers through OpenCL
- * (dev_loop; clb NULL: no OpenCL bound). */
+ * (dev_loop; clb NULL: no OpenCL bound). With devcopy the loop is only counted (its bytes): the
+ * reference is the device's copy rate. */
 typedef struct bench_bounds {
   bench_loop_t loop, dev_loop;
   bench_cl_bound_t *clb;
+  bench_dev_copy_t *devcopy;
 } bench_bounds_t;
 /* bench_sample_fn forms over a bench_bounds_t (ms): one sample of the host bound
- * (bench_bound_best over bench_loop_run), and of the OpenCL bound (bench_cl_bound_sample). */
+ * (bench_bound_best over bench_loop_run; with devcopy the device-copy reference), and of the
+ * OpenCL bound (bench_cl_bound_sample). */
 double bench_sample_bound(void *bounds);
 double bench_sample_cl_bound(void *bounds);
 

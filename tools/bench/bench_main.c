@@ -40,7 +40,8 @@ static const struct {
      "                  --params M: P's shape scaled to M params; --peer deepspeed: also\n"
      "                  DeepSpeed's CPU Adam, paired with accel in one process (--python);\n"
      "                  --state fp32|bf16: the multi-tensor graph step with that optimizer\n"
-     "                  state, paired with the fp32-state step, each against its own bound"},
+     "                  state, paired with the fp32-state step, each against its own bound;\n"
+     "                  --sweeps: the fused step's norm and update sweeps timed apart"},
 #ifdef ACCEL_BENCH_HAVE_MPI
     {"comm", bench_comm,
      "under mpirun: accel_all_reduce vs a bare MPI_Allreduce loop, 4 KB and 64 MB\n"
@@ -66,7 +67,10 @@ static void usage(FILE *f) {
           "        --python PATH (/usr/bin/python3), --torch-script PATH,\n"
           "        --torch-threads N (PyTorch and DeepSpeed peer threads; default: kernels\n"
           "        judges PyTorch at its own default and also runs it on every CPU, optstep\n"
-          "        runs every CPU)\n");
+          "        runs every CPU),\n"
+          "        --bound host|device-copy (kernels, optstep: what the kernels are held\n"
+          "        against; default: host loops where the host reaches the device's memory,\n"
+          "        else the device's own copy rate)\n");
 }
 
 /* Parses a positive integer option value; 0 on error. */
@@ -87,6 +91,7 @@ static int parse_flag(const char *a, bench_opts_t *o) {
   else if (!strcmp(a, "--torch")) o->torch = 1;
   else if (!strcmp(a, "--dist")) o->dist = 1;
   else if (!strcmp(a, "--no-torch")) o->torch = 0;
+  else if (!strcmp(a, "--sweeps")) o->sweeps = 1;
   else return 0;
   return 1;
 }
@@ -98,7 +103,8 @@ static int parse_string(const char *a, const char *v, bench_opts_t *o) {
     const char **value;
   } opts[] = {{"--device", &o->device}, {"--preset", &o->preset},
               {"--peer", &o->peer},     {"--state", &o->state},
-              {"--python", &o->python}, {"--torch-script", &o->torch_script}};
+              {"--python", &o->python}, {"--torch-script", &o->torch_script},
+              {"--bound", &o->bound}};
   for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
     if (!strcmp(a, opts[k].name)) {
       *opts[k].value = v;
@@ -173,6 +179,10 @@ int main(int argc, char **argv) {
 #endif
     if (o.dist) {
       fprintf(stderr, "accel-bench: --dist is for optstep in a build with MPI\n");
+      return 2;
+    }
+    if (o.bound && strcmp(o.bound, "host") && strcmp(o.bound, "device-copy")) {
+      fprintf(stderr, "accel-bench: --bound takes host or device-copy, not '%s'\n", o.bound);
       return 2;
     }
     return scenarios[i].run(&o);

@@ -76,8 +76,9 @@ static void run_loop(void *ctx, int prefetch, int threads) {
 }
 
 double bench_sample_bound(void *bounds) {
-  bench_loop_t *loop = &((bench_bounds_t *)bounds)->loop;
-  return bench_bound_best(bench_loop_bytes(loop), run_loop, loop);
+  bench_bounds_t *b = bounds;
+  if (b->devcopy) return bench_dev_copy_ms(b->devcopy, bench_loop_bytes(&b->loop));
+  return bench_bound_best(bench_loop_bytes(&b->loop), run_loop, &b->loop);
 }
 
 double bench_sample_cl_bound(void *bounds) {

@@ -34,6 +34,7 @@
 #include "optstep_model.h"
 #include "scenario_ampstep.h"
 #include "scenario_optstep_state.h"
+#include "scenario_optstep_sweeps.h"
 
 /* Steps per variant of the agreement run (the digests compare these). */
 #define AGREE_STEPS 3
@@ -71,7 +72,6 @@ typedef struct variant {
  * OpenCL device on the model's buffers (clb: NULL when there is none). */
 typedef struct step_bound {
   bench_bounds_t bounds;
-  void *host;
   char cl_why[256]; /* why there is no OpenCL bound on an OpenCL device */
   bench_stats_t ms, cl_ms;
 } step_bound_t;
@@ -133,7 +133,7 @@ fail:
 }
 
 static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
-                      const accel_device_info_t *info) {
+                      const accel_device_info_t *info, const bench_opts_t *o) {
   memset(b, 0, sizeof *b);
   const size_t n = md->numel;
   b->bounds.dev_loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
@@ -144,16 +144,12 @@ static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
   b->bounds.loop = b->bounds.dev_loop;
   if (!strcmp(info->backend, "opencl"))
     bench_cl_bound_open(dev, &b->bounds.clb, b->cl_why, sizeof b->cl_why);
-  if (info->host_accessible) return 1;
-  b->host = calloc(n, 4 * sizeof(float) + sizeof(uint16_t));
-  if (!b->host) {
-    fprintf(stderr, "accel-bench: out of host memory for the step bound\n");
-    return 0;
-  }
-  float *hp = b->host;
-  for (int k = 0; k < 4; k++) b->bounds.loop.f32[k] = hp + (size_t)k * n;
-  b->bounds.loop.lp = (uint16_t *)(hp + 4 * n);
-  return 1;
+  const int devcopy = bench_use_dev_copy(o, info);
+  if (devcopy <= 0) return devcopy == 0;
+  char why[256];
+  if (!bench_dev_copy_open(dev, &b->bounds.devcopy, why, sizeof why)) return 1;
+  fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
+  return 0;
 }
 
 /* Captures the graph of a graph variant, runs AGREE_STEPS steps from the initial state and
@@ -246,7 +242,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   if (!os_model_alloc(&md, dev)) goto done;
   accel_device_info_t info;
   BENCH_TRY(accel_device_get_info(dev, &info));
-  if (!bound_init(&bound, &md, dev, &info)) goto fail;
+  if (!bound_init(&bound, &md, dev, &info, o)) goto fail;
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
   BENCH_TRY(accel_host_alloc(dev, (size_t)steps * sizeof *host_steps, (void **)&host_steps));
   for (int k = 0; k < steps; k++)
@@ -306,6 +302,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
              "p, m, v; write lp, hp, p, m, v), %.3f ms [%.3f..%.3f], %.2f GB/s\n",
           bytes / 1e6, BENCH_BOUND_STEP_BYTES, bound.ms.median, bound.ms.min, bound.ms.max,
           bytes / (bound.ms.median * 1e6));
+  if (bound.bounds.devcopy) fprintf(f, "bound: that traffic at %s\n", BENCH_DEV_COPY_NOTE);
   if (bound.bounds.clb)
     fprintf(f,
             "OpenCL bound: the same traffic through the device (tools/bench/bench_cl_bound.cl), "
@@ -325,6 +322,7 @@ static int run_preset(const bench_opts_t *o, accel_device_t *dev, const char *pr
   bench_json_num(j, "bytes_per_step", bytes);
   bench_json_begin_object(j, "bound");
   bench_json_str(j, "loop", "compulsory traffic: read bf16 grads, p, m, v; write lp, hp, p, m, v");
+  bench_json_str(j, "kind", bound.bounds.devcopy ? "device-copy" : "host-loop");
   bench_json_stats(j, "ms", &bound.ms);
   bench_json_num(j, "gbps", bytes / (bound.ms.median * 1e6));
   bench_json_end_object(j);
@@ -420,7 +418,7 @@ fail:
   if (host_steps) accel_host_free(dev, host_steps);
   if (s) accel_stream_destroy(s);
 done:
-  free(bound.host);
+  bench_dev_copy_close(bound.bounds.devcopy);
   bench_cl_bound_close(bound.bounds.clb);
   os_model_free(&md);
   free(buf);
@@ -447,6 +445,12 @@ int bench_optstep(const bench_opts_t *o) {
                     "presets or custom sizes and without --peer or --torch\n");
     return 2;
   }
+  if (o->sweeps && (o->state || o->peer || o->torch == 1 ||
+                    (o->preset && bench_optstep_is_amp(o->preset)))) {
+    fprintf(stderr, "accel-bench: optstep --sweeps takes the fp32-master presets or custom "
+                    "sizes, without --state, --peer or --torch\n");
+    return 2;
+  }
   static const char *const defaults[] = {"many-small", "gpt2"};
   const char *one[1] = {o->preset};
   const char *const *presets = o->preset || o->tensors ? one : defaults;
@@ -460,7 +464,9 @@ int bench_optstep(const bench_opts_t *o) {
   bench_json_begin_array(&j, "runs");
   int agree = 1, rc = 0;
   for (size_t i = 0; i < npresets && rc == 0; i++) {
-    if (o->state)
+    if (o->sweeps)
+      rc = bench_optstep_sweeps(o, dev, presets[i], &j, f);
+    else if (o->state)
       rc = bench_optstep_state(o, dev, presets[i], state, &j, f);
     else if (bench_optstep_is_amp(presets[i]))
       rc = bench_optstep_amp(o, dev, presets[i], &j, f, &agree);
