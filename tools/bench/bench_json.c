@@ -59,6 +59,15 @@ static void close_level(bench_json_t *j, char c) {
 void bench_json_begin_object(bench_json_t *j, const char *key) { open_level(j, key, '{'); }
 void bench_json_end_object(bench_json_t *j) { close_level(j, '}'); }
 void bench_json_begin_array(bench_json_t *j, const char *key) { open_level(j, key, '['); }
+
+void bench_json_begin_run(bench_json_t *j, const char *preset, size_t params, int rounds,
+                          const char *rows) {
+  bench_json_begin_object(j, NULL);
+  bench_json_str(j, "preset", preset);
+  bench_json_int(j, "params", (long long)params);
+  bench_json_int(j, "rounds", rounds);
+  bench_json_begin_array(j, rows);
+}
 void bench_json_end_array(bench_json_t *j) { close_level(j, ']'); }
 
 void bench_json_num(bench_json_t *j, const char *key, double v) {

@@ -21,6 +21,10 @@ void bench_json_init(bench_json_t *j, FILE *f);
 void bench_json_begin_object(bench_json_t *j, const char *key);
 void bench_json_end_object(bench_json_t *j);
 void bench_json_begin_array(bench_json_t *j, const char *key);
+/* An optstep run's object (no key: an element of "runs"): preset, params and rounds, then the
+ * array `rows` opened for its rows; end both with bench_json_end_array + bench_json_end_object. */
+void bench_json_begin_run(bench_json_t *j, const char *preset, size_t params, int rounds,
+                          const char *rows);
 void bench_json_end_array(bench_json_t *j);
 void bench_json_num(bench_json_t *j, const char *key, double v);
 void bench_json_int(bench_json_t *j, const char *key, long long v);

@@ -132,11 +132,7 @@ static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_r
   fprintf(f, "%-6s %9s %7s %-28s %-28s %-22s %s\n", "state", "state B/p", "step B/p",
           "ms/step median [min..max]", "bound ms [min..max]", "% of bound [min..max]",
           "speedup over fp32");
-  bench_json_begin_object(j, NULL);
-  bench_json_str(j, "preset", md->name);
-  bench_json_int(j, "params", (long long)md->numel);
-  bench_json_int(j, "rounds", rounds);
-  bench_json_begin_array(j, "states");
+  bench_json_begin_run(j, md->name, md->numel, rounds, "states");
   for (int k = 0; k < nruns; k++) {
     const state_run_t *r = &runs[k];
     fprintf(f, "%-6s %9.1f %7.1f  %8.3f [%7.3f..%7.3f]  %8.3f [%7.3f..%7.3f]  %5.1f%% "

@@ -53,11 +53,7 @@ static void report(FILE *f, bench_json_t *j, const os_model_t *md, const sweep_t
   fprintf(f, "\npreset %s: %zu tensors, %zu params; the fused step's sweeps, %d paired rounds "
              "(eager: enqueue + synchronize)\n", md->name, md->n, md->numel, rounds);
   fprintf(f, "%-30s %5s  %-28s %8s\n", "sweep", "B/p", "ms median [min..max]", "GB/s");
-  bench_json_begin_object(j, NULL);
-  bench_json_str(j, "preset", md->name);
-  bench_json_int(j, "params", (long long)md->numel);
-  bench_json_int(j, "rounds", rounds);
-  bench_json_begin_array(j, "sweeps");
+  bench_json_begin_run(j, md->name, md->numel, rounds, "sweeps");
   for (int k = 0; k < NUM_SW; k++) {
     const double gbps = sweep_bytes[k] * (double)md->numel / (w[k].ms.median * 1e6);
     fprintf(f, "%-30s %5.0f  %8.3f [%7.3f..%7.3f]  %8.2f\n", sweep_names[k], sweep_bytes[k],
