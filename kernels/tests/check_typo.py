@@ -39,8 +39,8 @@ CASES = [
      "  ACC_FOR_BLOCKS(b, P.num_chunks) ACC_DTYPE_CALL(P.dtypw, acc_scale_chunk, chunks, b, s);"),
     ("step.h", "  const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);",
      "  const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.modl != 0u);"),
-    ("step.h", "    ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,",
-     "    ACC_DTYPE_CALL(P.grad_dtypr, ACC_FLAG_CALL, form, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,"),
+    ("step.h", "    ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form1, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,",
+     "    ACC_DTYPE_CALL(P.grad_dtypr, ACC_FLAG_CALL, form1, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,"),
     ("step.h", "    ACC_DTYPE_CALL(P.dtype, ACC_NORM_KIND_CALL, kind, ACC_FLAG_CALL, accumulate,",
      "    ACC_DTYPE_CALL(P.dtypr, ACC_NORM_KIND_CALL, kind, ACC_FLAG_CALL, accumulate,"),
 ]
