@@ -330,17 +330,19 @@ size_t kop_entry_dead_range(kop_entry_t *e, const kop_req_t *r) {
   return k;
 }
 
-/* The stream's memo slot for r's operation (a void *: the values are entries); one per table
- * user of the kernel table (ACCEL_KOP_MEMO_SLOTS = ACCEL_KERNEL_TABLE_USERS). */
+/* The stream's memo slot for r's operation (a void *: the values are entries): the table
+ * user's own, or for a user kernel one of the slots after them by its launch id. */
 static void **memo_slot(const kop_req_t *r) {
-  return &accel_stream_kop_memo(r->stream)[r->desc->memo];
+  const int slot = r->desc->memo >= 0
+                       ? r->desc->memo
+                       : ACCEL_KERNEL_TABLE_USERS + (int)(r->op % ACCEL_KOP_MEMO_USER_SLOTS);
+  return &accel_stream_kop_memo(r->stream)[slot];
 }
 
 /* The entry r's stream remembers for r's operation when it is r's (with the memo's reference,
  * which the call now owns), else NULL. Two calls racing on one stream: one gets the memo, the
  * other finds the slot empty and looks in the cache. */
 static kop_entry_t *memo_take(const kop_req_t *r) {
-  if (r->desc->memo < 0) return NULL; /* a user kernel: no slot */
   kop_entry_t *e = __atomic_exchange_n(memo_slot(r), (void *)NULL, __ATOMIC_ACQUIRE);
   if (e && (e->hash != r->hash || e->op != r->op || e->written != written_mask(r) ||
             e->stream != stream_key(r) || !key_matches(e, r))) {
@@ -351,10 +353,6 @@ static kop_entry_t *memo_take(const kop_req_t *r) {
 }
 
 void kop_memo_put(const kop_req_t *r, kop_entry_t *e) {
-  if (r->desc->memo < 0) { /* a user kernel: the cache keeps the table */
-    accel_keepalive_release(&e->keep);
-    return;
-  }
   kop_entry_t *old = __atomic_exchange_n(memo_slot(r), (void *)e, __ATOMIC_ACQ_REL);
   if (old) accel_keepalive_release(&old->keep);
 }

@@ -304,13 +304,14 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
                           const void *const *scalars) {
-  return kop_row_run(&accel_kop_descs[id], id, layout, stream, lists, n, scalars);
+  return kop_row_run(&accel_kop_descs[id], id, layout, stream, NULL, lists, n, scalars);
 }
 
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
-                           accel_stream_t *stream, const accel_tensor_t *const *lists, size_t n,
+                           accel_stream_t *stream, accel_device_t *dev,
+                           const accel_tensor_t *const *lists, size_t n,
                            const void *const *scalars) {
-  kop_req_t r = {.desc = desc, .op = id, .stream = stream, .n = n};
+  kop_req_t r = {.desc = desc, .op = id, .stream = stream, .dev = dev, .n = n};
   memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
   if (r.desc->ns > 0) memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
   accel_status_t st = kop_prepare(&r);

@@ -47,8 +47,8 @@ typedef struct kop_desc {
   const char *fn; /* NULL: the kernel is not a table user */
   const char *symbol; /* a user kernel's ACC_KERNEL name (core/module.c); NULL: a table row */
   int per_stream; /* the table carries this stream's scratch (norm partials) */
-  int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1: none
-                     (a user kernel: its calls find their table in the cache) */
+  int memo;       /* the operation's per-stream memo slot (ACCEL_KERNEL_USER_*), or -1: a
+                     user kernel, whose slot its launch id picks (chunk_table.c) */
   int nl, ns;
   kop_list_desc_t lists[KOP_MAX_LISTS]; /* a row with more does not compile */
   kop_scalar_desc_t scalars[KOP_MAX_SCALARS];
@@ -71,7 +71,7 @@ typedef struct kop_req {
   uint32_t flags;
   /* filled by validation */
   const char *fn;
-  accel_device_t *dev;
+  accel_device_t *dev; /* set before validation: the caller checked the stream (kop_row_run) */
   uint32_t present; /* bit l: list l is given (optional lists may be NULL) */
   uint32_t written; /* bit l: list l is written by this call */
   uint64_t hash;    /* kop_hash of the call: its chunk-table cache key */
@@ -201,9 +201,11 @@ typedef struct kop_row_layout {
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
                           const void *const *scalars);
-/* kop_row_op by the descriptor desc, launching id: a user kernel's row (core/module.c). */
+/* kop_row_op by the descriptor desc, launching id: a user kernel's row (core/module.c). dev:
+ * the stream's device when the caller checked the stream already, else NULL. */
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
-                           accel_stream_t *stream, const accel_tensor_t *const *lists, size_t n,
+                           accel_stream_t *stream, accel_device_t *dev,
+                           const accel_tensor_t *const *lists, size_t n,
                            const void *const *scalars);
 
 /* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched

@@ -27,8 +27,10 @@ void accel_keepalive_release(accel_keepalive_t *k);
 
 /* Chunk-table entries a stream remembers (chunk_table.c): its last one per operation, so a
  * list repeated on the stream is found without the cache's lock. One per operation of the
- * kernel table (accel_kernel_list.h). */
-#define ACCEL_KOP_MEMO_SLOTS ACCEL_KERNEL_TABLE_USERS
+ * kernel table (accel_kernel_list.h), then ACCEL_KOP_MEMO_USER_SLOTS that user kernels share by
+ * launch id (ids are never reused: an entry found in a slot is the kernel's own or a miss). */
+#define ACCEL_KOP_MEMO_USER_SLOTS 4
+#define ACCEL_KOP_MEMO_SLOTS (ACCEL_KERNEL_TABLE_USERS + ACCEL_KOP_MEMO_USER_SLOTS)
 /* The stream's ACCEL_KOP_MEMO_SLOTS slots (owned by chunk_table.c, accessed atomically). */
 void **accel_stream_kop_memo(accel_stream_t *stream);
 /* Drops what the stream remembers (stream teardown, before the device's kernel state). */

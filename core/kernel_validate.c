@@ -259,7 +259,8 @@ accel_status_t kop_check_call(kop_req_t *r) {
     r->present |= 1u << l;
     if (list_mode(r, l) & ACC_MODE_W) r->written |= 1u << l;
   }
-  accel_status_t st = accel_stream_check(r->stream, r->fn, &r->dev);
+  /* r->dev set: the caller checked the stream already (accel_launch) */
+  accel_status_t st = r->dev ? ACCEL_OK : accel_stream_check(r->stream, r->fn, &r->dev);
   if (st != ACCEL_OK) return st;
   for (int s = 0; s < d->ns; ++s)
     if (d->scalars[s].required && !r->scalars[s])

@@ -202,5 +202,5 @@ accel_status_t accel_launch(accel_stream_t *stream, const accel_kernel_t *kernel
                            d->fn, d->nl, d->ns, nlists, nscalars);
   ACCEL_REQUIRE_ARG(lists, fn, "lists is NULL");
   ACCEL_REQUIRE_ARG(scalars || nscalars == 0, fn, "scalars is NULL");
-  return kop_row_run(d, kernel->id, &kernel->row->layout, stream, lists, n, scalars);
+  return kop_row_run(d, kernel->id, &kernel->row->layout, stream, dev, lists, n, scalars);
 }

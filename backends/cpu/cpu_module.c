@@ -30,37 +30,57 @@
  * Launch ids of user kernels -> functions
  * ------------------------------------------------------------------------------------------- */
 
+/* Every launch resolves its id, so reading takes no lock: the functions sit in pages of
+ * USER_PAGE that never move once published, under a directory that a growth replaces; a
+ * replaced directory stays allocated (a reader may still hold it), linked from the new one.
+ * Binding (a module build) takes user_lock. */
+#define USER_PAGE 1024u
+
+typedef struct user_dir {
+  struct user_dir *retired; /* the directory this one replaced */
+  size_t npages;
+  accel_cpu_kernel_fn *pages[]; /* NULL: none bound there yet */
+} user_dir_t;
+
 static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
-static accel_cpu_kernel_fn *user_fns; /* [id - ACCEL_KERNEL_ID_USER_BASE] */
-static size_t user_cap;
+static user_dir_t *user_dir; /* published with release, read with acquire */
+
+/* The directory (user_lock held) with room for page p: d itself or its replacement; NULL
+ * without memory. */
+static user_dir_t *dir_with_page(user_dir_t *d, size_t p) {
+  if (d && p < d->npages) return d;
+  size_t n = d ? d->npages * 2 : 16;
+  while (n <= p) n *= 2;
+  user_dir_t *g = calloc(1, sizeof *g + n * sizeof g->pages[0]);
+  if (!g) return NULL;
+  g->retired = d;
+  g->npages = n;
+  for (size_t i = 0; d && i < d->npages; ++i) g->pages[i] = d->pages[i];
+  __atomic_store_n(&user_dir, g, __ATOMIC_RELEASE);
+  return g;
+}
 
 static int user_bind(uint32_t id, accel_cpu_kernel_fn fn) {
-  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
+  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE, p = k / USER_PAGE;
   pthread_mutex_lock(&user_lock);
-  if (k >= user_cap) {
-    size_t cap = user_cap ? user_cap : 64;
-    while (cap <= k) cap *= 2;
-    accel_cpu_kernel_fn *grown = realloc(user_fns, cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&user_lock);
-      return 0;
-    }
-    memset(grown + user_cap, 0, (cap - user_cap) * sizeof *grown);
-    user_fns = grown;
-    user_cap = cap;
+  user_dir_t *d = dir_with_page(user_dir, p);
+  accel_cpu_kernel_fn *page = d ? d->pages[p] : NULL;
+  if (d && !page) {
+    page = calloc(USER_PAGE, sizeof *page);
+    if (page) __atomic_store_n(&d->pages[p], page, __ATOMIC_RELEASE);
   }
-  user_fns[k] = fn;
+  if (page) __atomic_store_n(&page[k % USER_PAGE], fn, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&user_lock);
-  return 1;
+  return page != NULL;
 }
 
 accel_cpu_kernel_fn cpu_kernel_resolve(uint32_t id) {
   if (id < ACCEL_KERNEL_ID_USER_BASE) return accel_cpu_kernel_lookup(id);
-  pthread_mutex_lock(&user_lock);
-  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE;
-  accel_cpu_kernel_fn fn = k < user_cap ? user_fns[k] : NULL;
-  pthread_mutex_unlock(&user_lock);
-  return fn;
+  const size_t k = id - ACCEL_KERNEL_ID_USER_BASE, p = k / USER_PAGE;
+  const user_dir_t *d = __atomic_load_n(&user_dir, __ATOMIC_ACQUIRE);
+  accel_cpu_kernel_fn *page =
+      d && p < d->npages ? __atomic_load_n(&d->pages[p], __ATOMIC_ACQUIRE) : NULL;
+  return page ? __atomic_load_n(&page[k % USER_PAGE], __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
