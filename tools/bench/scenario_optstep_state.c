@@ -33,7 +33,9 @@ typedef struct state_run {
   void *m, *v; /* device moments (the model's own for fp32) */
   accel_tensor_t *M, *V;
   accel_graph_t *graph;
-  /* the bound's host views: the model's buffers, or host copies (host) */
+  /* the bound: the device's copy rate (devcopy, shared by the runs), else host loops on the
+   * model's buffers or on host copies (host) */
+  bench_dev_copy_t *devcopy;
   uint16_t *lp;
   float *hp, *p;
   void *bm, *bv;
@@ -72,7 +74,9 @@ static void run_state_bound(void *ctx, int prefetch, int threads) {
 
 static double sample_state_bound(void *ctx) {
   state_run_t *r = ctx;
-  return bench_bound_best(state_bytes[r->fmt] * (double)r->md->numel, run_state_bound, r);
+  const double bytes = state_bytes[r->fmt] * (double)r->md->numel;
+  if (r->devcopy) return bench_dev_copy_ms(r->devcopy, bytes);
+  return bench_bound_best(bytes, run_state_bound, r);
 }
 
 /* The format's moments and lists, the bound's views, and its captured step. */
@@ -97,7 +101,7 @@ static int state_init(state_run_t *r, const accel_device_info_t *info) {
   if (info->host_accessible) {
     r->lp = md->lp, r->hp = md->hp, r->p = md->params;
     r->bm = m, r->bv = v;
-  } else {
+  } else if (!r->devcopy) {
     char *h = r->host = calloc(n, 2 + 4 + 4 + 2 * es);
     if (!h) goto oom;
     r->hp = (float *)h, r->p = (float *)(h + 4 * n);
@@ -152,9 +156,11 @@ static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_r
     bench_json_end_object(j);
   }
   bench_json_end_array(j);
+  bench_json_str(j, "bound_kind", runs[0].devcopy ? "device-copy" : "host-loop");
   bench_json_end_object(j);
   fprintf(f, "B/p: bytes per parameter (state: the moments; step: the compulsory traffic, read "
              "+ written); %% of bound and speed-up: median [min..max] of the per-round ratios\n");
+  if (runs[0].devcopy) fprintf(f, "bound: those bytes at %s\n", BENCH_DEV_COPY_NOTE);
 }
 
 /* Times the rounds and fills each run's statistics (buf: (2 * nruns + 1) * rounds). */
@@ -184,6 +190,7 @@ int bench_optstep_state(const bench_opts_t *o, accel_device_t *dev, const char *
   memset(&md, 0, sizeof md);
   accel_stream_t *s = NULL;
   os_scalars_t *host_steps = NULL;
+  bench_dev_copy_t *devcopy = NULL;
   state_run_t runs[NUM_STATES];
   memset(runs, 0, sizeof runs);
   const int steps = o->steps ? o->steps : 5;
@@ -195,6 +202,13 @@ int bench_optstep_state(const bench_opts_t *o, accel_device_t *dev, const char *
   if (!os_model_alloc(&md, dev)) goto done;
   accel_device_info_t info;
   BENCH_TRY(accel_device_get_info(dev, &info));
+  const int dc = bench_use_dev_copy(o, &info);
+  char why[256];
+  if (dc < 0) goto fail;
+  if (dc && bench_dev_copy_open(dev, &devcopy, why, sizeof why)) {
+    fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
+    goto fail;
+  }
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
   BENCH_TRY(accel_host_alloc(dev, (size_t)steps * sizeof *host_steps, (void **)&host_steps));
   for (int k = 0; k < steps; k++)
@@ -204,7 +218,7 @@ int bench_optstep_state(const bench_opts_t *o, accel_device_t *dev, const char *
   if (!os_model_reset(&md, s)) goto fail;
   for (int k = 0; k < nruns; k++) {
     runs[k] = (state_run_t){.md = &md, .s = s, .host_steps = host_steps, .nsteps = steps,
-                            .fmt = k == 0 ? ST_FP32 : state};
+                            .fmt = k == 0 ? ST_FP32 : state, .devcopy = devcopy};
     bench_progress("optstep %s: capturing the %s-state step", md.name,
                    state_names[runs[k].fmt]);
     if (!state_init(&runs[k], &info)) goto fail;
@@ -219,6 +233,7 @@ fail:
   for (int k = 0; k < nruns; k++) state_free(&runs[k]);
   if (host_steps) accel_host_free(dev, host_steps);
   if (s) accel_stream_destroy(s);
+  bench_dev_copy_close(devcopy);
 done:
   os_model_free(&md);
   free(buf);
