@@ -74,7 +74,8 @@ int main(void) {
   CHECK(d->nl == 3 && d->ns == 1, "nl %d ns %d", d->nl, d->ns);
   CHECK(d->memo == ACCEL_KERNEL_TABLE_USERS - 1, "memo slot %d of %d", d->memo,
         (int)ACCEL_KERNEL_TABLE_USERS);
-  CHECK(ACCEL_KOP_MEMO_SLOTS == ACCEL_KERNEL_TABLE_USERS, "memo slots not the table users");
+  CHECK(ACCEL_KOP_MEMO_SLOTS == ACCEL_KERNEL_TABLE_USERS + ACCEL_KOP_MEMO_USER_SLOTS,
+        "memo slots: not one per table user plus the user kernels' shared ones");
 
   static float buf[4096];
   static uint16_t half[1024];
