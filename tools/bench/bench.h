@@ -106,10 +106,11 @@ int bench_dev_copy_open(accel_device_t *dev, bench_dev_copy_t **out, char *why, 
  * after reporting a failure. */
 double bench_dev_copy_ms(bench_dev_copy_t *c, double bytes);
 void bench_dev_copy_close(bench_dev_copy_t *c);
-/* 1 when the kernels of a scenario on this device are held against the device-copy reference
- * (--bound device-copy, or a device the host cannot reach), 0 for the host loops, -1 (reported)
- * when --bound host asks for host loops the host cannot run. */
-int bench_use_dev_copy(const bench_opts_t *o, const accel_device_info_t *info);
+/* The reference a scenario holds its kernels against on this device: *out the device-copy one
+ * (--bound device-copy, or a device the host cannot reach), or NULL for the host loops. 0, or 1
+ * after reporting why not (--bound host on a device the host cannot reach, a failed open). */
+int bench_dev_copy_for(const bench_opts_t *o, accel_device_t *dev,
+                       const accel_device_info_t *info, bench_dev_copy_t **out);
 /* What a table says the reference of a bench_bounds_t is. */
 #define BENCH_DEV_COPY_NOTE                                                                    \
   "the device's own copy rate (accel_memcpy_async within the device, the fastest of 3 copies " \
@@ -117,11 +118,11 @@ int bench_use_dev_copy(const bench_opts_t *o, const accel_device_info_t *info);
   "--bound device-copy): a reference rate, not a strict bound (a read-mostly kernel may pass " \
   "100%)"
 
-/* A bound loop on the host's views (loop) and the same on the device buffers through OpenCL
- * (dev_loop; clb NULL: no OpenCL bound). With devcopy the loop is only counted (its bytes): the
+/* A bound loop on the kernel's own buffers, run by the host and, with clb, through the OpenCL
+ * device (clb NULL: no OpenCL bound). With devcopy the loop is only counted (its bytes): the
  * reference is the device's copy rate. */
 typedef struct bench_bounds {
-  bench_loop_t loop, dev_loop;
+  bench_loop_t loop;
   bench_cl_bound_t *clb;
   bench_dev_copy_t *devcopy;
 } bench_bounds_t;

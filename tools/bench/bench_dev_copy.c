@@ -70,10 +70,18 @@ fail:
   return -1.0;
 }
 
-int bench_use_dev_copy(const bench_opts_t *o, const accel_device_info_t *info) {
-  if (o->bound && !strcmp(o->bound, "device-copy")) return 1;
-  if (info->host_accessible) return 0;
-  if (!o->bound) return 1;
-  fprintf(stderr, "accel-bench: --bound host: the host cannot reach %s's memory\n", info->name);
-  return -1;
+int bench_dev_copy_for(const bench_opts_t *o, accel_device_t *dev,
+                       const accel_device_info_t *info, bench_dev_copy_t **out) {
+  *out = NULL;
+  const int forced = o->bound && !strcmp(o->bound, "device-copy");
+  if (!forced && info->host_accessible) return 0;
+  if (!forced && o->bound) {
+    fprintf(stderr, "accel-bench: --bound host: the host cannot reach %s's memory\n",
+            info->name);
+    return 1;
+  }
+  char why[256];
+  if (!bench_dev_copy_open(dev, out, why, sizeof why)) return 0;
+  fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
+  return 1;
 }

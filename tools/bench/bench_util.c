@@ -83,7 +83,7 @@ double bench_sample_bound(void *bounds) {
 
 double bench_sample_cl_bound(void *bounds) {
   bench_bounds_t *b = bounds;
-  return bench_cl_bound_sample(b->clb, &b->dev_loop);
+  return bench_cl_bound_sample(b->clb, &b->loop);
 }
 
 bench_stats_t bench_bound_pct_stats(const double *bound_ms, const double *kernel_ms, int rounds,

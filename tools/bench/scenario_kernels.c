@@ -110,10 +110,10 @@ typedef struct bw_row {
 } bw_row_t;
 
 /* The buffers of the bandwidth rows: the fp32 buffer (AdamW: its four quarters) and the bf16
- * buffer, as the device has them and as the host's bound loops see them. */
+ * buffer. */
 typedef struct row_bufs {
-  float *x, *host_x;
-  uint16_t *lp, *host_lp;
+  float *x;
+  uint16_t *lp;
   size_t quarter;
   bench_cl_bound_t *clb;
   bench_dev_copy_t *devcopy; /* the reference where the host cannot reach the device's memory */
@@ -138,8 +138,7 @@ static bw_row_t make_row(const char *name, op_fn op, kctx_t *c, bench_loop_kind_
                 /* issue 30's targets are against the host loops */
                 .target_pct = b->cpu && !b->devcopy ? target : 0.0,
                 .cl_target_pct = cl_target};
-  r.bounds.loop = row_loop(kind, b->host_x, b->host_lp, numel, b->quarter);
-  r.bounds.dev_loop = row_loop(kind, b->x, b->lp, numel, b->quarter);
+  r.bounds.loop = row_loop(kind, b->x, b->lp, numel, b->quarter);
   r.bytes = bench_loop_bytes(&r.bounds.loop);
   return r;
 }
@@ -367,7 +366,7 @@ int bench_kernels(const bench_opts_t *o) {
   double *buf = calloc((size_t)nbuf, sizeof *buf);
   bw_row_t bw[NUM_BW];
   row_bufs_t rb = {0};
-  char cl_why[256] = "", why[256] = "";
+  char cl_why[256] = "";
   torch_row_t tr[2];
   memset(bw, 0, sizeof bw);
   memset(tr, 0, sizeof tr);
@@ -417,13 +416,8 @@ int bench_kernels(const bench_opts_t *o) {
 
   /* The bound loops run on the device buffers themselves when the host can use them; else
    * the reference is the device's copy rate (the loops are only counted). */
-  rb = (row_bufs_t){.x = x, .host_x = x, .lp = lp, .host_lp = lp, .quarter = quarter};
-  const int devcopy = bench_use_dev_copy(o, &info);
-  if (devcopy < 0) goto fail;
-  if (devcopy && bench_dev_copy_open(dev, &rb.devcopy, why, sizeof why)) {
-    fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
-    goto fail;
-  }
+  rb = (row_bufs_t){.x = x, .lp = lp, .quarter = quarter};
+  if (bench_dev_copy_for(o, dev, &info, &rb.devcopy)) goto fail;
   rb.cpu = !strcmp(info.backend, "cpu");
   if (!strcmp(info.backend, "opencl")) bench_cl_bound_open(dev, &rb.clb, cl_why, sizeof cl_why);
 
@@ -436,7 +430,7 @@ int bench_kernels(const bench_opts_t *o) {
    * a context of its own (the list, its bound's buffer and the norm type). */
   kctx_t nc[4] = {c, c, c, c};
   row_bufs_t rb16 = rb;
-  rb16.lp = rb16.host_lp = nb;
+  rb16.lp = nb;
   const struct {
     const char *name;
     float p;

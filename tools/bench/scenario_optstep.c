@@ -135,21 +135,14 @@ fail:
 static int bound_init(step_bound_t *b, os_model_t *md, accel_device_t *dev,
                       const accel_device_info_t *info, const bench_opts_t *o) {
   memset(b, 0, sizeof *b);
-  const size_t n = md->numel;
-  b->bounds.dev_loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
-                               .n = n,
-                               .f32 = {md->hp, md->params, md->exp_avg, md->exp_avg_sq},
-                               .lp = md->lp,
-                               .inv_scale = 0x1p-10f};
-  b->bounds.loop = b->bounds.dev_loop;
+  b->bounds.loop = (bench_loop_t){.kind = BENCH_LOOP_STEP,
+                                  .n = md->numel,
+                                  .f32 = {md->hp, md->params, md->exp_avg, md->exp_avg_sq},
+                                  .lp = md->lp,
+                                  .inv_scale = 0x1p-10f};
   if (!strcmp(info->backend, "opencl"))
     bench_cl_bound_open(dev, &b->bounds.clb, b->cl_why, sizeof b->cl_why);
-  const int devcopy = bench_use_dev_copy(o, info);
-  if (devcopy <= 0) return devcopy == 0;
-  char why[256];
-  if (!bench_dev_copy_open(dev, &b->bounds.devcopy, why, sizeof why)) return 1;
-  fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
-  return 0;
+  return !bench_dev_copy_for(o, dev, info, &b->bounds.devcopy);
 }
 
 /* Captures the graph of a graph variant, runs AGREE_STEPS steps from the initial state and

@@ -33,13 +33,9 @@ typedef struct state_run {
   void *m, *v; /* device moments (the model's own for fp32) */
   accel_tensor_t *M, *V;
   accel_graph_t *graph;
-  /* the bound: the device's copy rate (devcopy, shared by the runs), else host loops on the
-   * model's buffers or on host copies (host) */
+  /* the bound: the device's copy rate (shared by the runs), else host loops on the model's
+   * buffers and this format's moments */
   bench_dev_copy_t *devcopy;
-  uint16_t *lp;
-  float *hp, *p;
-  void *bm, *bv;
-  void *host;
   bench_stats_t ms, bound_ms, pct, speedup;
 } state_run_t;
 
@@ -65,11 +61,13 @@ fail:
 
 static void run_state_bound(void *ctx, int prefetch, int threads) {
   const state_run_t *r = ctx;
-  const size_t n = r->md->numel;
+  const os_model_t *md = r->md;
   if (r->fmt == ST_BF16)
-    bench_bound_step_bf16(r->lp, r->hp, r->p, r->bm, r->bv, n, 0x1p-10f, prefetch, threads);
+    bench_bound_step_bf16(md->lp, md->hp, md->params, r->m, r->v, md->numel, 0x1p-10f, prefetch,
+                          threads);
   else
-    bench_bound_step(r->lp, r->hp, r->p, r->bm, r->bv, n, 0x1p-10f, prefetch, threads);
+    bench_bound_step(md->lp, md->hp, md->params, md->exp_avg, md->exp_avg_sq, md->numel,
+                     0x1p-10f, prefetch, threads);
 }
 
 static double sample_state_bound(void *ctx) {
@@ -79,11 +77,11 @@ static double sample_state_bound(void *ctx) {
   return bench_bound_best(bytes, run_state_bound, r);
 }
 
-/* The format's moments and lists, the bound's views, and its captured step. */
-static int state_init(state_run_t *r, const accel_device_info_t *info) {
+/* The format's moments and lists, and its captured step. */
+static int state_init(state_run_t *r) {
   os_model_t *md = r->md;
   const int bf16 = r->fmt == ST_BF16;
-  const size_t es = bf16 ? 2 : 4, n = md->numel;
+  const size_t es = bf16 ? 2 : 4;
   const accel_dtype_t dt = bf16 ? ACCEL_BF16 : ACCEL_F32;
   r->M = calloc(2 * md->n, sizeof *r->M);
   if (!r->M) goto oom;
@@ -98,15 +96,6 @@ static int state_init(state_run_t *r, const accel_device_info_t *info) {
   bench_make_list(v, dt, md->sizes, md->offsets, md->n, r->V);
   BENCH_TRY(accel_fill(r->s, r->M, md->n, 0.0f));
   BENCH_TRY(accel_fill(r->s, r->V, md->n, 0.0f));
-  if (info->host_accessible) {
-    r->lp = md->lp, r->hp = md->hp, r->p = md->params;
-    r->bm = m, r->bv = v;
-  } else if (!r->devcopy) {
-    char *h = r->host = calloc(n, 2 + 4 + 4 + 2 * es);
-    if (!h) goto oom;
-    r->hp = (float *)h, r->p = (float *)(h + 4 * n);
-    r->bm = h + 8 * n, r->bv = h + (8 + es) * n, r->lp = (uint16_t *)(h + (8 + 2 * es) * n);
-  }
   const accel_adam_step_t step =
       os_adam_step(md->scalars, md->n, md->LP, md->HP, md->P, r->M, r->V);
   BENCH_TRY(accel_graph_create(md->dev, &r->graph));
@@ -126,7 +115,6 @@ static void state_free(state_run_t *r) {
   if (r->m) accel_free(r->md->dev, r->m);
   if (r->v) accel_free(r->md->dev, r->v);
   free(r->M);
-  free(r->host);
 }
 
 static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_run_t *runs,
@@ -202,13 +190,7 @@ int bench_optstep_state(const bench_opts_t *o, accel_device_t *dev, const char *
   if (!os_model_alloc(&md, dev)) goto done;
   accel_device_info_t info;
   BENCH_TRY(accel_device_get_info(dev, &info));
-  const int dc = bench_use_dev_copy(o, &info);
-  char why[256];
-  if (dc < 0) goto fail;
-  if (dc && bench_dev_copy_open(dev, &devcopy, why, sizeof why)) {
-    fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
-    goto fail;
-  }
+  if (bench_dev_copy_for(o, dev, &info, &devcopy)) goto fail;
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));
   BENCH_TRY(accel_host_alloc(dev, (size_t)steps * sizeof *host_steps, (void **)&host_steps));
   for (int k = 0; k < steps; k++)
@@ -221,7 +203,7 @@ int bench_optstep_state(const bench_opts_t *o, accel_device_t *dev, const char *
                             .fmt = k == 0 ? ST_FP32 : state, .devcopy = devcopy};
     bench_progress("optstep %s: capturing the %s-state step", md.name,
                    state_names[runs[k].fmt]);
-    if (!state_init(&runs[k], &info)) goto fail;
+    if (!state_init(&runs[k])) goto fail;
   }
   bench_progress("optstep %s: %d paired rounds of the state formats", md.name, rounds);
   if (!time_rounds(runs, nruns, rounds, buf)) goto fail;
