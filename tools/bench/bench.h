@@ -99,9 +99,8 @@ double bench_cl_bound_sample(bench_cl_bound_t *b, const bench_loop_t *loop);
 void bench_cl_bound_close(bench_cl_bound_t *b);
 
 /* The device-copy reference of a device whose memory the host cannot reach (bench_dev_copy.c):
- * accel_memcpy_async within the device, timed by events. open: 0, or nonzero with the reason. */
+ * accel_memcpy_async within the device, timed by events. */
 typedef struct bench_dev_copy bench_dev_copy_t;
-int bench_dev_copy_open(accel_device_t *dev, bench_dev_copy_t **out, char *why, size_t cap);
 /* ms for moving bytes (read + written) at the copy's rate (the fastest of a few copies), or -1
  * after reporting a failure. */
 double bench_dev_copy_ms(bench_dev_copy_t *c, double bytes);

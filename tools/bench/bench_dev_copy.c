@@ -34,7 +34,8 @@ void bench_dev_copy_close(bench_dev_copy_t *c) {
   free(c);
 }
 
-int bench_dev_copy_open(accel_device_t *dev, bench_dev_copy_t **out, char *why, size_t cap) {
+/* 0, or nonzero with the reason in why. */
+static int dev_copy_open(accel_device_t *dev, bench_dev_copy_t **out, char *why, size_t cap) {
   *out = NULL;
   bench_dev_copy_t *c = calloc(1, sizeof *c);
   if (!c) return bench_why(why, cap, "out of host memory");
@@ -81,7 +82,7 @@ int bench_dev_copy_for(const bench_opts_t *o, accel_device_t *dev,
     return 1;
   }
   char why[256];
-  if (!bench_dev_copy_open(dev, out, why, sizeof why)) return 0;
+  if (!dev_copy_open(dev, out, why, sizeof why)) return 0;
   fprintf(stderr, "accel-bench: the device-copy reference: %s\n", why);
   return 1;
 }
