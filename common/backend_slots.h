@@ -3,8 +3,11 @@
  * every in-tree backend instead of a copy of each slot's signature in each backend's header.
  * A backend names the function that fills a slot PREFIX_slot: ACCEL_BACKEND_DECLARE_EVENTS(cpu)
  * declares cpu_event_create, cpu_event_destroy, ... (the prefixes: cpu, acl, gpu, accel_ze).
- * The vtable's designated initializers check each function against its slot's type. Also the
- * plugins' one exported symbol, the same for every in-tree plugin (ACCEL_BACKEND_DEFINE_QUERY).
+ * The vtable's designated initializers check each function against its slot's type; those of
+ * the groups every backend fills the same way are here too (ACCEL_BACKEND_VTABLE_HEAD,
+ * ACCEL_BACKEND_SLOTS, ACCEL_BACKEND_SLOTS_NATIVE), so a vtable spells out only what is its own.
+ * Also the plugins' one exported symbol, the same for every in-tree plugin
+ * (ACCEL_BACKEND_DEFINE_QUERY).
  */
 #ifndef ACCEL_COMMON_BACKEND_SLOTS_H
 #define ACCEL_COMMON_BACKEND_SLOTS_H
@@ -79,6 +82,35 @@
                                         accel_be_stream_t **out);                                  \
   accel_status_t P##_event_native(accel_be_event_t *event, accel_native_t *out);                   \
   accel_status_t P##_stream_wait_native_event(accel_be_stream_t *stream, void *native_event)
+
+/* The opening of a vtable: the plugin ABI it is built for, its size, its name and description. */
+#define ACCEL_BACKEND_VTABLE_HEAD(name_, description_)                                    \
+  .abi_version = ACCEL_PLUGIN_ABI_VERSION, .struct_size = sizeof(accel_backend_vtable_t), \
+  .name = (name_), .description = (description_)
+
+/* The initializers of the slots that every in-tree backend fills, each with P_slot: those of
+ * ACCEL_BACKEND_DECLARE_DEVICES, _MEMORY, _STREAMS, _EVENTS, _COMMANDS and _GRAPHS. */
+#define ACCEL_BACKEND_SLOTS(P)                                                                  \
+  .backend_init = P##_backend_init, .backend_shutdown = P##_backend_shutdown,                   \
+  .device_count = P##_device_count, .device_info = P##_device_info,                             \
+  .device_open = P##_device_open, .device_close = P##_device_close, .mem_alloc = P##_mem_alloc, \
+  .mem_free = P##_mem_free, .host_alloc = P##_host_alloc, .host_free = P##_host_free,           \
+  .mem_info = P##_mem_info, .stream_create = P##_stream_create,                                 \
+  .stream_destroy = P##_stream_destroy, .stream_synchronize = P##_stream_synchronize,           \
+  .stream_query = P##_stream_query, .stream_wait_event = P##_stream_wait_event,                 \
+  .event_create = P##_event_create, .event_destroy = P##_event_destroy,                         \
+  .event_record = P##_event_record, .event_synchronize = P##_event_synchronize,                 \
+  .event_query = P##_event_query, .event_elapsed_ms = P##_event_elapsed_ms,                     \
+  .memcpy_async = P##_memcpy_async, .memset_async = P##_memset_async,                           \
+  .launch_host_func = P##_launch_host_func, .launch_kernel = P##_launch_kernel,                 \
+  .submit_batch = P##_submit_batch, .graph_instantiate = P##_graph_instantiate,                 \
+  .graph_launch = P##_graph_launch, .graph_destroy = P##_graph_destroy
+
+/* The initializers of ACCEL_BACKEND_DECLARE_NATIVE's slots, each with P_slot. */
+#define ACCEL_BACKEND_SLOTS_NATIVE(P)                                               \
+  .device_native = P##_device_native, .device_wrap_native = P##_device_wrap_native, \
+  .stream_native = P##_stream_native, .stream_wrap_native = P##_stream_wrap_native, \
+  .event_native = P##_event_native, .stream_wait_native_event = P##_stream_wait_native_event
 
 /* The plugin's one exported symbol, accel_plugin_query: refuses a host of another plugin ABI
  * and a host service table that does not reach cache_dir (the newest service the in-tree

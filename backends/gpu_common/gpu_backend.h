@@ -110,15 +110,24 @@ int gpu_fault(accel_fault_site_t site);
 /* Opens the vendor runtime and resolves GPU_API_TABLE; UNAVAILABLE with every path tried. */
 accel_status_t gpu_loader_open(gpu_backend_t *backend);
 
+/* What is current on a thread: a context (CUDA) or a device ordinal (HIP); the api fields
+ * that read and set it, and a device's own. */
+#if GPU_HAS_PRIMARY_CONTEXT
+typedef gpuContext_t gpu_current_t;
+#define GPU_GET_CURRENT CtxGetCurrent
+#define GPU_SET_CURRENT CtxSetCurrent
+#define GPU_CURRENT_OF(d) ((d)->context)
+#else
+typedef int gpu_current_t;
+#define GPU_GET_CURRENT GetDevice
+#define GPU_SET_CURRENT SetDevice
+#define GPU_CURRENT_OF(d) ((d)->ordinal)
+#endif
 /* The caller's current context (HIP: device), put back when an entry point returns: a
  * runtime that shares the thread (PyTorch) must not find its current device changed. */
 typedef struct gpu_scope {
   gpu_device_t *device; /* NULL: nothing to put back */
-#if GPU_HAS_PRIMARY_CONTEXT
-  gpuContext_t saved;
-#else
-  int saved;
-#endif
+  gpu_current_t saved;
 } gpu_scope_t;
 /* Makes the device current on the calling thread (every entry point does, first) and
  * remembers the caller's in *scope; gpu_leave puts it back. */

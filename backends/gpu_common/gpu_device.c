@@ -12,25 +12,14 @@
 static gpuError_t set_current(gpu_device_t *d, gpu_scope_t *sc, const char **call) {
   gpu_backend_t *be = d->backend;
   sc->device = NULL;
-#if GPU_HAS_PRIMARY_CONTEXT
-  gpuContext_t before = NULL;
-  if (be->api.CtxGetCurrent && be->api.CtxGetCurrent(&before) == GPU_SUCCESS) {
-    if (before == d->context) return GPU_SUCCESS;
+  gpu_current_t before = 0; /* read only when the call succeeds */
+  if (be->api.GPU_GET_CURRENT && be->api.GPU_GET_CURRENT(&before) == GPU_SUCCESS) {
+    if (before == GPU_CURRENT_OF(d)) return GPU_SUCCESS;
     sc->saved = before;
     sc->device = d;
   }
-  *call = gpu_api_names.CtxSetCurrent;
-  gpuError_t err = be->api.CtxSetCurrent(d->context);
-#else
-  int before = -1;
-  if (be->api.GetDevice && be->api.GetDevice(&before) == GPU_SUCCESS) {
-    if (before == d->ordinal) return GPU_SUCCESS;
-    sc->saved = before;
-    sc->device = d;
-  }
-  *call = gpu_api_names.SetDevice;
-  gpuError_t err = be->api.SetDevice(d->ordinal);
-#endif
+  *call = gpu_api_names.GPU_SET_CURRENT;
+  gpuError_t err = be->api.GPU_SET_CURRENT(GPU_CURRENT_OF(d));
   if (err != GPU_SUCCESS) sc->device = NULL;
   return err;
 }
@@ -52,11 +41,7 @@ void gpu_leave(gpu_scope_t *sc) {
   gpu_device_t *d = sc->device;
   if (!d) return;
   sc->device = NULL;
-#if GPU_HAS_PRIMARY_CONTEXT
-  GPU_WARN(d->backend, CtxSetCurrent, sc->saved); /* NULL: no context was current */
-#else
-  GPU_WARN(d->backend, SetDevice, sc->saved);
-#endif
+  GPU_WARN(d->backend, GPU_SET_CURRENT, sc->saved); /* CUDA: NULL when no context was */
 }
 
 accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out) {

@@ -134,7 +134,7 @@ static cl_int add_platform_devices(acl_backend_t *be, cl_platform_id p) {
   return err;
 }
 
-static accel_status_t backend_init(const accel_host_api_t *host, accel_be_backend_t **out) {
+static accel_status_t acl_backend_init(const accel_host_api_t *host, accel_be_backend_t **out) {
   (void)host;
   cl_uint np = 0;
   cl_int err = clGetPlatformIDs(0, NULL, &np);
@@ -172,9 +172,9 @@ static accel_status_t backend_init(const accel_host_api_t *host, accel_be_backen
   return ACCEL_OK;
 }
 
-static void backend_shutdown(accel_be_backend_t *backend) { backend_free(backend); }
+static void acl_backend_shutdown(accel_be_backend_t *backend) { backend_free(backend); }
 
-static accel_status_t device_count(accel_be_backend_t *backend, int *count) {
+static accel_status_t acl_device_count(accel_be_backend_t *backend, int *count) {
   *count = ((acl_backend_t *)backend)->count;
   return ACCEL_OK;
 }
@@ -191,8 +191,8 @@ int acl_wants_command_buffer(const acl_phys_t *d) {
   return d->has_cmdbuf && env && strcmp(env, "1") == 0;
 }
 
-static accel_status_t device_info(accel_be_backend_t *backend, int index,
-                                  accel_device_info_t *info) {
+static accel_status_t acl_device_info(accel_be_backend_t *backend, int index,
+                                      accel_device_info_t *info) {
   acl_phys_t *d = &((acl_backend_t *)backend)->devs[index];
   memset(info, 0, sizeof *info);
   snprintf(info->name, sizeof info->name, "%s", d->name);
@@ -215,52 +215,16 @@ static accel_status_t device_info(accel_be_backend_t *backend, int index,
 }
 
 static const accel_backend_vtable_t acl_vtable = {
-  .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-  .struct_size = sizeof(accel_backend_vtable_t),
-  .name = "opencl",
-  .description = "OpenCL 2.0+ devices with SVM (ICD loader); graphs via cl_khr_command_buffer",
-  .backend_init = backend_init,
-  .backend_shutdown = backend_shutdown,
-  .device_count = device_count,
-  .device_info = device_info,
-  .device_open = acl_device_open,
-  .device_close = acl_device_close,
-  .mem_alloc = acl_mem_alloc,
-  .mem_free = acl_mem_free,
-  .host_alloc = acl_host_alloc,
-  .host_free = acl_host_free,
-  .stream_create = acl_stream_create,
-  .stream_destroy = acl_stream_destroy,
-  .stream_synchronize = acl_stream_synchronize,
-  .stream_query = acl_stream_query,
-  .stream_wait_event = acl_stream_wait_event,
-  .event_create = acl_event_create,
-  .event_destroy = acl_event_destroy,
-  .event_record = acl_event_record,
-  .event_synchronize = acl_event_synchronize,
-  .event_query = acl_event_query,
-  .event_elapsed_ms = acl_event_elapsed_ms,
-  .memcpy_async = acl_memcpy_async,
-  .memset_async = acl_memset_async,
-  .launch_host_func = acl_launch_host_func,
-  .launch_kernel = acl_launch_kernel,
-  .submit_batch = acl_submit_batch,
-  .graph_instantiate = acl_graph_instantiate,
-  .graph_launch = acl_graph_launch,
-  .graph_destroy = acl_graph_destroy,
+  ACCEL_BACKEND_VTABLE_HEAD("opencl", "OpenCL 2.0+ devices with SVM (ICD loader); graphs via "
+                                      "cl_khr_command_buffer"),
+  ACCEL_BACKEND_SLOTS(acl),
+  ACCEL_BACKEND_SLOTS_NATIVE(acl),
   .device_synchronize = NULL, /* core: clFinish on every stream via stream_synchronize */
-  .mem_info = acl_mem_info,
   /* DLPack's OpenCL tensors carry cl_mem handles, accel's OpenCL memory is SVM pointers: no
    * DLPack device type (accel_dlpack_* say UNSUPPORTED), docs/INTEROP.md. */
   .dlpack_device_type = 0,
   .mem_register = acl_mem_register,
   .mem_unregister = acl_mem_unregister,
-  .device_native = acl_device_native,
-  .device_wrap_native = acl_device_wrap_native,
-  .stream_native = acl_stream_native,
-  .stream_wrap_native = acl_stream_wrap_native,
-  .event_native = acl_event_native,
-  .stream_wait_native_event = acl_stream_wait_native_event,
   .kernel_forms = ACCEL_KERNEL_FORM_NATIVE, /* the embedded OpenCL C source */
   .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
   .kernel_count = ACCEL_KERNEL_COUNT,

@@ -23,27 +23,11 @@
 #include "accel_cpu_kernels.h"
 #include "accel_kernel_abi_host.h"
 #include "accel_kernel_ids.h"
+#include "check.h"
+#include "require.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                            \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      fprintf(stderr, "test_krow.c:%d: ", __LINE__);                \
-      fprintf(stderr, __VA_ARGS__);                                 \
-      fprintf(stderr, "\n");                                        \
-      ++failures;                                                   \
-    }                                                               \
-  } while (0)
-
-#define OK(call)                                                                          \
-  do {                                                                                    \
-    accel_status_t st_ = (call);                                                          \
-    if (st_ != ACCEL_OK) {                                                                \
-      fprintf(stderr, "test_krow.c:%d: %s: %s\n", __LINE__, #call, accel_last_error());   \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+/* A call the rest of the test builds on: the test stops at its failure. */
+#define MUST(call) REQUIRE_OK(call, exit(1))
 
 static void check_abi(void) {
   CHECK(ACCEL_KERNEL_TEST_AXPBY == ACCEL_KERNEL_COUNT - 1, "the row is not the last id");
@@ -104,13 +88,13 @@ static void check_validation(accel_device_t *dev, accel_stream_t *s, float *mem)
   accel_tensor_t xover = {mem + 32, 64, ACCEL_F32}; /* [32, 96) overlaps y [64, 128) */
   REFUSED(accel_test_axpby(s, &xover, &y, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
   REFUSED(accel_test_axpby(s, &x, &y, 1, mem + 70, be), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
-  OK(accel_stream_synchronize(s));
+  MUST(accel_stream_synchronize(s));
   CHECK(mem[64] == y0, "a refused call wrote y");
   accel_stream_t *gone;
-  OK(accel_stream_create(dev, &gone));
-  OK(accel_stream_destroy(gone));
+  MUST(accel_stream_create(dev, &gone));
+  MUST(accel_stream_destroy(gone));
   REFUSED(accel_test_axpby(gone, &x, &y, 1, al, be), ACCEL_ERROR_INVALID_HANDLE, "stream");
-  OK(accel_test_axpby(s, &x, &y, 0, al, be)); /* n = 0: nothing to do */
+  MUST(accel_test_axpby(s, &x, &y, 0, al, be)); /* n = 0: nothing to do */
 }
 
 static uint16_t to_bf16(float f) { /* exact for the values used (8 significant bits) */
@@ -127,9 +111,9 @@ static void check_results(accel_device_t *dev, accel_stream_t *s, accel_dtype_t 
   const size_t esz = dt == ACCEL_F32 ? 4 : 2;
   accel_tensor_t xs[NT], ys[NT];
   float *yh[NT], *xh[NT], *scal;
-  OK(accel_malloc(dev, 2 * sizeof(float), (void **)&scal));
+  MUST(accel_malloc(dev, 2 * sizeof(float), (void **)&scal));
   const float ab[2] = {0.75f, -1.5f};
-  OK(accel_memcpy(dev, scal, ab, sizeof ab));
+  MUST(accel_memcpy(dev, scal, ab, sizeof ab));
   for (int t = 0; t < NT; ++t) {
     xh[t] = malloc(numel[t] * 4);
     yh[t] = malloc(numel[t] * 4);
@@ -141,21 +125,21 @@ static void check_results(accel_device_t *dev, accel_stream_t *s, accel_dtype_t 
       if (esz == 4) memcpy(xb + 4 * i, &xh[t][i], 4);
       else memcpy(xb + 2 * i, &b, 2);
     }
-    OK(accel_malloc(dev, numel[t] * esz, &xs[t].data));
-    OK(accel_malloc(dev, numel[t] * 4, &ys[t].data));
-    OK(accel_memcpy(dev, xs[t].data, xb, numel[t] * esz));
-    OK(accel_memcpy(dev, ys[t].data, yh[t], numel[t] * 4));
+    MUST(accel_malloc(dev, numel[t] * esz, &xs[t].data));
+    MUST(accel_malloc(dev, numel[t] * 4, &ys[t].data));
+    MUST(accel_memcpy(dev, xs[t].data, xb, numel[t] * esz));
+    MUST(accel_memcpy(dev, ys[t].data, yh[t], numel[t] * 4));
     free(xb);
     xs[t].numel = ys[t].numel = numel[t];
     xs[t].dtype = dt;
     ys[t].dtype = ACCEL_F32;
   }
-  OK(accel_test_axpby(s, xs, ys, NT, scal, scal + 1));
-  OK(accel_stream_synchronize(s));
+  MUST(accel_test_axpby(s, xs, ys, NT, scal, scal + 1));
+  MUST(accel_stream_synchronize(s));
   size_t bad = 0;
   for (int t = 0; t < NT; ++t) {
     float *out = malloc(numel[t] * 4);
-    OK(accel_memcpy(dev, out, ys[t].data, numel[t] * 4));
+    MUST(accel_memcpy(dev, out, ys[t].data, numel[t] * 4));
     for (size_t i = 0; i < numel[t]; ++i) {
       volatile float ax = ab[0] * xh[t][i], by = ab[1] * yh[t][i];
       const float want = ax + by;
@@ -166,13 +150,13 @@ static void check_results(accel_device_t *dev, accel_stream_t *s, accel_dtype_t 
                   i, (double)out[i], (double)want, ref);
     }
     free(out);
-    OK(accel_free(dev, xs[t].data));
-    OK(accel_free(dev, ys[t].data));
+    MUST(accel_free(dev, xs[t].data));
+    MUST(accel_free(dev, ys[t].data));
     free(xh[t]);
     free(yh[t]);
   }
   CHECK(bad == 0, "dtype %d: %zu wrong elements", (int)dt, bad);
-  OK(accel_free(dev, scal));
+  MUST(accel_free(dev, scal));
 }
 
 int main(void) {
@@ -180,28 +164,26 @@ int main(void) {
   check_cpu_access();
   accel_device_t *dev;
   accel_stream_t *s;
-  OK(accel_device_open("cpu", &dev));
-  OK(accel_stream_create(dev, &s));
+  MUST(accel_device_open("cpu", &dev));
+  MUST(accel_stream_create(dev, &s));
   float *mem;
-  OK(accel_malloc(dev, 130 * sizeof(float), (void **)&mem));
+  MUST(accel_malloc(dev, 130 * sizeof(float), (void **)&mem));
   for (int i = 0; i < 130; ++i) mem[i] = (float)i;
   check_validation(dev, s, mem);
   check_results(dev, s, ACCEL_F32);
   check_results(dev, s, ACCEL_BF16);
-  OK(accel_free(dev, mem));
-  OK(accel_stream_destroy(s));
-  OK(accel_device_close(dev));
+  MUST(accel_free(dev, mem));
+  MUST(accel_stream_destroy(s));
+  MUST(accel_device_close(dev));
   if (accel_device_open("opencl", &dev) == ACCEL_OK) {
-    OK(accel_stream_create(dev, &s));
+    MUST(accel_stream_create(dev, &s));
     check_results(dev, s, ACCEL_F32);
     check_results(dev, s, ACCEL_BF16);
-    OK(accel_stream_destroy(s));
-    OK(accel_device_close(dev));
+    MUST(accel_stream_destroy(s));
+    MUST(accel_device_close(dev));
     printf("opencl: checked\n");
   } else {
     printf("opencl: not here (%s)\n", accel_last_error());
   }
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("ok: accel_test_axpby from its body and its row\n");
-  return failures ? 1 : 0;
+  return CHECK_EXIT("test_krow: accel_test_axpby from its body and its row");
 }

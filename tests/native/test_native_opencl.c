@@ -32,6 +32,7 @@
 #include "accel/accel_interop.h"
 #include "accel/accel_kernels.h"
 #include "check.h"
+#include "require.h"
 
 #define N 1024
 
@@ -43,15 +44,8 @@
       exit(1);                                                                    \
     }                                                                             \
   } while (0)
-#define A_OK(call)                                                                                \
-  do {                                                                                            \
-    accel_status_t st_ = (call);                                                                  \
-    if (st_ != ACCEL_OK) {                                                                        \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, accel_status_name(st_), \
-              accel_last_error());                                                                \
-      exit(1);                                                                                    \
-    }                                                                                             \
-  } while (0)
+/* An accel call the test cannot go on without. */
+#define A_OK(call) REQUIRE_OK(call, exit(1))
 /* The call fails with want and a message containing sub. */
 static const char *kernel_src =
     "__kernel void affine(__global float *x, float a, float b) {\n"

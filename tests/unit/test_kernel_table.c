@@ -11,13 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "kernel_ops_internal.h"
 
 #ifndef ACCEL_EXTRA_KERNEL_ROWS
 #error "build with -DACCEL_EXTRA_KERNEL_ROWS='\"accel_test_extra_kernel.h\"'"
 #endif
-
-static int failures;
 
 static int g_device;
 accel_status_t accel_stream_check(accel_stream_t *stream, const char *fn, accel_device_t **dev) {
@@ -34,16 +33,6 @@ int accel_device_range_is_read_only(accel_device_t *d, const void *p, size_t n) 
   (void)d, (void)p, (void)n;
   return 0;
 }
-
-#define CHECK(cond, ...)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "test_kernel_table.c:%d: ", __LINE__);                                 \
-      fprintf(stderr, __VA_ARGS__);                                                          \
-      fprintf(stderr, "\n");                                                                 \
-      ++failures;                                                                            \
-    }                                                                                        \
-  } while (0)
 
 /* Validates the fake operation; want_sub: NULL for success, else a substring of the message. */
 static void expect(const accel_tensor_t *out, const accel_tensor_t *in, const accel_tensor_t *acc,
@@ -113,10 +102,5 @@ int main(void) {
   EXPECT_REFUSED(out, in, acc, 2, NULL, "accel_test_extra: scale_dev is NULL");
   EXPECT_REFUSED(out, in, acc, 2, &buf[50], "scale_dev");
 
-  if (failures) {
-    fprintf(stderr, "test_kernel_table: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_kernel_table: the extra row's rules are enforced\n");
-  return 0;
+  return CHECK_EXIT("test_kernel_table: the extra row's rules");
 }

@@ -183,6 +183,16 @@ int bench_fail(accel_status_t st, const char *what);
     }                                                                                         \
   } while (0)
 
+/* Checks that host allocations succeeded (ok: all the pointers, &&-ed); otherwise says that
+ * host memory ran out and jumps to the enclosing `fail:` label, like BENCH_TRY. */
+#define BENCH_ALLOCATED(ok)                                 \
+  do {                                                      \
+    if (!(ok)) {                                            \
+      fprintf(stderr, "accel-bench: out of host memory\n"); \
+      goto fail;                                            \
+    }                                                       \
+  } while (0)
+
 /* Progress line on stderr, only when stderr is a terminal; bench_progress_done clears it. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);

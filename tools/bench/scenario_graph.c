@@ -94,10 +94,7 @@ int bench_graph(const bench_opts_t *o) {
   double *ab = calloc(3 * (size_t)repeat, sizeof *ab);
   result_t res[2 * NUM_LENGTHS];
   int rc = 1;
-  if (!ab) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(ab);
   if (bench_open_device(o, &dev)) goto fail;
   /* Capture needs a non-default stream; eager runs on the same one for a fair comparison. */
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &s));

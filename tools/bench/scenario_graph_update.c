@@ -146,10 +146,7 @@ int bench_graph_update(const bench_opts_t *o) {
   upd_result_t res[NUM_LENGTHS];
   int64_t kind = 0;
   int rc = 1;
-  if (!ms) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(ms);
   if (bench_open_device(o, &dev)) goto fail;
   BENCH_TRY(accel_device_get_attribute(dev, ACCEL_ATTR_GRAPH_UPDATE, &kind));
   BENCH_TRY(accel_stream_create_ex(dev, ACCEL_STREAM_EAGER, &c.s));

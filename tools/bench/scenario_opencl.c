@@ -401,10 +401,7 @@ int bench_opencl(const bench_opts_t *o) {
   int rc = 1, agree = 1;
   R.a = calloc((size_t)R.repeat, sizeof *R.a);
   R.b = calloc((size_t)R.repeat, sizeof *R.b);
-  if (!R.a || !R.b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(R.a && R.b);
   BENCH_TRY(accel_device_get_info(R.dev, &R.info));
   BENCH_TRY(accel_stream_create_ex(R.dev, ACCEL_STREAM_EAGER, &R.s));
   bench_machine_t m;

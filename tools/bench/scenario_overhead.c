@@ -49,10 +49,7 @@ static int bench_memsets(accel_stream_t *s, void *dev_buf, size_t n, int repeat,
   double *b = calloc((size_t)repeat, sizeof *b);
   unsigned char host_buf[64];
   int rc = 1;
-  if (!a || !t || !b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(a && t && b);
   for (int r = -1; r < repeat; r++) { /* r = -1: warm-up, not recorded */
     bench_progress("overhead: memset %d/%d", r + 1, repeat);
     uint64_t t0 = bench_now_ns();
@@ -82,10 +79,7 @@ static int bench_host_funcs(accel_stream_t *s, size_t n, int repeat, row_t *row)
   double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
   size_t calls = 0, direct = 0;
   int rc = 1;
-  if (!a || !b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(a && b);
   for (int r = -1; r < repeat; r++) {
     bench_progress("overhead: host func %d/%d", r + 1, repeat);
     uint64_t t0 = bench_now_ns();
@@ -135,10 +129,7 @@ static int bench_user_kernel(accel_stream_t *s, const accel_kernel_t *k, float *
   const accel_tensor_t *lists[1] = {&t};
   const void *scalars[1] = {buf + 64};
   int rc = 1;
-  if (!a || !b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(a && b);
   for (int r = -1; r < repeat; r++) {
     bench_progress("overhead: user kernel %d/%d", r + 1, repeat);
     uint64_t t0 = bench_now_ns();
@@ -183,10 +174,7 @@ static int bench_alloc(accel_device_t *dev, int repeat, row_t *rows, char names[
                        double *all_a, double *all_b) {
   double *a = calloc((size_t)repeat, sizeof *a), *b = calloc((size_t)repeat, sizeof *b);
   int rc = 1;
-  if (!a || !b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(a && b);
   for (size_t k = 0; k < NUM_ALLOC_SIZES; k++) {
     size_t size = alloc_sizes[k];
     for (int r = -1; r < repeat; r++) {
@@ -255,10 +243,7 @@ int bench_overhead(const bench_opts_t *o) {
   BENCH_TRY(accel_malloc(dev, 65 * sizeof(float), &buf));
   all_a = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_a);
   all_b = calloc(NUM_ALLOC_SIZES * (size_t)repeat, sizeof *all_b);
-  if (!all_a || !all_b) {
-    fprintf(stderr, "accel-bench: out of host memory\n");
-    goto fail;
-  }
+  BENCH_ALLOCATED(all_a && all_b);
   if (bench_memsets(s, buf, n, repeat, &rows[0], &rows[1])) goto fail;
   if (bench_host_funcs(s, n, repeat, &rows[2])) goto fail;
   if (bench_alloc(dev, repeat, &rows[3], names, all_a, all_b)) goto fail;
