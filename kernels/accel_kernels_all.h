@@ -9,6 +9,7 @@
 #include "elementwise.h"
 #include "adam.h"
 #include "amp.h"
+#include "quant.h"
 #include "step.h"
 #include "random.h"
 /* A build's extra kernel bodies (the rows of ACCEL_EXTRA_KERNEL_ROWS), named by

@@ -13,6 +13,7 @@
 
 typedef uint64_t acc_u64;
 typedef uint32_t acc_u32;
+typedef uint8_t acc_u8;
 typedef uint16_t acc_u16;
 typedef float acc_f32;
 /* Element index inside a chunk: 64-bit on the CPU so that the compiler can prove the accesses
@@ -37,6 +38,8 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 #define ACC_AS_U32(f) acc_as_u32(f)
 /* sqrtf is correctly rounded (IEEE 754); the kernels are built with -fno-math-errno so that it
  * becomes the vector instruction. */
+/* A constant table at file scope (kernels/q8_map.h). */
+#define ACC_TABLE(T, name, n) static const T name[n]
 #define ACC_SQRTF(x) sqrtf(x)
 #define ACC_POWF(x, y) powf((x), (y))
 #define ACC_FABSF(x) fabsf(x)

@@ -17,6 +17,7 @@
 
 typedef unsigned long long acc_u64;
 typedef unsigned int acc_u32;
+typedef unsigned char acc_u8;
 typedef unsigned short acc_u16;
 typedef float acc_f32;
 typedef acc_u32 acc_idx; /* element index inside a chunk */
@@ -27,6 +28,8 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 
 #define ACC_AS_F32(u) __uint_as_float(u)
 #define ACC_AS_U32(f) __float_as_uint(f)
+/* A constant table at file scope (kernels/q8_map.h). */
+#define ACC_TABLE(T, name, n) static __device__ const T name[n]
 #define ACC_SQRTF(x) sqrtf(x)
 #define ACC_POWF(x, y) powf((x), (y))
 #define ACC_FABSF(x) fabsf(x)

@@ -28,6 +28,7 @@
 
 typedef ulong acc_u64;
 typedef uint acc_u32;
+typedef uchar acc_u8;
 typedef ushort acc_u16;
 typedef float acc_f32;
 /* Element index inside a chunk (the C prelude's is 64-bit for GCC's vectoriser; PoCL's LLVM
@@ -42,6 +43,8 @@ typedef acc_u32 acc_idx;
 
 #define ACC_AS_F32(u) as_float(u)
 #define ACC_AS_U32(f) as_uint(f)
+/* A constant table at file scope (kernels/q8_map.h). */
+#define ACC_TABLE(T, name, n) __constant T name[n]
 #define ACC_SQRTF(x) sqrt(x)
 #define ACC_POWF(x, y) pow((x), (y))
 #define ACC_FABSF(x) fabs(x)
