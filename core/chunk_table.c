@@ -209,7 +209,9 @@ static accel_status_t kop_build(const kop_req_t *r, int with_partials, kop_entry
       for (int l = 0; l < r->desc->nl; ++l) {
         if (!kop_has_list(r, l)) continue; /* calloc left its address 0 */
         const accel_tensor_t *t = &r->lists[l][i];
-        host[c].ptr[l] = (acc_u64)((uintptr_t)t->data + off * accel_dtype_size(t->dtype));
+        const unsigned per_row = r->desc->lists[l].per_row; /* then off is a row's */
+        const size_t elem = per_row ? off / ACC_BLOCK * per_row : off;
+        host[c].ptr[l] = (acc_u64)((uintptr_t)t->data + elem * accel_dtype_size(t->dtype));
       }
       host[c].count = (acc_u32)(numel - off < ACC_CHUNK ? numel - off : ACC_CHUNK);
       host[c].tensor = (acc_u32)i;

@@ -56,10 +56,11 @@ static accel_status_t dl_dtype(const char *fn, accel_dl_dtype_t d, accel_dtype_t
   if (d.code == ACCEL_DL_FLOAT && d.bits == 32) *out = ACCEL_F32;
   else if (d.code == ACCEL_DL_FLOAT && d.bits == 16) *out = ACCEL_F16;
   else if (d.code == ACCEL_DL_BFLOAT && d.bits == 16) *out = ACCEL_BF16;
+  else if (d.code == ACCEL_DL_UINT && d.bits == 8) *out = ACCEL_U8; /* 8-bit state codes */
   else
     return accel_set_error(ACCEL_ERROR_UNSUPPORTED,
                            "%s: DLPack dtype code %u with %u bits is not supported; accel takes "
-                           "float32, float16 and bfloat16",
+                           "float32, float16, bfloat16 and uint8 (8-bit state codes)",
                            fn, (unsigned)d.code, (unsigned)d.bits);
   return ACCEL_OK;
 }
@@ -425,7 +426,9 @@ static accel_status_t export_new(accel_device_t *dev, const char *fn, const acce
       .data = t->data,
       .device = {type, dev->index},
       .ndim = 1,
-      .dtype = {t->dtype == ACCEL_BF16 ? ACCEL_DL_BFLOAT : ACCEL_DL_FLOAT, (uint8_t)(es * 8), 1},
+      .dtype = {t->dtype == ACCEL_BF16 ? ACCEL_DL_BFLOAT
+                : t->dtype == ACCEL_U8 ? ACCEL_DL_UINT : ACCEL_DL_FLOAT,
+                (uint8_t)(es * 8), 1},
       .shape = x->shape,
       .strides = NULL,
       .byte_offset = 0};

@@ -353,6 +353,7 @@ static accel_status_t read_step(accel_stream_t *stream, const accel_adam_step_t 
   if (STEP_HAS(st, max_exp_avg_sq)) out->max_exp_avg_sq = st->max_exp_avg_sq;
   if (STEP_HAS(st, steps_dev)) out->steps_dev = st->steps_dev;
   if (STEP_HAS(st, has_grad_dev)) out->has_grad_dev = st->has_grad_dev;
+  if (STEP_HAS(st, state_scales)) out->state_scales = st->state_scales;
   ACCEL_REQUIRE_FLAGS(out->flags, STEP_FLAGS, fn);
   if (!(out->flags & ACCEL_ADAM_STEP_ACCUMULATE) || out->n == 0) return ACCEL_OK;
   if (!out->hp_grads || !out->grads) /* a NULL grads is the table's to report */
@@ -424,6 +425,25 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
   return kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
 }
 
+/* U8 moments come with their scales and without AMSGrad; scales come with U8 moments only
+ * (the table checks the rest: dtypes, the scales' size). */
+static accel_status_t check_state_scales(const accel_adam_step_t *d, const char *fn) {
+  if (d->n == 0 || !d->exp_avg) return ACCEL_OK; /* a NULL exp_avg is the table's to report */
+  const accel_dtype_t sdt = d->exp_avg[0].dtype;
+  if (sdt == ACCEL_U8 && !d->state_scales)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: exp_avg is U8 (the 8-bit state format) but state_scales is NULL",
+                           fn);
+  if (sdt == ACCEL_U8 && (d->flags & ACCEL_ADAM_STEP_AMSGRAD))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: ACCEL_ADAM_STEP_AMSGRAD takes F32 or BF16 moments, not U8", fn);
+  if (sdt != ACCEL_U8 && d->state_scales)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: state_scales is given but exp_avg is %s (only U8 moments have "
+                           "scales)", fn, accel_dtype_name(sdt));
+  return ACCEL_OK;
+}
+
 accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_step_t *step) {
   static const char fn[] = "accel_adam_step_update";
   accel_adam_step_t d;
@@ -439,13 +459,11 @@ accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_s
                            ams ? "%s: ACCEL_ADAM_STEP_AMSGRAD needs max_exp_avg_sq"
                                : "%s: max_exp_avg_sq is given without ACCEL_ADAM_STEP_AMSGRAD",
                            fn);
-  if (d.n > 0 && d.exp_avg && d.exp_avg[0].dtype == ACCEL_F16)
-    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: exp_avg is F16: the moments (the state format) are F32 or BF16",
-                           fn);
+  st = check_state_scales(&d, fn);
+  if (st != ACCEL_OK) return st;
   kop_req_t r = {KOP_REQ(ADAM_STEP), .stream = stream,
                  .lists = {d.grads, d.hp_grads, d.params, d.exp_avg, d.exp_avg_sq,
-                           d.model_params, ams ? d.max_exp_avg_sq : NULL},
+                           d.model_params, ams ? d.max_exp_avg_sq : NULL, d.state_scales},
                  .n = d.n,
                  .scalars = {d.args_dev, d.inv_scale_dev, clip ? d.norm_dev : NULL,
                              clip ? d.coef_out_dev : NULL, d.steps_dev, d.has_grad_dev},

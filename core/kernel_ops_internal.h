@@ -20,6 +20,7 @@
 /* dtype rule of a list: any float dtype, F32 only, or the dtype of list k (k >= 0). */
 #define KOP_DT_ANY (-1)
 #define KOP_DT_F32 (-2)
+#define KOP_DT_STATE (-3) /* the state formats: F32, BF16 or U8 (ACC_STATE_DT) */
 /* aliasing rule of a list: must not overlap, or may be exactly list k's tensor (k >= 0). */
 #define KOP_NO_ALIAS (-1)
 
@@ -29,9 +30,11 @@ typedef struct kop_list_desc {
   uint8_t mode;      /* ACC_MODE_*: access without the flag */
   uint8_t mode_flag; /* access when the call's flags have `flag` */
   uint32_t flag;
-  int8_t dtype;      /* KOP_DT_ANY, KOP_DT_F32 or a list index */
+  int8_t dtype;      /* KOP_DT_ANY, KOP_DT_F32, KOP_DT_STATE or a list index */
   int8_t alias;      /* KOP_NO_ALIAS or a list index */
   uint8_t optional;  /* the call may leave the list out (NULL) */
+  uint8_t per_row;   /* 0: an element per element of list 0; k: k F32 elements per row of
+                        ACC_BLOCK elements of list 0 (ACC_F32_PER_ROW) */
 } kop_list_desc_t;
 
 typedef struct kop_scalar_desc {

@@ -19,7 +19,8 @@
 #include "kernel_ops_internal.h"
 
 /* The public dtype enum and block size are the kernels' codes (one ABI on every target). */
-_Static_assert(ACCEL_F32 == ACC_DT_F32 && ACCEL_F16 == ACC_DT_F16 && ACCEL_BF16 == ACC_DT_BF16,
+_Static_assert(ACCEL_F32 == ACC_DT_F32 && ACCEL_F16 == ACC_DT_F16 && ACCEL_BF16 == ACC_DT_BF16 &&
+                   ACCEL_U8 == ACC_DT_U8,
                "accel_dtype_t and the kernels' ACC_DT_* codes differ");
 _Static_assert(ACC_BLOCK == ACCEL_KERNEL_BLOCK, "ACC_BLOCK and ACCEL_KERNEL_BLOCK differ");
 _Static_assert(sizeof(accel_adam_args_t) == sizeof(acc_adam_args_t) &&
@@ -40,6 +41,7 @@ size_t accel_dtype_size(accel_dtype_t dtype) {
   case ACCEL_F32: return 4;
   case ACCEL_F16: return 2;
   case ACCEL_BF16: return 2;
+  case ACCEL_U8: return 1;
   }
   return 0;
 }
@@ -49,6 +51,7 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
   case ACCEL_F32: return "F32";
   case ACCEL_F16: return "F16";
   case ACCEL_BF16: return "BF16";
+  case ACCEL_U8: return "U8";
   }
   return "unknown";
 }
@@ -57,16 +60,19 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
  * The descriptors, generated from the kernel table
  * ------------------------------------------------------------------------------------------- */
 
-/* A list: {name, mode, mode with the flag, flag, dtype rule, aliasing rule}. */
+/* A list: {name, mode, mode with the flag, flag, aliasing rule, optional, dtype rule (and
+ * elements per row)}. */
 #define ACC_IO(m) ACC_MODE_##m, ACC_MODE_##m, 0u
 #define ACC_IO_IF(field, flag, m, m_flag) ACC_MODE_##m, ACC_MODE_##m_flag, (flag)
-#define ACC_ANY_DT(field) KOP_DT_ANY
-#define ACC_F32_DT KOP_DT_F32
-#define ACC_SAME_DT(k) (k)
+#define ACC_ANY_DT(field) .dtype = KOP_DT_ANY
+#define ACC_STATE_DT(field) .dtype = KOP_DT_STATE
+#define ACC_F32_DT .dtype = KOP_DT_F32
+#define ACC_F32_PER_ROW(k) .dtype = KOP_DT_F32, .per_row = (k)
+#define ACC_SAME_DT(k) .dtype = (k)
 #define ACC_NO_ALIAS KOP_NO_ALIAS
 #define ACC_ALIAS(k) (k)
-#define ACC_LIST(name, access, dtype, alias) {name, access, dtype, alias, 0}
-#define ACC_OPT_LIST(name, access, dtype, alias) {name, access, dtype, alias, 1}
+#define ACC_LIST(name, access, dt, al) {name, access, .alias = (al), .optional = 0, dt}
+#define ACC_OPT_LIST(name, access, dt, al) {name, access, .alias = (al), .optional = 1, dt}
 /* A scalar: {name, bytes, mode, required, per tensor}; scratch is internal, not the caller's
  * to validate. */
 #define ACC_SCALAR(name, field, size, mode, need, blocks) \
@@ -177,16 +183,30 @@ static accel_status_t check_tensor_rules(const kop_req_t *r, int l, size_t i,
   if (L->dtype == KOP_DT_F32 && t->dtype != ACCEL_F32)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu] must be F32, not %s",
                            r->fn, L->name, i, accel_dtype_name(t->dtype));
+  if (L->dtype == KOP_DT_STATE && t->dtype == ACCEL_F16)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] is F16: the moments (the state format) are F32, BF16 or "
+                           "U8", r->fn, L->name, i);
+  if (L->dtype != KOP_DT_STATE && L->dtype < 0 && t->dtype == ACCEL_U8)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] is U8: only the moments of the 8-bit state format are "
+                           "(accel_adam_step_update)", r->fn, L->name, i);
   if (L->dtype >= 0 && kop_has_list(r, L->dtype) && t->dtype != r->lists[L->dtype][i].dtype)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s[%zu] is %s but %s[%zu] is %s (same dtype required)", r->fn,
                            L->name, i, accel_dtype_name(t->dtype),
                            r->desc->lists[L->dtype].name, i,
                            accel_dtype_name(r->lists[L->dtype][i].dtype));
-  if (l > 0 && t->numel != r->lists[0][i].numel)
+  const size_t n0 = r->lists[0][i].numel;
+  if (l > 0 && L->per_row && t->numel != L->per_row * (n0 / ACC_BLOCK + (n0 % ACC_BLOCK != 0)))
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%zu] has %zu elements but %s[%zu] has %zu: it needs %u per "
+                           "block of %u", r->fn, L->name, i, t->numel, r->desc->lists[0].name, i,
+                           n0, (unsigned)L->per_row, ACC_BLOCK);
+  if (l > 0 && !L->per_row && t->numel != n0)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s[%zu] has %zu elements but %s[%zu] has %zu", r->fn, L->name, i,
-                           t->numel, r->desc->lists[0].name, i, r->lists[0][i].numel);
+                           t->numel, r->desc->lists[0].name, i, n0);
   if (t->numel > SIZE_MAX / es)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s[%zu]: %zu elements overflow",
                            r->fn, L->name, i, t->numel);

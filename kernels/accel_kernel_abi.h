@@ -38,6 +38,7 @@
 #define ACC_DT_F32 0u
 #define ACC_DT_F16 1u
 #define ACC_DT_BF16 2u
+#define ACC_DT_U8 3u /* 8-bit codes: the 8-bit state format's moments only (kernels/quant.h) */
 
 /* Norm kinds (how |x| is mapped before summing, and how the sum is finished). */
 #define ACC_NORM_L1 0u  /* sum |x| */
@@ -237,8 +238,9 @@ typedef struct acc_grad_norm_params {
 } acc_grad_norm_params_t;
 
 /* accel_k_adam_step: ptr[0] = grads (grad_dtype), ptr[1] = hp (f32, or 0), ptr[2] = params,
- * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (f32), ptr[5] = model params (model_dtype, or 0),
- * ptr[6] = max_exp_avg_sq (f32, or 0: AMSGrad when given).
+ * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (state_dtype), ptr[5] = model params (model_dtype, or
+ * 0), ptr[6] = max_exp_avg_sq (f32, or 0: AMSGrad when given), ptr[7] = with U8 moments, the
+ * f32 scales [s_m, s_v] of each row of ACC_BLOCK elements (kernels/quant.h).
  * Per element: g as above; grads = 0 with ACC_STEP_ZERO_GRADS; g *= min(coef, 1) when
  * total_norm != 0 (coef = max_norm / (total_norm[0] + eps), accel_k_clip's; block 0 stores coef
  * to coef_out when that is nonzero); hp = g when hp is given; then, unless args->found_inf !=
@@ -260,7 +262,8 @@ typedef struct acc_adam_step_params {
   acc_u32 flags;       /* ACC_STEP_* */
   acc_f32 max_norm;
   acc_f32 eps;         /* of the clip */
-  acc_u32 state_dtype; /* the moments' dtype, the state format: ACC_DT_F32 or ACC_DT_BF16 */
+  acc_u32 state_dtype; /* the moments' dtype, the state format: ACC_DT_F32, ACC_DT_BF16 or
+                          ACC_DT_U8 (chunk slot 7: the blocks' scales) */
   acc_u32 reserved;
 } acc_adam_step_params_t;
 

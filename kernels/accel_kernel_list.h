@@ -22,6 +22,9 @@
  *                       mode depends on a flag bit of params_t.field (the op's flags in core);
  *             dtype     ACC_ANY_DT(field): F32, F16 or BF16, one per list, passed in
  *                       params_t.field; ACC_F32_DT: F32 only; ACC_SAME_DT(k): list k's dtype;
+ *                       ACC_STATE_DT(field): a state format, F32, BF16 or U8, in
+ *                       params_t.field; ACC_F32_PER_ROW(k): F32, k elements per row of
+ *                       ACC_BLOCK elements of list 0 (chunk slot: the chunk's first row's);
  *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
  *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
  *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 6 scalars per
@@ -126,10 +129,11 @@ ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
               ACC_OPT_LIST("hp_grads", ACC_IO_IF(flags, ACC_STEP_ACCUMULATE, W, RW), ACC_F32_DT,
                            ACC_ALIAS(0)),
               ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
-              ACC_LIST("exp_avg", ACC_IO(RW), ACC_ANY_DT(state_dtype), ACC_NO_ALIAS),
+              ACC_LIST("exp_avg", ACC_IO(RW), ACC_STATE_DT(state_dtype), ACC_NO_ALIAS),
               ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_SAME_DT(3), ACC_NO_ALIAS),
               ACC_OPT_LIST("model_params", ACC_IO(W), ACC_ANY_DT(model_dtype), ACC_NO_ALIAS),
-              ACC_OPT_LIST("max_exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),
+              ACC_OPT_LIST("max_exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_OPT_LIST("state_scales", ACC_IO(RW), ACC_F32_PER_ROW(2), ACC_NO_ALIAS)),
              (ACC_SCALAR("args_dev", ACC_FIELD(args), sizeof(acc_adam_args_t), R, ACC_REQUIRED,
                          ACC_ALL_BLOCKS),
               ACC_SCALAR("inv_scale_dev", ACC_FIELD(inv_scale), 4, R, ACC_OPTIONAL,

@@ -52,32 +52,50 @@ ACC_INLINE acc_u32 acc_adam_mode(const acc_adam_args_t A) {
   return A.adamw ? ACC_ADAM_DECOUPLED : A.weight_decay != 0.0f ? ACC_ADAM_L2 : 0u;
 }
 
+/* One element's step in values: the new moments m, v from the stored m0, v0 and gradient g,
+ * and p, the parameter with its decoupled decay (acc_adam_param finishes it). */
+typedef struct acc_adam_new {
+  acc_f32 p, m, v;
+} acc_adam_new_t;
+
+ACC_INLINE acc_adam_new_t acc_adam_moments(acc_f32 g, acc_f32 p, acc_f32 m0, acc_f32 v0,
+                                           acc_u32 mode, const acc_adam_consts_t C) {
+  acc_adam_new_t r;
+  if ((mode & ACC_ADAM_NEGATE) != 0u) g = -g;
+  if ((mode & ACC_ADAM_L2) != 0u) g = g + C.wd * p;
+  r.p = (mode & ACC_ADAM_DECOUPLED) != 0u ? p * C.decay : p;
+  r.m = m0 + C.w1 * (g - m0);
+  r.v = C.beta2 * v0 + (C.w2 * g) * g;
+  return r;
+}
+
+/* The new parameter; vd: the denominator's second moment (r.v, or AMSGrad's maximum). */
+ACC_INLINE acc_f32 acc_adam_param(const acc_adam_new_t r, acc_f32 vd, const acc_adam_consts_t C) {
+  const acc_f32 denom = ACC_SQRTF(vd) / C.bc2_sqrt + C.eps;
+  return r.p - (C.step_size * r.m) / denom;
+}
+
 /* Element i of the parameters with gradient g: updates param, exp_avg, exp_avg_sq (and, when
  * ams is nonzero, AMSGrad's maximum vmax) and returns the new parameter. mode: acc_adam_mode
  * bits; ams: a constant at every call (a loop of its own), so that no loop branches on it and
  * they vectorise; mode is one too where the caller makes it one. sdt: the moments' dtype (the
  * state format, a constant: ACC_DT_F32, or ACC_DT_BF16 for bf16 moments, read exactly and
- * stored rounded to nearest even; the update itself uses the fp32 moments before rounding). */
+ * stored rounded to nearest even; the update itself uses the fp32 moments before rounding;
+ * 8-bit moments take acc_adam_moments and acc_adam_param directly: step.h). */
 ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
                                   acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
                                   acc_u32 sdt, acc_u32 mode, acc_u32 ams,
                                   const acc_adam_consts_t C) {
-  acc_f32 p = param[i];
-  if ((mode & ACC_ADAM_NEGATE) != 0u) g = -g;
-  if ((mode & ACC_ADAM_L2) != 0u) g = g + C.wd * p;
-  if ((mode & ACC_ADAM_DECOUPLED) != 0u) p = p * C.decay;
-  const acc_f32 m0 = acc_load(exp_avg, i, sdt);
-  const acc_f32 m = m0 + C.w1 * (g - m0);
-  const acc_f32 v = C.beta2 * acc_load(exp_avg_sq, i, sdt) + (C.w2 * g) * g;
-  acc_f32 vd = v;
+  const acc_adam_new_t r = acc_adam_moments(g, param[i], acc_load(exp_avg, i, sdt),
+                                            acc_load(exp_avg_sq, i, sdt), mode, C);
+  acc_f32 vd = r.v;
   if (ams != 0u) {
-    vd = acc_nanmax(vmax[i], v);
+    vd = acc_nanmax(vmax[i], r.v);
     vmax[i] = vd;
   }
-  const acc_f32 denom = ACC_SQRTF(vd) / C.bc2_sqrt + C.eps;
-  acc_store(exp_avg, i, sdt, m);
-  acc_store(exp_avg_sq, i, sdt, v);
-  p = p - (C.step_size * m) / denom;
+  acc_store(exp_avg, i, sdt, r.m);
+  acc_store(exp_avg_sq, i, sdt, r.v);
+  const acc_f32 p = acc_adam_param(r, vd, C);
   param[i] = p;
   return p;
 }

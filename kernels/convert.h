@@ -65,7 +65,9 @@ ACC_INLINE acc_f32 acc_load(acc_u64 base, acc_idx i, acc_u32 dt) {
   return acc_bf16_to_f32(ACC_PTR(const acc_u16, base)[i]);
 }
 
-ACC_INLINE acc_u32 acc_dt_bytes(acc_u32 dt) { return dt == ACC_DT_F32 ? 4u : 2u; }
+ACC_INLINE acc_u32 acc_dt_bytes(acc_u32 dt) {
+  return dt == ACC_DT_F32 ? 4u : dt == ACC_DT_U8 ? 1u : 2u;
+}
 
 /* Stores v rounded to dt; returns 1 when the stored value is Inf or NaN. */
 ACC_INLINE acc_u32 acc_store(acc_u64 base, acc_idx i, acc_u32 dt, acc_f32 v) {

@@ -174,7 +174,7 @@ ACC_INLINE void acc_step_store_row_z(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f
 
 /* Stage 2: AdamW with gradient g (AMSGrad's maximum in vmax when AMS; the moments of dtype SDT,
  * the state format), then the model weights (MDT; with ACC_DT_NONE none) = round(param). */
-#define ACC_DT_NONE 3u
+#define ACC_DT_NONE 4u
 ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
                                    acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
                                    acc_u64 model, acc_u32 sdt, acc_u32 mdt, acc_u32 mode,
@@ -183,13 +183,14 @@ ACC_INLINE void acc_step_adam_elem(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param
   if (mdt != ACC_DT_NONE) acc_store(model, i, mdt, p);
 }
 
-/* The pointers of a chunk's update stage (the chunk table's columns 2-6). */
+/* The pointers of a chunk's update stage (the chunk table's columns 2-7). */
 typedef struct acc_step_state {
   ACC_GPTR(acc_f32) param;
   acc_u64 exp_avg;
   acc_u64 exp_avg_sq;
   ACC_GPTR(acc_f32) vmax;
   acc_u64 model;
+  ACC_GPTR(acc_f32) scales; /* 8-bit moments: [s_m, s_v] per row, from the chunk's first */
 } acc_step_state_t;
 
 /* Stage 2 of a row: the model weights' dtype mdt, ams and bf16 (1: BF16 moments, else F32)
@@ -216,6 +217,62 @@ ACC_INLINE void acc_step_adam_row_s(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f3
   ACC_FLAG_CALL(bf16, 1u, acc_step_adam_row, row, rn, g, S, mode, C, mdt, ams);
 }
 
+/* Element i with 8-bit moments: the step from the decoded moments m0, v0 into param and the
+ * model weights (mdt); returns the new moments unencoded. */
+ACC_INLINE acc_adam_new_t acc_step_q8_elem(acc_idx i, acc_f32 g, const acc_step_state_t S,
+                                           acc_f32 m0, acc_f32 v0, acc_u32 mode,
+                                           const acc_adam_consts_t C, acc_u32 mdt) {
+  const acc_adam_new_t r = acc_adam_moments(g, S.param[i], m0, v0, mode, C);
+  const acc_f32 p = acc_adam_param(r, r.v, C);
+  S.param[i] = p;
+  if (mdt != ACC_DT_NONE) acc_store(S.model, i, mdt, p);
+  return r;
+}
+
+/* Stage 2 with 8-bit moments (ACC_DT_U8, kernels/quant.h): a row is one block of the format.
+ * Each lane decodes its moments with the block's scales and takes its element's step (the
+ * parameter from the new moments before they are encoded, as with BF16 moments); the new
+ * scales are the block's largest |m| and v (NaN kept; lanes past the row count 0), by the
+ * fixed tree; then each lane encodes its moments and lane 0 stores the scales. Every lane
+ * reads the old scales before the first barrier and the new ones before the last, so neither
+ * the stores nor the next row's tree overtake a read. Each statement is a loop of its own over
+ * private values on the CPU, so that every one vectorises (the codes' table lookups become
+ * gathers; a loop that also stores bytes to global memory did not vectorise at all). */
+ACC_INLINE void acc_step_adam_row_q8(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                     const acc_step_state_t S, acc_u32 mode,
+                                     const acc_adam_consts_t C, ACC_SHARED_ARG(acc_f32, red_m),
+                                     ACC_SHARED_ARG(acc_f32, red_v), acc_u32 mdt) {
+  ACC_GPTR(acc_u8) qm = ACC_PTR(acc_u8, S.exp_avg) + row;
+  ACC_GPTR(acc_u8) qv = ACC_PTR(acc_u8, S.exp_avg_sq) + row;
+  ACC_GPTR(acc_f32) scale = S.scales + 2u * (row / ACC_BLOCK);
+  const acc_f32 sm = scale[0], sv = scale[1];
+  ACC_PRIVATE(acc_f32, m);
+  ACC_PRIVATE(acc_f32, v);
+  ACC_PRIVATE(acc_u32, code);
+  ACC_ROW_LANES(rn, ACC_LV(code) = (acc_u32)qm[lane] | ((acc_u32)qv[lane] << 8);)
+  ACC_ROW_LANES(rn, ACC_LV(m) = acc_q8_decode_signed(ACC_LV(code) & 0xffu, sm);
+                ACC_LV(v) = acc_q8_decode_unsigned(ACC_LV(code) >> 8, sv);)
+  ACC_ROW_LANES(rn, const acc_adam_new_t r = acc_step_q8_elem(row + lane, ACC_LV(g), S, ACC_LV(m),
+                                                              ACC_LV(v), mode, C, mdt);
+                ACC_LV(m) = r.m; ACC_LV(v) = r.v; red_m[lane] = ACC_FABSF(r.m);
+                red_v[lane] = r.v;)
+  if (rn < ACC_BLOCK) {
+    ACC_LANES(if (lane >= rn) {
+      red_m[lane] = 0.0f;
+      red_v[lane] = 0.0f;
+    })
+  }
+  ACC_BARRIER();
+  ACC_TREE(red_m, acc_q8_max, 0u)
+  ACC_TREE(red_v, acc_q8_max, 0u)
+  const acc_f32 nsm = red_m[0], nsv = red_v[0];
+  ACC_ROW_LANES(rn, ACC_LV(code) = acc_q8_encode_signed(ACC_LV(m), nsm) |
+                                   (acc_q8_encode_unsigned(ACC_LV(v), nsv) << 8);)
+  ACC_ROW_LANES(rn, qm[lane] = (acc_u8)ACC_LV(code); qv[lane] = (acc_u8)(ACC_LV(code) >> 8);)
+  ACC_LANE0(scale[0] = nsm; scale[1] = nsv;)
+  ACC_BARRIER();
+}
+
 /* The launch-wide values of the update. */
 typedef struct acc_step_run {
   acc_f32 s, c;
@@ -231,7 +288,9 @@ ACC_INLINE acc_u32 acc_step_count_of(acc_f32 s) {
 
 /* Chunk b of the update, row by row (see above). */
 ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_adam_args_t A,
-                                    const acc_step_run_t R, acc_u32 b, ACC_LANE_ARG(acc_f32, g)) {
+                                    const acc_step_run_t R, acc_u32 b, ACC_LANE_ARG(acc_f32, g),
+                                    ACC_SHARED_ARG(acc_f32, red_m),
+                                    ACC_SHARED_ARG(acc_f32, red_v)) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_u32 t = chunks[b].tensor;
   const acc_u32 step =
@@ -245,6 +304,7 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   S.exp_avg_sq = chunks[b].ptr[4];
   S.model = chunks[b].ptr[5];
   S.vmax = ACC_PTR(acc_f32, chunks[b].ptr[6]);
+  S.scales = ACC_PTR(acc_f32, chunks[b].ptr[7]);
   const acc_u32 ams = (acc_u32)(chunks[b].ptr[6] != 0u);
   const acc_u32 count = chunks[b].count;
   const acc_u32 form = (P.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE)) |
@@ -253,12 +313,17 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   const acc_f32 s = R.s, c = R.c;
   const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);
   const acc_u32 bf16 = (acc_u32)(P.state_dtype == ACC_DT_BF16);
+  const acc_u32 q8 = (acc_u32)(P.state_dtype == ACC_DT_U8); /* the same for every lane */
   /* the stores stage 1 makes (none where stage 3 makes them) */
   const acc_u32 form1 = ACC_STORES_AFTER_LOADS != 0u ? form & ~ACC_STEP_STORES : form;
   ACC_FOR_ROWS(row, rn, count) {
     ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form1, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
                    row, rn, g, grads, hp, in_place, s, c, form1);
-    if (go && !model) {
+    if (go && q8 && !model) {
+      acc_step_adam_row_q8(row, rn, g, S, mode, C, red_m, red_v, ACC_DT_NONE);
+    } else if (go && q8) {
+      ACC_DTYPE_CALL(P.model_dtype, acc_step_adam_row_q8, row, rn, g, S, mode, C, red_m, red_v);
+    } else if (go && !model) {
       ACC_FLAG_CALL(ams, 1u, acc_step_adam_row_s, row, rn, g, S, mode, C, bf16, ACC_DT_NONE);
     } else if (go) {
       ACC_DTYPE_CALL(P.model_dtype, ACC_FLAG_CALL, ams, 1u, acc_step_adam_row_s, row, rn, g, S,
@@ -272,6 +337,8 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
 }
 
 ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
+  ACC_SHARED(acc_f32, red_m, ACC_BLOCK); /* the 8-bit moments' block scales */
+  ACC_SHARED(acc_f32, red_v, ACC_BLOCK);
   const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
   const acc_f32 coef = P.total_norm != 0u
                            ? P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps)
@@ -290,7 +357,7 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
     const acc_u32 t = ACC_PTR(const acc_chunk_t, P.chunks)[b].tensor;
     if (!acc_step_has_grad(P.has_grad, t)) continue;
     ACC_PRIVATE(acc_f32, g);
-    acc_adam_step_chunk(P, A, R, b, g);
+    acc_adam_step_chunk(P, A, R, b, g, red_m, red_v);
   }
 }
 

@@ -50,7 +50,9 @@ static int collect(const accel_cpu_kernel_access_t *a, uint32_t pos, range_vec_t
   for (uint32_t b = 0; b < a->num_chunks; ++b) {
     for (unsigned k = 0; k < ACCEL_CPU_MAX_SLOTS; ++k) {
       if (a->elem_bytes[k] == 0u || chunks[b].ptr[k] == 0u) continue;
-      uint64_t len = (uint64_t)chunks[b].count * a->elem_bytes[k];
+      const uint64_t n = a->per_row[k] ? (chunks[b].count + ACC_BLOCK - 1u) / ACC_BLOCK
+                                       : chunks[b].count;
+      const uint64_t len = n * a->elem_bytes[k];
       const uint32_t write = (a->slot_mode[k] & ACCEL_CPU_SLOT_WRITE) != 0u;
       if (!push(r, chunks[b].ptr[k], len, pos, b, write)) return 0;
       *bytes += len;

@@ -29,7 +29,10 @@ extern "C" {
 typedef enum accel_dtype {
   ACCEL_F32 = 0,
   ACCEL_F16 = 1,  /* IEEE binary16 */
-  ACCEL_BF16 = 2  /* bfloat16 */
+  ACCEL_BF16 = 2, /* bfloat16 */
+  ACCEL_U8 = 3    /* 8-bit codes: storage of the 8-bit state format only (the moments of
+                     accel_adam_step_update, accel_adam_step_t.state_scales); every other
+                     operation and the collectives refuse it */
 } accel_dtype_t;
 
 typedef struct accel_tensor {
@@ -212,11 +215,13 @@ typedef struct accel_adam_step {
                                          unscale_ and clip_grad_norm_ leave them, bitwise
                                          (not with ACCUMULATE; it overrides ZERO_GRADS) */
   const accel_tensor_t *params;       /* F32 master weights */
-  const accel_tensor_t *exp_avg;      /* F32, or BF16: the state format (update only) */
+  const accel_tensor_t *exp_avg;      /* F32, BF16 or U8: the state format (update only) */
   const accel_tensor_t *exp_avg_sq;   /* the same dtype as exp_avg. BF16 moments are read
-                                         exactly and stored rounded to nearest even; the
-                                         update uses them unrounded (docs/KERNELS.md,
-                                         "State formats") */
+                                         exactly and stored rounded to nearest even; U8
+                                         moments are 8-bit codes of blocks of 256 elements
+                                         with their scales in state_scales; the update uses
+                                         the new moments before either rounding
+                                         (docs/KERNELS.md, "State formats") */
   const accel_tensor_t *model_params; /* NULL, or any dtype: = params rounded after the update
                                          (skipped on overflow) */
   const accel_adam_args_t *args_dev;  /* hyper-parameters, step; the update is skipped when
@@ -242,6 +247,9 @@ typedef struct accel_adam_step {
                                          it: its grads and hp_grads are not read or written
                                          (not zeroed), it adds nothing to the norm or the
                                          overflow check, its params and state stay */
+  const accel_tensor_t *state_scales; /* U8 moments (only then): F32, 2 * ceil(numel / 256)
+                                         per tensor: the scales [s_m, s_v] of each block of
+                                         256 elements, exp_avg's then exp_avg_sq's */
 } accel_adam_step_t;
 
 /* The smallest struct_size the calls take: the first accel_adam_step_t, which ended at flags. */
@@ -257,8 +265,9 @@ ACCEL_API accel_status_t accel_adam_step_norm(accel_stream_t *stream,
  * (lists of n tensors with matching numel, dtypes, alignment, live memory, no overlaps), plus:
  * CLIP needs norm_dev, ACCUMULATE needs hp_grads, AMSGRAD needs max_exp_avg_sq (and only
  * AMSGRAD takes it), unknown flags and a struct_size that ends before flags are
- * INVALID_ARGUMENT; so are F16 moments and moments of two dtypes (between exp_avg and
- * exp_avg_sq, or inside one list). */
+ * INVALID_ARGUMENT; so are F16 moments, moments of two dtypes (between exp_avg and
+ * exp_avg_sq, or inside one list), U8 moments without state_scales (or with AMSGRAD), and
+ * state_scales with other moments or of the wrong size. */
 ACCEL_API accel_status_t accel_adam_step_update(accel_stream_t *stream,
                                                 const accel_adam_step_t *step);
 

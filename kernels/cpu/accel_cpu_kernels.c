@@ -20,8 +20,10 @@ static void set_chunks(accel_cpu_kernel_access_t *a, acc_u64 chunks, acc_u32 num
   a->num_chunks = num_chunks;
 }
 
-static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes, unsigned mode) {
+static void set_slot(accel_cpu_kernel_access_t *a, unsigned slot, uint64_t bytes,
+                     unsigned per_row, unsigned mode) {
   a->elem_bytes[slot] = (uint8_t)bytes;
+  a->per_row[slot] = (uint8_t)per_row;
   a->slot_mode[slot] = (uint8_t)mode;
 }
 
@@ -53,9 +55,11 @@ _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT
 #define ACC_IO(m) ACC_MODE_##m
 #define ACC_IO_IF(field, flag, m, m_flag) \
   ((p.field & (flag)) != 0u ? ACC_MODE_##m_flag : ACC_MODE_##m)
-#define ACC_ANY_DT(field) acc_dt_bytes(p.field)
-#define ACC_F32_DT 4u
-#define ACC_SAME_DT(k) out->elem_bytes[k]
+#define ACC_ANY_DT(field) acc_dt_bytes(p.field), 0u
+#define ACC_STATE_DT(field) acc_dt_bytes(p.field), 0u
+#define ACC_F32_DT 4u, 0u
+#define ACC_F32_PER_ROW(k) 4u * (k), 1u
+#define ACC_SAME_DT(k) out->elem_bytes[k], 0u
 #define ACC_NO_ALIAS
 #define ACC_ALIAS(k)
 #define ACC_LIST(name, mode, bytes, alias) set_slot(out, slot++, bytes, mode)
@@ -107,10 +111,10 @@ uint64_t accel_cpu_kernel_block_bytes(uint32_t kernel_id, const void *params) {
   }
   accel_cpu_kernel_access_t a;
   accel_cpu_kernel_access(kernel_id, params, &a);
-  uint64_t per_element = 0;
+  uint64_t bytes = 0;
   for (unsigned k = 0; k < ACCEL_CPU_MAX_SLOTS; ++k) {
     const unsigned passes = ((a.slot_mode[k] & R) != 0u) + ((a.slot_mode[k] & W) != 0u);
-    per_element += (uint64_t)a.elem_bytes[k] * passes;
+    bytes += (a.per_row[k] ? ACC_CHUNK / ACC_BLOCK : ACC_CHUNK) * a.elem_bytes[k] * passes;
   }
-  return ACC_CHUNK * per_element;
+  return bytes;
 }

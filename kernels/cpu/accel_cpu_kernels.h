@@ -37,10 +37,13 @@ typedef struct accel_cpu_kernel_scalar {
 typedef struct accel_cpu_kernel_access {
   /* acc_chunk_t[num_chunks]: block b touches chunks[b].ptr[k][0, count) for every slot k with
    * elem_bytes[k] != 0 and a nonzero address (0: a list the call left out), as slot_mode[k]
-   * says. NULL: the launch is not chunk-wise (it is never fused). */
+   * says; a per_row[k] slot holds elem_bytes[k] bytes per row of ACC_BLOCK elements of the
+   * chunk instead (ceil(count / ACC_BLOCK) of them). NULL: the launch is not chunk-wise (it
+   * is never fused). */
   const void *chunks;
   uint32_t num_chunks;
   uint8_t elem_bytes[ACCEL_CPU_MAX_SLOTS];
+  uint8_t per_row[ACCEL_CPU_MAX_SLOTS];
   uint8_t slot_mode[ACCEL_CPU_MAX_SLOTS]; /* ACCEL_CPU_SLOT_READ | ACCEL_CPU_SLOT_WRITE */
   accel_cpu_kernel_scalar_t scalars[ACCEL_CPU_MAX_SCALARS];
   unsigned num_scalars;

@@ -86,6 +86,8 @@ static void refused_calls(void) {
                 ACCEL_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, buf + 8, 8, other, (accel_dtype_t)9),
                 ACCEL_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(accel_sendrecv(comm, s, buf, 8, other, buf + 8, 8, other, ACCEL_U8),
+                ACCEL_ERROR_INVALID_ARGUMENT);
 }
 
 static void case_refused(void) {

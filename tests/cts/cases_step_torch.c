@@ -459,7 +459,7 @@ CTS_CASE(kernels_adam_step_torch_bad_input, CTS_TAG_KERNELS) {
   e.flags &= ~AMS;
   CTS_OK(accel_adam_step_update(s, &e));
   e = good;
-  e.struct_size = sizeof e - 1; /* has_grad_dev cut: absent */
+  e.struct_size = offsetof(accel_adam_step_t, state_scales) - 1; /* has_grad_dev cut: absent */
   e.has_grad_dev = (const uint32_t *)host_steps;
   CTS_OK(accel_adam_step_update(s, &e));
 

@@ -91,17 +91,19 @@ uint32_t kc_ref_narrow(float x, accel_dtype_t dt) {
   return sign | r;
 }
 
-size_t kc_esz(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : 2; }
+size_t kc_esz(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : dt == ACCEL_U8 ? 1 : 2; }
 uint32_t kc_raw_get(const void *p, size_t i, accel_dtype_t dt) {
   if (dt == ACCEL_F32) {
     uint32_t u;
     memcpy(&u, (const char *)p + 4 * i, 4);
     return u;
   }
+  if (dt == ACCEL_U8) return ((const uint8_t *)p)[i];
   return ((const uint16_t *)p)[i];
 }
 void kc_raw_set(void *p, size_t i, accel_dtype_t dt, uint32_t v) {
   if (dt == ACCEL_F32) memcpy((char *)p + 4 * i, &v, 4);
+  else if (dt == ACCEL_U8) ((uint8_t *)p)[i] = (uint8_t)v;
   else ((uint16_t *)p)[i] = (uint16_t)v;
 }
 float kc_val(const void *p, size_t i, accel_dtype_t dt) {
