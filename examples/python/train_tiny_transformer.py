@@ -3,7 +3,8 @@
 torch.optim.AdamW + torch.nn.utils.clip_grad_norm_ and once with accel.torch's drop-ins, and
 prints both loss curves side by side.
 
-usage: train_tiny_transformer.py [--steps N] [--threads T] [--state-dtype fp32|bf16] [--check]
+usage: train_tiny_transformer.py [--steps N] [--threads T] [--state-dtype fp32|bf16|8bit]
+                                 [--check]
 
 No download: the model is defined here (token embedding, 2 pre-norm transformer encoder layers
 with causal masking, tied output head) and the data is synthetic: sequences of a noisy
@@ -13,6 +14,8 @@ the meson test 'python-example' runs it so. --state-dtype bf16 keeps accel's Ada
 bfloat16 (docs/KERNELS.md "State formats"); the curves then drift apart by the state's rounding,
 so --check compares the mean loss of the last 10 steps instead (relative difference < BF16_TOL;
 the test 'python-example-bf16'), and the optimizer state's bytes per parameter are printed.
+--state-dtype 8bit keeps them as 8-bit codes with block scales, checked the same way (Q8_TOL;
+the test 'python-example-8bit').
 """
 import argparse
 import copy
@@ -27,6 +30,7 @@ import accel.torch as at
 VOCAB, CTX, DIM, HEADS, LAYERS, BATCH = 64, 32, 64, 4, 2, 16
 FP32_TOL = 1e-3  # every logged loss, accel (fp32 state) against torch
 BF16_TOL = 5e-3  # the mean of the last 10 losses, accel (bf16 state) against torch
+Q8_TOL = 1e-2  # the same with 8-bit state
 
 
 class TinyLM(nn.Module):
@@ -81,7 +85,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--state-dtype", choices=("fp32", "bf16", "8bit"), default="fp32")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -112,7 +116,8 @@ def main():
     tail = abs(tail_ours - tail_ref) / tail_ref
     print(f"mean of the last 10 losses: torch {tail_ref:.5f}, accel {tail_ours:.5f} "
           f"(relative difference {tail:.2e})")
-    ok = worst < FP32_TOL if a.state_dtype == "fp32" else tail < BF16_TOL
+    tol = {"bf16": BF16_TOL, "8bit": Q8_TOL}.get(a.state_dtype)
+    ok = worst < FP32_TOL if tol is None else tail < tol
     if a.check and not (ok and ref[last] < 0.8 * ref[0]):
         print(f"FAIL: worst relative loss difference {worst:.2e} (last 10: {tail:.2e}) or the "
               "loss did not fall")

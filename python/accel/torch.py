@@ -15,10 +15,10 @@ import operator
 
 import torch
 
-from . import _objects, _tensors
+from . import _objects, _state8, _tensors
 from ._lib import check, ffi, lib
 
-__all__ = ["AdamW", "clip_grad_norm_", "device_for"]
+__all__ = ["AdamW", "clip_grad_norm_", "dequantize_state", "device_for"]
 
 _devices = {}
 _TORCH_ADAMW_DEFAULTS = {
@@ -196,6 +196,7 @@ class _StepPlan:
             self.V = self._list([s["exp_avg_sq"] for s in state])
             self.VM = self._list([opt.state[p]["max_exp_avg_sq"] for g, ps in groups
                                   if g["amsgrad"] for p in ps])
+            self.SC = self._list([s["state_scales"] for s in state if "state_scales" in s])
             self.S = self._list([self.steps])
             n, count = len(groups), len(self.params)
             # One upload: accel_adam_args_t per group, then inv_scale, norm, coef, then the
@@ -269,6 +270,7 @@ class _StepPlan:
             if step.hp_grads != ffi.NULL:
                 step.hp_grads = step.grads
             step.max_exp_avg_sq = self.VM.array + vstart if group["amsgrad"] else ffi.NULL
+            step.state_scales = self.SC.array + start if self.SC.n else ffi.NULL
             step.steps_dev, step.has_grad_dev = steps + start, self.has_grad + start
             step.args_dev = args + g
             step.coef_out_dev = self.tail + 2 if clip and g == 0 else ffi.NULL
@@ -348,14 +350,18 @@ def _step_counts(states, device):
     return steps
 
 
-# state_dtype -> the moments' torch dtype (None: the parameter's, as torch's AdamW).
-_STATE_DTYPES = {"fp32": None, "bf16": torch.bfloat16}
+# state_dtype -> the moments' torch dtype (None: the parameter's, as torch's AdamW). "8bit":
+# uint8 codes with float32 block scales in state["state_scales"] (accel._state8).
+_STATE_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "8bit": torch.uint8}
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
 
 def _format_of(p, t):
     """The state format a moment tensor t of parameter p is in: "bf16" for bfloat16 moments of
-    a wider parameter, else "fp32" (the parameter's dtype, or one torch's load casts to it)."""
+    a wider parameter, "8bit" for uint8 codes, else "fp32" (the parameter's dtype, or one
+    torch's load casts to it)."""
+    if t.dtype == torch.uint8:
+        return "8bit"
     return "bf16" if t.dtype == torch.bfloat16 and p.dtype != torch.bfloat16 else "fp32"
 
 
@@ -365,6 +371,21 @@ def _check_size(p, state, k):
         if torch.is_tensor(t) and t.numel() != p.numel():
             raise ValueError(f"accel.torch.AdamW: parameter {k}'s {key} has {t.numel()} "
                              f"elements, its parameter {p.numel()}")
+    sc = state.get("state_scales")
+    if sc is not None and (not torch.is_tensor(sc) or sc.dtype != torch.float32
+                           or sc.numel() != _state8.scales_numel(p.numel())):
+        got = f"{sc.dtype} with {sc.numel()} elements" if torch.is_tensor(sc) else type(sc)
+        raise ValueError(f"accel.torch.AdamW: parameter {k}'s state_scales is {got}: 8-bit "
+                         f"state keeps float32 with {_state8.scales_numel(p.numel())} (2 per "
+                         f"block of {_state8.BLOCK})")
+
+
+def _check_codes(p, state, k):
+    """8-bit moments (uint8 codes) come with their scales."""
+    if torch.is_tensor(state.get("exp_avg")) and state["exp_avg"].dtype == torch.uint8 \
+            and "state_scales" not in state:
+        raise ValueError(f"accel.torch.AdamW: parameter {k}'s moments are 8-bit codes (uint8) "
+                         "without state_scales")
 
 
 def _check_moments(p, state, state_dtype, k):
@@ -374,6 +395,7 @@ def _check_moments(p, state, state_dtype, k):
     refuses mixed formats too, but takes any one format: this also catches bf16 moments set
     into an fp32 optimizer.)"""
     _check_size(p, state, k)
+    _check_codes(p, state, k)
     moments = _STATE_DTYPES[state_dtype]
     want = p.dtype if moments is None or p.is_complex() else moments
     for key in _MOMENTS:
@@ -387,8 +409,9 @@ def _check_moments(p, state, state_dtype, k):
 def _check_loaded(opt, state_dict):
     """A state_dict's moments before torch's load casts them to the parameters' dtype: one
     format in the whole state (exp_avg and exp_avg_sq of a parameter included), each with its
-    parameter's size, and a compressed (bf16) state only into a bf16 optimizer. Groups that do
-    not match the optimizer's are left to torch's load (its own message)."""
+    parameter's size, and a compressed (bf16, 8-bit) state only into an optimizer of that
+    format (8-bit codes with their scales). Groups that do not match the optimizer's are left
+    to torch's load (its own message)."""
     shapes = [len(g["params"]) for g in state_dict["param_groups"]]
     if shapes != [len(g["params"]) for g in opt.param_groups]:
         return
@@ -398,6 +421,7 @@ def _check_loaded(opt, state_dict):
     for k, (i, p) in enumerate(zip(saved, params)):
         state = state_dict["state"].get(i, {})
         _check_size(p, state, k)
+        _check_codes(p, state, k)
         for key in ("exp_avg", "exp_avg_sq"):
             if torch.is_tensor(state.get(key)):
                 found.setdefault(_format_of(p, state[key]), (k, key, state[key].dtype))
@@ -405,12 +429,31 @@ def _check_loaded(opt, state_dict):
         (k, a, da), (j, b, db) = found.values()
         raise ValueError(f"accel.torch.AdamW.load_state_dict: mixed state formats: parameter "
                          f"{k}'s {a} is {da}, parameter {j}'s {b} is {db}")
-    if "bf16" in found and opt.state_dtype != "bf16":
-        k, key, _ = found["bf16"]
-        raise ValueError(
-            f"accel.torch.AdamW.load_state_dict: the state is compressed (parameter {k}'s {key} "
-            f"is torch.bfloat16) and this optimizer's state_dtype is {opt.state_dtype!r}: load "
-            "it into AdamW(..., state_dtype='bf16'), or widen its moments (.float()) first")
+    for fmt in ("bf16", "8bit"):
+        if fmt in found and opt.state_dtype != fmt:
+            k, key, dt = found[fmt]
+            raise ValueError(
+                f"accel.torch.AdamW.load_state_dict: the state is compressed (parameter {k}'s "
+                f"{key} is {dt}) and this optimizer's state_dtype is {opt.state_dtype!r}: load "
+                f"it into AdamW(..., state_dtype={fmt!r}), or convert its moments to fp32 "
+                "first (accel.torch.dequantize_state for 8-bit)")
+
+
+def _load_8bit(s):
+    """A loaded parameter state into 8-bit: codes (cast to float by torch's load) back to uint8,
+    or fp32 moments quantised (their scales computed)."""
+    if "state_scales" in s:
+        s["exp_avg"], s["exp_avg_sq"] = (s[k].to(torch.uint8) for k in ("exp_avg", "exp_avg_sq"))
+        s["state_scales"] = s["state_scales"].float()
+    else:
+        s["exp_avg"], s["exp_avg_sq"], s["state_scales"] = _state8.quantize(
+            s["exp_avg"].float(), s["exp_avg_sq"].float())
+
+
+def dequantize_state(state):
+    """The fp32 (exp_avg, exp_avg_sq) of one parameter's 8-bit state (AdamW(state_dtype="8bit")
+    .state[p], or an entry of its state_dict's "state")."""
+    return _state8.dequantize(state["exp_avg"], state["exp_avg_sq"], state["state_scales"])
 
 
 class AdamW(torch.optim.Optimizer):
@@ -427,7 +470,10 @@ class AdamW(torch.optim.Optimizer):
     instead of replaying one captured graph. state_dtype="bf16" keeps exp_avg and exp_avg_sq
     in bfloat16 (half the state's memory; docs/KERNELS.md "State formats"): state_dict then
     holds them in bfloat16, and a torch (fp32) state loads converted (rounded to nearest
-    even); "fp32" (the default) is torch's state."""
+    even); "8bit" keeps them as uint8 codes of the parameter's shape with float32 scales per
+    block of 256 elements in state["state_scales"] (a quarter of the memory, plus 1/32; not
+    with amsgrad), a torch state loading quantised (dequantize_state converts back); "fp32"
+    (the default) is torch's state."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
@@ -435,7 +481,10 @@ class AdamW(torch.optim.Optimizer):
                  state_dtype="fp32"):
         if state_dtype not in _STATE_DTYPES:
             raise ValueError(f"accel.torch.AdamW: state_dtype {state_dtype!r} is not one of "
-                             f"{sorted(_STATE_DTYPES)} (8-bit state is not built yet)")
+                             f"{sorted(_STATE_DTYPES)}")
+        if state_dtype == "8bit" and amsgrad:
+            raise ValueError("accel.torch.AdamW: amsgrad needs state_dtype 'fp32' or 'bf16' (its "
+                             "maximum stays float32; 8-bit moments do not take it)")
         if differentiable:
             raise ValueError("accel.torch.AdamW: differentiable is not supported: the step runs "
                              "outside autograd (use torch.optim.AdamW)")
@@ -480,6 +529,9 @@ class AdamW(torch.optim.Optimizer):
         self.__dict__.setdefault("state_dtype", "fp32")
         moments = _STATE_DTYPES[self.state_dtype]  # torch's load casts them to the params'
         for s in self.state.values():
+            if moments == torch.uint8 and "exp_avg" in s:
+                _load_8bit(s)
+                continue
             for key in ("exp_avg", "exp_avg_sq"):
                 if moments is not None and key in s and s[key].is_floating_point():
                     s[key] = s[key].to(moments)
@@ -489,6 +541,9 @@ class AdamW(torch.optim.Optimizer):
     def _groups_with_grads(self):
         out = []
         for group in self.param_groups:
+            if group["amsgrad"] and self.state_dtype == "8bit":
+                raise ValueError("accel.torch.AdamW: a group with amsgrad needs state_dtype "
+                                 "'fp32' or 'bf16' (8-bit moments do not take it)")
             ps = [p for p in group["params"] if p.grad is not None]
             for p in ps:
                 if p.grad.is_sparse:
@@ -508,6 +563,9 @@ class AdamW(torch.optim.Optimizer):
                                                 memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments,
                                                    memory_format=torch.preserve_format)
+            if moments == torch.uint8:
+                state["state_scales"] = torch.zeros(_state8.scales_numel(p.numel()),
+                                                    dtype=torch.float32, device=p.device)
         if group["amsgrad"] and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
@@ -539,10 +597,12 @@ class AdamW(torch.optim.Optimizer):
     def state_bytes(self):
         """Bytes held by the optimizer state's moments (exp_avg, exp_avg_sq, max_exp_avg_sq with
         amsgrad; the per-tensor step counts, 4 bytes each, are not counted): per parameter
-        element 8 with state_dtype="fp32", 4 with "bf16", 4 more with amsgrad. The tensors are
-        torch's (accel_memory_stats counts only accel's own allocations)."""
+        element 8 with state_dtype="fp32", 4 with "bf16", 2 + 8 / 256 with "8bit" (the codes and
+        the block scales), 4 more with amsgrad. The tensors are torch's (accel_memory_stats
+        counts only accel's own allocations)."""
         return sum(t.numel() * t.element_size() for s in self.state.values()
-                   for key, t in s.items() if key in _MOMENTS and torch.is_tensor(t))
+                   for key, t in s.items()
+                   if key in _MOMENTS + ("state_scales",) and torch.is_tensor(t))
 
     def state_dict(self):
         """torch's AdamW state_dict: a step tensor of its own per parameter (the optimizer's are

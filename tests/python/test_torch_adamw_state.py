@@ -4,13 +4,21 @@ the fp32 step's rounded to nearest even; state_dict holds the bf16 state and tor
 loads converted; a 1000-step synthetic least-squares regression reaches the fp32-state loss
 within 0.5% (measured 0.01%: docs/KERNELS.md); unknown formats, mixed formats, moments of the
 wrong size and a bf16 state loaded into an fp32 optimizer are refused with a message;
-state_bytes() is 8 bytes per parameter element in fp32, 4 in bf16."""
+state_bytes() is 8 bytes per parameter element in fp32, 4 in bf16.
+
+state_dtype="8bit": one step from 8-bit state is the fp32-state step from the decoded moments
+bit for bit in the parameters, and its new codes and scales are the fp32 step's new moments
+quantised by accel._state8 (the host's codec agrees with the kernel's); state_dict holds the
+codes and scales, torch's state loads quantised; the regression reaches the fp32 loss within
+1%; 8-bit state into another format, codes without scales, scales of the wrong size and
+amsgrad are refused; state_bytes() is 2 + 8 / 256 bytes per element."""
 import io
 
 import pytest
 
 torch = pytest.importorskip("torch")
 import accel.torch as at  # noqa: E402
+from accel import _state8  # noqa: E402
 
 SHAPES = [(10, 5), (10,), (65537,)]
 
@@ -93,8 +101,8 @@ def test_bf16_state_reaches_the_fp32_loss():
 
 
 def test_unknown_state_dtype_is_refused():
-    with pytest.raises(ValueError, match="state_dtype '8bit' is not one of"):
-        at.AdamW(params(), state_dtype="8bit")
+    with pytest.raises(ValueError, match="state_dtype '4bit' is not one of"):
+        at.AdamW(params(), state_dtype="4bit")
 
 
 def stepped(state_dtype, seed=4, **kw):
@@ -185,3 +193,83 @@ def test_state_bytes_per_parameter(state_dtype, amsgrad, per_param):
     ps, opt = stepped(state_dtype, amsgrad=amsgrad)
     assert opt.state_bytes() == per_param * sum(p.numel() for p in ps)
     assert at.AdamW(params(4), state_dtype=state_dtype).state_bytes() == 0  # before a step
+
+
+@pytest.mark.parametrize("capture", [True, False])
+def test_8bit_step_is_the_fp32_step_from_the_decoded_state(capture):
+    ours, ref = params(1), params(1)
+    opt = at.AdamW(ours, lr=1e-2, state_dtype="8bit", capture=capture)
+    ref_opt = at.AdamW(ref, lr=1e-2, capture=capture)
+    for k in range(3):
+        set_grads(ours, 10 + k)
+        set_grads(ref, 10 + k)
+        opt.step()
+        ref_opt.step()
+        for p, q in zip(ours, ref):
+            s, t = opt.state[p], ref_opt.state[q]
+            assert s["exp_avg"].dtype == torch.uint8 and s["exp_avg"].shape == p.shape
+            assert torch.equal(p.data, q.data)
+            m, v, scales = _state8.quantize(t["exp_avg"], t["exp_avg_sq"])
+            assert torch.equal(s["state_scales"], scales)
+            assert torch.equal(s["exp_avg"], m) and torch.equal(s["exp_avg_sq"], v)
+            # the reference starts the next step from the same (decoded) state
+            dm, dv = at.dequantize_state(s)
+            t["exp_avg"].copy_(dm)
+            t["exp_avg_sq"].copy_(dv)
+
+
+def test_8bit_state_dict_holds_codes_and_loads_torch_state():
+    ps, opt = stepped("8bit", seed=2)
+    sd = opt.state_dict()
+    for k, p in enumerate(ps):
+        assert sd["state"][k]["exp_avg"].dtype == torch.uint8
+        assert sd["state"][k]["state_scales"].numel() == 2 * ((p.numel() + 255) // 256)
+    same = at.AdamW(params(2), state_dtype="8bit")
+    same.load_state_dict(sd)  # torch's load casts the codes to float32; they come back
+    for p, q in zip(same.param_groups[0]["params"], ps):
+        for key in ("exp_avg", "exp_avg_sq", "state_scales"):
+            assert torch.equal(same.state[p][key], opt.state[q][key])
+    torch_opt = torch.optim.AdamW(params(2))
+    set_grads(torch_opt.param_groups[0]["params"], 3)
+    torch_opt.step()
+    other = at.AdamW(params(2), state_dtype="8bit")
+    other.load_state_dict(torch_opt.state_dict())  # fp32 -> 8-bit, quantised
+    for p, q in zip(other.param_groups[0]["params"], torch_opt.param_groups[0]["params"]):
+        want = _state8.quantize(torch_opt.state[q]["exp_avg"], torch_opt.state[q]["exp_avg_sq"])
+        got = (other.state[p][k] for k in ("exp_avg", "exp_avg_sq", "state_scales"))
+        assert all(map(torch.equal, got, want))
+        m, _ = at.dequantize_state(other.state[p])
+        assert torch.allclose(m, torch_opt.state[q]["exp_avg"], rtol=0.1, atol=1e-4)
+
+
+def test_8bit_state_reaches_the_fp32_loss():
+    fp32, q8 = regression_loss("fp32"), regression_loss("8bit")
+    assert abs(q8 - fp32) <= 0.01 * fp32, (fp32, q8)
+
+
+def test_8bit_refusals():
+    _, q8 = stepped("8bit")
+    with pytest.raises(ValueError, match="state_dtype='8bit'"):
+        at.AdamW(params(4)).load_state_dict(q8.state_dict())
+    with pytest.raises(ValueError, match="amsgrad needs state_dtype"):
+        at.AdamW(params(4), amsgrad=True, state_dtype="8bit")
+    sd = q8.state_dict()
+    del sd["state"][1]["state_scales"]
+    with pytest.raises(ValueError, match="without state_scales"):
+        at.AdamW(params(4), state_dtype="8bit").load_state_dict(sd)
+    sd = q8.state_dict()
+    sd["state"][2]["state_scales"] = sd["state"][2]["state_scales"][:-2]
+    with pytest.raises(ValueError, match="state_scales is torch.float32 with 512 elements"):
+        at.AdamW(params(4), state_dtype="8bit").load_state_dict(sd)
+    ps = params(5)
+    opt = at.AdamW(ps, state_dtype="8bit")
+    opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(3))], "amsgrad": True})
+    set_grads(ps + opt.param_groups[1]["params"], 6)
+    with pytest.raises(ValueError, match="a group with amsgrad needs"):
+        opt.step()
+
+
+def test_8bit_state_bytes_per_parameter():
+    ps, opt = stepped("8bit")
+    want = sum(2 * p.numel() + 4 * 2 * ((p.numel() + 255) // 256) for p in ps)
+    assert opt.state_bytes() == want
