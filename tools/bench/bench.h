@@ -33,7 +33,7 @@ typedef struct bench_opts {
   size_t torch_threads;     /* --torch-threads (0: not given; see each scenario) */
   int dist;                 /* --dist (optstep: the distributed step, under mpirun) */
   const char *peer;         /* --peer NAME (optstep: deepspeed, bench_deepspeed.h) */
-  const char *state;        /* --state fp32|bf16 (optstep: scenario_optstep_state.h) */
+  const char *state;        /* --state fp32|bf16|8bit (optstep: scenario_optstep_state.h) */
   int sweeps;               /* --sweeps (optstep: scenario_optstep_sweeps.h) */
   const char *bound;        /* --bound host|device-copy (NULL: bench_use_dev_copy decides) */
 } bench_opts_t;

@@ -160,6 +160,27 @@ static inline void adam_elems_bf16(float *p, const float *g, uint16_t *m, uint16
   }
 }
 
+/* adam_elems over 8-bit moments: a linear stand-in for the codes (a multiply to decode, bits
+ * to encode) with the kernel's traffic, 1 byte per moment; the block scales (8 bytes per 256
+ * elements) are left out, so the loop moves slightly less than the step. */
+static inline uint8_t q8_stand_in(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint8_t)(u >> 23);
+}
+
+static inline void adam_elems_q8(float *p, const float *g, uint8_t *m, uint8_t *v, size_t lo,
+                                 size_t hi) {
+  for (size_t i = lo; i < hi; i++) {
+    const float gi = g[i];
+    const float mi = 0.9f * 0x1p-7f * (float)m[i] + 0.1f * gi;
+    const float vi = 0.999f * 0x1p-7f * (float)v[i] + 0.001f * gi * gi;
+    m[i] = q8_stand_in(mi);
+    v[i] = q8_stand_in(vi);
+    p[i] = 0.999f * p[i] - 1e-3f * mi;
+  }
+}
+
 /* The gradients are read, then zeroed in the same tile (the lines are in cache: no read for
  * ownership), as the step zeroes its lp gradients once read. */
 static inline void grads_elems(uint16_t *lp, float *hp, size_t lo, size_t hi, float inv_scale) {
@@ -222,12 +243,12 @@ void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, in
  * lp = 0) then the Adam half on the same tile, which finds hp in cache. In one pass over
  * all nine arrays the loop ran slower than the captured step on this machine (too many streams
  * at once); tiled, each DRAM stream is still read or written exactly once. The moments are
- * fp32 or, with bf16, bf16 (half the lines: prefetched every other block, as lp). */
+ * es bytes each: fp32, bf16 or 8-bit (a line per 2 or 4 blocks: prefetched that often, as
+ * lp). */
 #define STEP_TILE 2048u
 BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, void *v,
-                                    int bf16, size_t lo, size_t hi, float inv_scale,
+                                    size_t es, size_t lo, size_t hi, float inv_scale,
                                     int prefetch) {
-  const size_t es = bf16 ? 2 : 4;
   for (size_t b = lo; b < hi; b += STEP_TILE) {
     const size_t e = b + STEP_TILE < hi ? b + STEP_TILE : hi;
     if (prefetch)
@@ -235,37 +256,44 @@ BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, 
         const int half = ((k - b) & (2 * BLOCK - 1)) == 0;
         if (half) __builtin_prefetch(lp + k + STEP_TILE, 1);
         __builtin_prefetch(p + k + STEP_TILE, 1);
-        if (half || !bf16) {
+        if (((k - b) & (4 / es * BLOCK - 1)) == 0) {
           __builtin_prefetch((char *)m + (k + STEP_TILE) * es, 1);
           __builtin_prefetch((char *)v + (k + STEP_TILE) * es, 1);
         }
       }
     grads_elems(lp, hp, b, e, inv_scale);
-    if (bf16)
+    if (es == 1)
+      adam_elems_q8(p, hp, m, v, b, e);
+    else if (es == 2)
       adam_elems_bf16(p, hp, m, v, b, e);
     else
       adam_elems(p, hp, m, v, b, e);
   }
 }
 
-static void step_slabs(uint16_t *lp, float *hp, float *p, void *m, void *v, int bf16, size_t n,
+static void step_slabs(uint16_t *lp, float *hp, float *p, void *m, void *v, size_t es, size_t n,
                        float inv_scale, int prefetch, int threads) {
   const size_t ns = slabs(n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
     slab(n, k, &lo, &hi);
-    step_range(lp, hp, p, m, v, bf16, lo, hi, inv_scale, prefetch);
+    step_range(lp, hp, p, m, v, es, lo, hi, inv_scale, prefetch);
   }
 }
 
 void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
                       float inv_scale, int prefetch, int threads) {
-  step_slabs(lp, hp, p, m, v, 0, n, inv_scale, prefetch, threads);
+  step_slabs(lp, hp, p, m, v, 4, n, inv_scale, prefetch, threads);
 }
 
 void bench_bound_step_bf16(uint16_t *lp, float *hp, float *p, uint16_t *m, uint16_t *v,
                            size_t n, float inv_scale, int prefetch, int threads) {
+  step_slabs(lp, hp, p, m, v, 2, n, inv_scale, prefetch, threads);
+}
+
+void bench_bound_step_q8(uint16_t *lp, float *hp, float *p, uint8_t *m, uint8_t *v, size_t n,
+                         float inv_scale, int prefetch, int threads) {
   step_slabs(lp, hp, p, m, v, 1, n, inv_scale, prefetch, threads);
 }
 

@@ -1,11 +1,13 @@
 /*
- * optstep --state fp32|bf16 (issue 39): the multi-tensor step (accel_adam_step_norm + _update,
- * captured once and replayed) with the optimizer state in a given format, paired with the
- * fp32-state step in the same rounds. Each format runs on its own moments (fp32: the model's
- * exp_avg / exp_avg_sq; bf16: two bf16 buffers of the same layout) and shares the params, the
- * grads and the scalar block with the others. Each has its own bound: the step's compulsory
- * traffic for its bytes per parameter (bench_bound_step, bench_bound_step_bf16), so "% of
- * bound" is against a loop that moves exactly the same bytes. A round runs, in turn, every
+ * optstep --state fp32|bf16|8bit (issue 39): the multi-tensor step (accel_adam_step_norm +
+ * _update, captured once and replayed) with the optimizer state in a given format, paired with
+ * the fp32-state step in the same rounds. Each format runs on its own moments (fp32: the
+ * model's exp_avg / exp_avg_sq; bf16: two bf16 buffers of the same layout; 8bit: two buffers
+ * of codes and one of block scales, from a zero state) and shares the params, the grads and
+ * the scalar block with the others. Each has its own bound: the step's compulsory traffic for
+ * its bytes per parameter (bench_bound_step, _bf16, _q8), so "% of bound" is against a loop
+ * that moves the same bytes (the 8-bit one leaves out the scales' 1/16 byte per parameter:
+ * its figure errs low). A round runs, in turn, every
  * format's bound and step; the speed-up of a format is the fp32 step's time over its own, per
  * round.
  */
@@ -17,12 +19,13 @@
 #include "optstep_model.h"
 #include "scenario_optstep_state.h"
 
-enum { ST_FP32, ST_BF16, NUM_STATES };
-static const char *const state_names[NUM_STATES] = {"fp32", "bf16"};
-static const double state_bytes[NUM_STATES] = {BENCH_BOUND_STEP_BYTES,
-                                               BENCH_BOUND_STEP_BF16_BYTES};
-/* Optimizer state bytes per parameter (the two moments). */
-static const double state_size[NUM_STATES] = {8.0, 4.0};
+enum { ST_FP32, ST_BF16, ST_Q8, NUM_STATES };
+static const char *const state_names[NUM_STATES] = {"fp32", "bf16", "8bit"};
+static const double state_bytes[NUM_STATES] = {
+    BENCH_BOUND_STEP_BYTES, BENCH_BOUND_STEP_BF16_BYTES, BENCH_BOUND_STEP_Q8_BYTES};
+/* Optimizer state bytes per parameter (the two moments; 8bit: and the block scales). */
+static const double state_size[NUM_STATES] = {8.0, 4.0, 2.0 + 8.0 / 256.0};
+static const accel_dtype_t state_dtype[NUM_STATES] = {ACCEL_F32, ACCEL_BF16, ACCEL_U8};
 
 /* One format: its moments, captured step, bound loop buffers and results. */
 typedef struct state_run {
@@ -31,7 +34,9 @@ typedef struct state_run {
   const os_scalars_t *host_steps;
   int nsteps, next_step, fmt; /* ST_* */
   void *m, *v; /* device moments (the model's own for fp32) */
-  accel_tensor_t *M, *V;
+  void *scales; /* 8bit: [s_m, s_v] per block of 256 elements, tensor after tensor */
+  accel_tensor_t *M, *V, *SC;
+  size_t *sc_sizes, *sc_offsets;
   accel_graph_t *graph;
   /* the bound: the device's copy rate (shared by the runs), else host loops on the model's
    * buffers and this format's moments */
@@ -62,7 +67,10 @@ fail:
 static void run_state_bound(void *ctx, int prefetch, int threads) {
   const state_run_t *r = ctx;
   const os_model_t *md = r->md;
-  if (r->fmt == ST_BF16)
+  if (r->fmt == ST_Q8)
+    bench_bound_step_q8(md->lp, md->hp, md->params, r->m, r->v, md->numel, 0x1p-10f, prefetch,
+                        threads);
+  else if (r->fmt == ST_BF16)
     bench_bound_step_bf16(md->lp, md->hp, md->params, r->m, r->v, md->numel, 0x1p-10f, prefetch,
                           threads);
   else
@@ -77,35 +85,58 @@ static double sample_state_bound(void *ctx) {
   return bench_bound_best(bytes, run_state_bound, r);
 }
 
+/* 8bit: the block scales' buffer and list, zeroed (with zeroed codes: a zero state). */
+static int state_scales_init(state_run_t *r) {
+  os_model_t *md = r->md;
+  r->SC = calloc(md->n, sizeof *r->SC);
+  r->sc_sizes = calloc(2 * md->n, sizeof *r->sc_sizes);
+  BENCH_ALLOCATED(r->SC && r->sc_sizes);
+  r->sc_offsets = r->sc_sizes + md->n;
+  size_t total = 0;
+  for (size_t i = 0; i < md->n; i++) {
+    r->sc_sizes[i] = 2 * ((md->sizes[i] + 255) / 256);
+    r->sc_offsets[i] = total;
+    total += r->sc_sizes[i];
+  }
+  BENCH_TRY(accel_malloc(md->dev, total * 4, &r->scales));
+  bench_make_list(r->scales, ACCEL_F32, r->sc_sizes, r->sc_offsets, md->n, r->SC);
+  BENCH_TRY(accel_memset_async(r->s, r->scales, 0, total * 4));
+  BENCH_TRY(accel_memset_async(r->s, r->m, 0, md->flat));
+  BENCH_TRY(accel_memset_async(r->s, r->v, 0, md->flat));
+  return 1;
+fail:
+  return 0;
+}
+
 /* The format's moments and lists, and its captured step. */
 static int state_init(state_run_t *r) {
   os_model_t *md = r->md;
-  const int bf16 = r->fmt == ST_BF16;
-  const size_t es = bf16 ? 2 : 4;
-  const accel_dtype_t dt = bf16 ? ACCEL_BF16 : ACCEL_F32;
+  const int own = r->fmt != ST_FP32; /* moments of its own (fp32: the model's) */
+  const accel_dtype_t dt = state_dtype[r->fmt];
   r->M = calloc(2 * md->n, sizeof *r->M);
-  if (!r->M) goto oom;
+  BENCH_ALLOCATED(r->M);
   r->V = r->M + md->n;
-  if (bf16) {
-    BENCH_TRY(accel_malloc(md->dev, md->flat * es, &r->m));
-    BENCH_TRY(accel_malloc(md->dev, md->flat * es, &r->v));
+  if (own) {
+    BENCH_TRY(accel_malloc(md->dev, md->flat * accel_dtype_size(dt), &r->m));
+    BENCH_TRY(accel_malloc(md->dev, md->flat * accel_dtype_size(dt), &r->v));
   }
-  void *m = bf16 ? r->m : md->exp_avg;
-  void *v = bf16 ? r->v : md->exp_avg_sq;
+  void *m = own ? r->m : md->exp_avg;
+  void *v = own ? r->v : md->exp_avg_sq;
   bench_make_list(m, dt, md->sizes, md->offsets, md->n, r->M);
   bench_make_list(v, dt, md->sizes, md->offsets, md->n, r->V);
-  BENCH_TRY(accel_fill(r->s, r->M, md->n, 0.0f));
-  BENCH_TRY(accel_fill(r->s, r->V, md->n, 0.0f));
-  const accel_adam_step_t step =
-      os_adam_step(md->scalars, md->n, md->LP, md->HP, md->P, r->M, r->V);
+  if (r->fmt == ST_Q8 && !state_scales_init(r)) goto fail;
+  if (r->fmt != ST_Q8) {
+    BENCH_TRY(accel_fill(r->s, r->M, md->n, 0.0f));
+    BENCH_TRY(accel_fill(r->s, r->V, md->n, 0.0f));
+  }
+  accel_adam_step_t step = os_adam_step(md->scalars, md->n, md->LP, md->HP, md->P, r->M, r->V);
+  step.state_scales = r->SC;
   BENCH_TRY(accel_graph_create(md->dev, &r->graph));
   BENCH_TRY(accel_graph_capture_begin(r->graph, r->s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
   BENCH_TRY(accel_adam_step_norm(r->s, &step));
   BENCH_TRY(accel_adam_step_update(r->s, &step));
   BENCH_TRY(accel_graph_capture_end(r->graph));
   return 1;
-oom:
-  fprintf(stderr, "accel-bench: out of host memory\n");
 fail:
   return 0;
 }
@@ -114,7 +145,10 @@ static void state_free(state_run_t *r) {
   if (r->graph) accel_graph_destroy(r->graph);
   if (r->m) accel_free(r->md->dev, r->m);
   if (r->v) accel_free(r->md->dev, r->v);
+  if (r->scales) accel_free(r->md->dev, r->scales);
   free(r->M);
+  free(r->SC);
+  free(r->sc_sizes);
 }
 
 static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_run_t *runs,

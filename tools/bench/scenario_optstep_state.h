@@ -9,7 +9,7 @@
 
 #include "bench.h"
 
-/* The format's index for bench_optstep_state ("fp32", "bf16"), or -1. */
+/* The format's index for bench_optstep_state ("fp32", "bf16", "8bit"), or -1. */
 int bench_optstep_state_parse(const char *name);
 /* One preset (or o's custom sizes) with the given format's step and the fp32 one, in paired
  * rounds: a table on f, a run object in j. 0, or 1 after reporting a failure. */
