@@ -34,10 +34,12 @@ def set_grads(ps, seed):
         p.grad = torch.randn(p.shape, generator=gen)
 
 
-@pytest.mark.parametrize("capture", [True, False])
-def test_bf16_step_is_the_fp32_step_with_rounded_moments(capture):
+def step_beside_fp32(state_dtype, capture, check):
+    """Three steps of AdamW(state_dtype) beside fp32-state AdamW from the same parameters and
+    gradients: check(our state, the fp32 state) after each; check returns the fp32 moments the
+    reference takes its next step from (ours, as the format holds them)."""
     ours, ref = params(1), params(1)
-    opt = at.AdamW(ours, lr=1e-2, state_dtype="bf16", capture=capture)
+    opt = at.AdamW(ours, lr=1e-2, state_dtype=state_dtype, capture=capture)
     ref_opt = at.AdamW(ref, lr=1e-2, capture=capture)
     for k in range(3):
         set_grads(ours, 10 + k)
@@ -46,13 +48,21 @@ def test_bf16_step_is_the_fp32_step_with_rounded_moments(capture):
         ref_opt.step()
         for p, q in zip(ours, ref):
             s, t = opt.state[p], ref_opt.state[q]
-            assert s["exp_avg"].dtype == torch.bfloat16 and t["exp_avg"].dtype == torch.float32
+            assert t["exp_avg"].dtype == torch.float32 and s["exp_avg"].shape == p.shape
             assert torch.equal(p.data, q.data)
-            assert torch.equal(s["exp_avg"], t["exp_avg"].to(torch.bfloat16))
-            assert torch.equal(s["exp_avg_sq"], t["exp_avg_sq"].to(torch.bfloat16))
-            # the reference starts the next step from the same (rounded) state
-            t["exp_avg"].copy_(s["exp_avg"].float())
-            t["exp_avg_sq"].copy_(s["exp_avg_sq"].float())
+            m, v = check(s, t)
+            t["exp_avg"].copy_(m)
+            t["exp_avg_sq"].copy_(v)
+
+
+@pytest.mark.parametrize("capture", [True, False])
+def test_bf16_step_is_the_fp32_step_with_rounded_moments(capture):
+    def check(s, t):
+        assert s["exp_avg"].dtype == torch.bfloat16
+        assert torch.equal(s["exp_avg"], t["exp_avg"].to(torch.bfloat16))
+        assert torch.equal(s["exp_avg_sq"], t["exp_avg_sq"].to(torch.bfloat16))
+        return s["exp_avg"].float(), s["exp_avg_sq"].float()
+    step_beside_fp32("bf16", capture, check)
 
 
 def test_state_dict_holds_bf16_and_loads_torch_state():
@@ -197,25 +207,13 @@ def test_state_bytes_per_parameter(state_dtype, amsgrad, per_param):
 
 @pytest.mark.parametrize("capture", [True, False])
 def test_8bit_step_is_the_fp32_step_from_the_decoded_state(capture):
-    ours, ref = params(1), params(1)
-    opt = at.AdamW(ours, lr=1e-2, state_dtype="8bit", capture=capture)
-    ref_opt = at.AdamW(ref, lr=1e-2, capture=capture)
-    for k in range(3):
-        set_grads(ours, 10 + k)
-        set_grads(ref, 10 + k)
-        opt.step()
-        ref_opt.step()
-        for p, q in zip(ours, ref):
-            s, t = opt.state[p], ref_opt.state[q]
-            assert s["exp_avg"].dtype == torch.uint8 and s["exp_avg"].shape == p.shape
-            assert torch.equal(p.data, q.data)
-            m, v, scales = _state8.quantize(t["exp_avg"], t["exp_avg_sq"])
-            assert torch.equal(s["state_scales"], scales)
-            assert torch.equal(s["exp_avg"], m) and torch.equal(s["exp_avg_sq"], v)
-            # the reference starts the next step from the same (decoded) state
-            dm, dv = at.dequantize_state(s)
-            t["exp_avg"].copy_(dm)
-            t["exp_avg_sq"].copy_(dv)
+    def check(s, t):
+        assert s["exp_avg"].dtype == torch.uint8
+        m, v, scales = _state8.quantize(t["exp_avg"], t["exp_avg_sq"])
+        assert torch.equal(s["state_scales"], scales)
+        assert torch.equal(s["exp_avg"], m) and torch.equal(s["exp_avg_sq"], v)
+        return at.dequantize_state(s)
+    step_beside_fp32("8bit", capture, check)
 
 
 def test_8bit_state_dict_holds_codes_and_loads_torch_state():
