@@ -14,13 +14,14 @@
  * Bumped for any incompatible change (a field moved, a constant changed); appending a kernel
  * row (a new id, a new params struct) keeps it. 2: acc_chunk_t holds 8 addresses (the fused
  * optimizer step has up to 7 lists: its gradients, hp, the three of Adam, AMSGrad's maximum
- * and the model weights). A plugin
+ * and the model weights). 3: ACC_DT_U8 and the fused update's eighth list, the 8-bit state's
+ * block scales (a plugin built before would read U8 moments as F32). A plugin
  * declares the version it was built with in its vtable (kernel_abi_version) and the loader
  * refuses one that differs from libaccel's (docs/PLUGINS.md, "The kernel ABI handshake").
  * Guarded, so that a build may state another value (-DACCEL_KERNEL_ABI_VERSION=4243u; the
  * loader tests build such a plugin). */
 #ifndef ACCEL_KERNEL_ABI_VERSION
-#define ACCEL_KERNEL_ABI_VERSION 2u
+#define ACCEL_KERNEL_ABI_VERSION 3u
 #endif
 
 /* Alignment a copy of a kernel's parameter block needs to be read as its struct (the largest
