@@ -593,8 +593,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   const accel_dtype_t gdt = (accel_dtype_t)(b % 3), mdt = (accel_dtype_t)((b >> 2) % 3);
   const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1, has_vmax = (b >> 6) & 1;
   const int per_tensor = (b >> 7) & 1;
-  const accel_dtype_t sdt = (accel_dtype_t)(u8() % 3); /* the moments' dtype */
-  accel_tensor_t L[7][NT_];
+  const accel_dtype_t sdt = (accel_dtype_t)(u8() % 4); /* the moments' dtype: F32 .. U8 */
+  accel_tensor_t L[7][NT_], scales[NT_];
   uint64_t chunks = 0;
   int invalid = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -605,6 +605,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
       const size_t slot = l == 6 ? 7 : (size_t)l;
       L[l][i] = (accel_tensor_t){scratch + slot * SLOT_FLOATS + i * 128, numel, dt};
     }
+    /* U8 moments' block scales, 2 per 256 elements, beside the step's scalars */
+    scales[i] = (accel_tensor_t){scratch + 6 * SLOT_FLOATS + 32 + i * 4, numel ? 2 : 0, ACCEL_F32};
     if (fault == 11 && numel > 0) { /* a misaligned gradient */
       L[0][i].data = (char *)L[0][i].data + 1;
       invalid = 1;
@@ -616,6 +618,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     L[4][n - 1].dtype = L[4][n - 1].dtype == ACCEL_BF16 ? ACCEL_F32 : ACCEL_BF16;
   if (fault == 14 && n > 0) /* a first moment of the wrong size */
     L[3][n - 1].numel = L[3][n - 1].numel ? L[3][n - 1].numel - 1 : 1;
+  if (fault == 8 && n > 0) /* U8: one scale too many; else scales beside other moments */
+    scales[n - 1].numel += sdt == ACCEL_U8;
   float *sc = scratch + 6 * SLOT_FLOATS;
   const uint32_t *has_grad = fault == 12 ? (const uint32_t *)(const void *)host_buf
                              : per_tensor ? (const uint32_t *)(const void *)(sc + 14)
@@ -637,7 +641,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
                          .norm_dev = fault == 7 ? NULL : sc + 9, .max_norm = 1.0f,
                          .clip_eps = 1e-6f, .coef_out_dev = sc + 10, .flags = flags,
                          .max_exp_avg_sq = has_vmax && n ? L[6] : NULL,
-                         .steps_dev = per_tensor ? sc + 12 : NULL, .has_grad_dev = has_grad};
+                         .steps_dev = per_tensor ? sc + 12 : NULL, .has_grad_dev = has_grad,
+                         .state_scales = n && (sdt == ACCEL_U8 || fault == 8) ? scales : NULL};
   if (fault == 5) d.struct_size = offsetof(accel_adam_step_t, flags);
   if (fault == 6) d.flags |= 0x80u;
   const int accumulate = (d.flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
@@ -649,7 +654,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     invalid |= ((d.flags & ACCEL_ADAM_STEP_CLIP) && !d.norm_dev) ||
                (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0) ||
                (amsgrad != has_vmax && n > 0) || (sdt == ACCEL_F16 && n > 0) ||
-               ((fault == 13 || fault == 14) && n > 0);
+               ((fault == 13 || fault == 14 || fault == 8) && n > 0) ||
+               (sdt == ACCEL_U8 && amsgrad && n > 0);
   }
   int launches;
   if (call == 1) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);
