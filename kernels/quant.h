@@ -2,14 +2,14 @@
  * The 8-bit blockwise state format (issue 39; docs/KERNELS.md "8-bit blockwise moments"). A
  * block of ACC_Q8_BLOCK elements (ACC_BLOCK: one row of the fused update) shares one fp32
  * scale s, the largest magnitude in the block (NaN when one is NaN); element x is stored as the
- * 8-bit code c of the dynamic map's value nearest to t = x / s (0 when s is not > 0: a block of
- * zeros), ties to the lower code, and decodes to map[c] * s (one fp32 rounding). The first
- * moment uses the signed map (t in [-1, 1]), the second the unsigned one (t in [0, 1]).
+ * 8-bit code c of the dynamic map's value nearest to t = x / s (t = 0 when s is 0, a block of
+ * zeros, or NaN), ties to the lower code, and decodes to map[c] * s (one fp32 rounding). The
+ * first moment uses the signed map (t in [-1, 1]), the second the unsigned one (t in [0, 1]).
  *
  * The maps and the thresholds between neighbours are tables (q8_map.h, from gen_q8_map.py): the
  * code is the count of thresholds below t, found in 8 comparisons, so only the division and the
- * decoding's product round and every backend gives the same codes. A NaN t gets code 0; a
- * non-finite element makes its block's scale, so every value decoded from the block, non-finite.
+ * decoding's product round and every backend gives the same codes. A non-finite element makes
+ * its block's scale, so every value decoded from the block, non-finite.
  */
 #ifndef ACCEL_KERNELS_QUANT_H
 #define ACCEL_KERNELS_QUANT_H
