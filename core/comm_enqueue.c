@@ -262,11 +262,11 @@ accel_status_t accel_comm_check_args(accel_comm_t *c, accel_stream_t *s, accel_d
                                      const char *fn, size_t *esize) {
   accel_status_t st = check_handles(c, s, fn);
   if (st != ACCEL_OK) return st;
-  *esize = dtype == ACCEL_U8 ? 0 : accel_dtype_size(dtype);
   if (dtype == ACCEL_U8)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: U8 (the 8-bit state format's codes) is not a collective dtype: "
                            "F32, F16 or BF16", fn);
+  *esize = accel_dtype_size(dtype);
   if (!*esize)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)dtype);
   return ACCEL_OK;
