@@ -71,14 +71,15 @@ static accel_status_t sf_moments(cts_ctx_t *ctx, kc_list_t *L, accel_dtype_t sdt
 
 #define Q8_BLOCK 256u
 static size_t q8_blocks(size_t n) { return (n + Q8_BLOCK - 1) / Q8_BLOCK; }
-static const size_t kScaleSizes[] = {2, 2, 2, 2, 4, 2 * 257, 2 * 391}; /* 2 * q8_blocks */
 
 /* 8-bit moments: every code at random, the blocks' scales [s_m, s_v] at random but for a block
  * of zeros (the first of tensor 2: scales 0). */
 static accel_status_t sf_q8_moments(cts_ctx_t *ctx, sf_state_t *st) {
+  size_t scale_sizes[NT];
+  for (size_t t = 0; t < NT; ++t) scale_sizes[t] = 2 * q8_blocks(kSizes[t]);
   accel_status_t s = kc_make(ctx, &st->m, NT, kSizes, NT, ACCEL_U8, 1.0f, 64);
   if (s == ACCEL_OK) s = kc_make(ctx, &st->v, NT, kSizes, NT, ACCEL_U8, 1.0f, 65);
-  if (s == ACCEL_OK) s = kc_make(ctx, &st->sc, NT, kScaleSizes, NT, ACCEL_F32, 1.0f, 66);
+  if (s == ACCEL_OK) s = kc_make(ctx, &st->sc, NT, scale_sizes, NT, ACCEL_F32, 1.0f, 66);
   uint64_t r = 67;
   for (size_t t = 0; s == ACCEL_OK && t < NT; ++t) {
     for (size_t i = 0; i < kSizes[t]; ++i) {
