@@ -26,22 +26,46 @@
     __VA_ARGS__        \
   }
 
-/* Reading ahead (ACC_LANE_LOOP_AHEAD, ACC_ELEM_LOOP_AHEAD): once per group of 16 lanes or
- * elements the loop runs `ahead` with i bound to an index further on, where the kernel names
- * what its body will read there with ACC_PREFETCH. With the hardware prefetchers alone the
- * CPU norm read at 89-91% of the machine's plain read loop (its four-row walk visits four
- * rows of a page in turn) and the in-place clip of 1 GiB took ~37 ms; prefetching 8 rows
- * (8 KiB of fp32) / 4096 elements (16 KiB) ahead, the best of 4-32 rows and 1-64 KiB tried,
- * gives 99-111% and ~33 ms (docs/PERFORMANCE.md). Past the end of a chunk it touches the
- * next one, usually read next; a prefetch never faults. */
+/* Reading ahead (ACC_LANE_LOOP_AHEAD in its four-row walk, ACC_ELEM_LOOP_AHEAD): once per
+ * group of 16 lanes or elements the loop runs `ahead` with i bound to an index further on,
+ * where the kernel names what its body will read there with ACC_PREFETCH. With the hardware
+ * prefetchers alone the CPU norm read at 89-91% of an Intel Xeon's plain read loop (the
+ * four-row walk visits four rows of a page in turn) and the in-place clip of 1 GiB took
+ * ~37 ms; prefetching 8 rows (8 KiB of fp32) / 4096 elements (16 KiB) ahead, the best of
+ * 4-32 rows and 1-64 KiB tried, gives 99-111% and ~33 ms (docs/PERFORMANCE.md). Past the end
+ * of a chunk it touches the next one, usually read next; a prefetch never faults. */
 #define ACC_AHEAD_ROWS 8u
 #define ACC_AHEAD_ELEMS 4096u
 
 /* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
- * lanes innermost (contiguous, vectorisable). Four rows per pass: a lane's private values
- * then stay in registers for four elements instead of going through memory for each (lanes
- * are independent, so only each lane's own order matters, and it is unchanged). The lanes go
- * in groups of 16 (one AVX-512 vector of fp32), each group reading ahead once per row. */
+ * lanes innermost (contiguous, vectorisable). Lanes are independent, so only each lane's own
+ * order matters. Two walks give that order:
+ *  - ACC_LANE_ROW_WALK defined (prelude_c.h, GCC): one row at a time, nothing else in the
+ *    lane loop. GCC vectorises it and unrolls the vector loop completely (16 iterations of
+ *    AVX-512); the private values stay in registers for the chunk or take one load and store
+ *    per row, as GCC decides per body. The reads are one sequential stream, which the
+ *    hardware prefetchers follow: `ahead` is not used. On an AMD EPYC (Zen 4) the walk below
+ *    read at 10.7 GB/s per thread against its plain loop's 29, prefetching or not, and this
+ *    one at the loop's speed (docs/PERFORMANCE.md, section 24).
+ *  - otherwise: four rows per pass, so that a lane's private values stay in registers for
+ *    four elements instead of going through memory for each; the lanes go in groups of 16
+ *    (one AVX-512 vector of fp32), each group reading ahead once per row. */
+#ifdef ACC_LANE_ROW_WALK
+#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                         \
+  {                                                                                   \
+    const acc_u32 acc_n_ = (n);                                                       \
+    acc_idx acc_row_ = 0;                                                             \
+    for (; acc_n_ - acc_row_ >= ACC_BLOCK; acc_row_ += ACC_BLOCK)                     \
+      for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                              \
+        const acc_idx i = acc_row_ + lane;                                            \
+        __VA_ARGS__                                                                   \
+      }                                                                               \
+    for (acc_idx lane = 0; lane < acc_n_ - acc_row_; ++lane) {                        \
+      const acc_idx i = acc_row_ + lane;                                              \
+      __VA_ARGS__                                                                     \
+    }                                                                                 \
+  }
+#else
 #define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                           \
   {                                                                                     \
     const acc_u32 acc_n_ = (n);                                                         \
@@ -70,6 +94,7 @@
       __VA_ARGS__                                                                       \
     }                                                                                   \
   }
+#endif
 #define ACC_LANE_LOOP(i, n, ...) ACC_LANE_LOOP_AHEAD(i, n, , __VA_ARGS__)
 
 /* Independent elements: any order. */
