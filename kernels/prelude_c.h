@@ -74,12 +74,6 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 #define ACC_PREFETCH(base, i, elem_bytes) \
   __builtin_prefetch((const char *)(uintptr_t)(base) + (i) * (elem_bytes), 0, 3)
 
-/* The lane folds walk one row at a time, their private values in registers (prelude_lanes.h;
- * measured with GCC's code, the four-row walk elsewhere). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define ACC_LANE_ROW_WALK
-#endif
-
 #include "prelude_lanes.h"
 
 #endif

@@ -26,32 +26,25 @@
     __VA_ARGS__        \
   }
 
-/* Reading ahead (ACC_LANE_LOOP_AHEAD in its four-row walk, ACC_ELEM_LOOP_AHEAD): once per
- * group of 16 lanes or elements the loop runs `ahead` with i bound to an index further on,
- * where the kernel names what its body will read there with ACC_PREFETCH. With the hardware
- * prefetchers alone the CPU norm read at 89-91% of an Intel Xeon's plain read loop (the
- * four-row walk visits four rows of a page in turn) and the in-place clip of 1 GiB took
- * ~37 ms; prefetching 8 rows (8 KiB of fp32) / 4096 elements (16 KiB) ahead, the best of
- * 4-32 rows and 1-64 KiB tried, gives 99-111% and ~33 ms (docs/PERFORMANCE.md). Past the end
- * of a chunk it touches the next one, usually read next; a prefetch never faults. */
-#define ACC_AHEAD_ROWS 8u
+/* Reading ahead (ACC_ELEM_LOOP_AHEAD): once per group of 16 elements the loop runs `ahead`
+ * with i bound to an index further on, where the kernel names what its body will read there
+ * with ACC_PREFETCH. Prefetching 4096 elements (16 KiB of fp32) ahead, the best of 1-64 KiB
+ * tried on an Intel Xeon, took the in-place clip of 1 GiB from ~37 ms to ~33 ms
+ * (docs/PERFORMANCE.md). Past the end of a chunk it touches the next one, usually read next; a
+ * prefetch never faults. */
 #define ACC_AHEAD_ELEMS 4096u
 
-/* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: rows of ACC_BLOCK elements,
- * lanes innermost (contiguous, vectorisable). Lanes are independent, so only each lane's own
- * order matters. Two walks give that order:
- *  - ACC_LANE_ROW_WALK defined (prelude_c.h, GCC): one row at a time, nothing else in the
- *    lane loop. GCC vectorises it and unrolls the vector loop completely (16 iterations of
- *    AVX-512); the private values stay in registers for the chunk or take one load and store
- *    per row, as GCC decides per body. The reads are one sequential stream, which the
- *    hardware prefetchers follow: `ahead` is not used. On an AMD EPYC (Zen 4) the walk below
- *    read at 10.7 GB/s per thread against its plain loop's 29, prefetching or not, and this
- *    one at the loop's speed (docs/PERFORMANCE.md, section 24).
- *  - otherwise: four rows per pass, so that a lane's private values stay in registers for
- *    four elements instead of going through memory for each; the lanes go in groups of 16
- *    (one AVX-512 vector of fp32), each group reading ahead once per row. */
-#ifdef ACC_LANE_ROW_WALK
-#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                         \
+/* Lane l visits i = l, l + ACC_BLOCK, ... in increasing order: one row of ACC_BLOCK elements
+ * at a time, lanes innermost (contiguous, vectorisable), nothing else in the lane loop. The
+ * compiler vectorises the row and unrolls it (GCC: 16 iterations of AVX-512); the private
+ * values stay in registers or take one load and store per row, and the reads are one
+ * sequential stream, which the hardware prefetchers follow. The walk this replaced took four
+ * rows per pass, a group of 16 lanes at a time with a prefetch once per group and row: on an
+ * AMD EPYC (Zen 4) it read at 10.7 GB/s per thread against the plain loop's 29 (prefetching
+ * or not; its prefetchers lose four interleaved streams), and the norms ran at 42-64% of the
+ * read loop on the CPU and 59-70% through PoCL, against 86-99% and 85-101% in this walk
+ * (docs/PERFORMANCE.md, section 24). */
+#define ACC_LANE_LOOP(i, n, ...)                                                      \
   {                                                                                   \
     const acc_u32 acc_n_ = (n);                                                       \
     acc_idx acc_row_ = 0;                                                             \
@@ -65,37 +58,6 @@
       __VA_ARGS__                                                                     \
     }                                                                                 \
   }
-#else
-#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...)                                           \
-  {                                                                                     \
-    const acc_u32 acc_n_ = (n);                                                         \
-    acc_idx acc_row_ = 0;                                                               \
-    for (; acc_n_ - acc_row_ >= 4 * ACC_BLOCK; acc_row_ += 4 * ACC_BLOCK)               \
-      for (acc_idx acc_g_ = 0; acc_g_ < ACC_BLOCK; acc_g_ += 16) {                      \
-        for (acc_idx acc_r_ = 0; acc_r_ < 4; ++acc_r_) {                                \
-          const acc_idx i = acc_row_ + (ACC_AHEAD_ROWS + acc_r_) * ACC_BLOCK + acc_g_;  \
-          (void)i;                                                                      \
-          ahead                                                                         \
-        }                                                                               \
-        for (acc_idx lane = acc_g_; lane < acc_g_ + 16; ++lane) {                       \
-          { const acc_idx i = acc_row_ + lane; __VA_ARGS__ }                            \
-          { const acc_idx i = acc_row_ + ACC_BLOCK + lane; __VA_ARGS__ }                \
-          { const acc_idx i = acc_row_ + 2 * ACC_BLOCK + lane; __VA_ARGS__ }            \
-          { const acc_idx i = acc_row_ + 3 * ACC_BLOCK + lane; __VA_ARGS__ }            \
-        }                                                                               \
-      }                                                                                 \
-    for (; acc_n_ - acc_row_ >= ACC_BLOCK; acc_row_ += ACC_BLOCK)                       \
-      for (acc_idx lane = 0; lane < ACC_BLOCK; ++lane) {                                \
-        const acc_idx i = acc_row_ + lane;                                              \
-        __VA_ARGS__                                                                     \
-      }                                                                                 \
-    for (acc_idx lane = 0; lane < acc_n_ - acc_row_; ++lane) {                          \
-      const acc_idx i = acc_row_ + lane;                                                \
-      __VA_ARGS__                                                                       \
-    }                                                                                   \
-  }
-#endif
-#define ACC_LANE_LOOP(i, n, ...) ACC_LANE_LOOP_AHEAD(i, n, , __VA_ARGS__)
 
 /* Independent elements: any order. */
 #define ACC_ELEM_LOOP_AHEAD(i, n, ahead, ...)                                   \
@@ -125,16 +87,16 @@
  * macro takes its name and its arguments after the index (docs/KERNELS.md, "The dialect").
  * ACC_ELEM_MAP*: FN(i, ...) for every element i (any order). ACC_LANE_FOLD*: lane l folds
  * x = FN(x, i, ...) over i = l, l + ACC_BLOCK, ... in increasing order, x its ACC_PRIVATE
- * value. The _AHEAD forms prefetch the array at `base` (elements of `bytes` bytes) ahead, as
- * the loops above. Being always_inline, FN compiles to the code the statement forms gave. */
+ * value. ACC_ELEM_MAP_AHEAD prefetches the array at `base` (elements of `bytes` bytes) ahead,
+ * as ACC_ELEM_LOOP_AHEAD; ACC_LANE_FOLD_AHEAD names the array a fold streams through, which
+ * the row walk leaves to the hardware prefetchers. Being always_inline, FN compiles to the
+ * code the statement forms gave. */
 #define ACC_ELEM_MAP(n, FN, ...) ACC_ELEM_LOOP(acc_i_, n, FN(acc_i_, __VA_ARGS__);)
 #define ACC_ELEM_MAP_AHEAD(n, base, bytes, FN, ...) \
   ACC_ELEM_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, FN(acc_i_, __VA_ARGS__);)
 #define ACC_LANE_FOLD(x, n, FN, ...) \
   ACC_LANE_LOOP(acc_i_, n, ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
-#define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...)                  \
-  ACC_LANE_LOOP_AHEAD(acc_i_, n, ACC_PREFETCH(base, acc_i_, bytes);, \
-                      ACC_LV(x) = FN(ACC_LV(x), acc_i_, __VA_ARGS__);)
+#define ACC_LANE_FOLD_AHEAD(x, n, base, bytes, FN, ...) ACC_LANE_FOLD(x, n, FN, __VA_ARGS__)
 
 /* Rows of ACC_BLOCK elements of [0, n), one at a time: the statement runs with `row` the row's
  * first element and `rn` its length (ACC_BLOCK but in the last row); in it, ACC_ROW_LANES(rn,

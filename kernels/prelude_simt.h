@@ -32,7 +32,6 @@
 #define ACC_ELEM_LOOP(i, n, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 /* Reading ahead is the CPU's (prelude_c.h); the memory systems here hide latency with
  * other warps / work-groups, so `ahead` is dropped unexpanded. */
-#define ACC_LANE_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 #define ACC_ELEM_LOOP_AHEAD(i, n, ahead, ...) ACC_LANE_LOOP(i, n, __VA_ARGS__)
 
 /* The function forms (prelude_c.h describes them); no reading ahead here either. */
