@@ -122,9 +122,19 @@ double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
 }
 
 /* The element functions every variant of a loop shares (inlined into each ISA copy). */
+/* The lp gradients are zeroed in the loop that reads them, as the kernel does: zeroed by a
+ * memset of the slab afterwards, lines the loop had read were evicted before the memset came
+ * (512 KiB of lp and 1 MiB of hp a slab), and the kernel ran at 112% of the loop on an AMD
+ * EPYC (docs/PERFORMANCE.md, section 24). */
 static inline void hp_elems(uint16_t *lp, float *hp, size_t lo, size_t hi, int zero_lp) {
+  if (zero_lp) {
+    for (size_t i = lo; i < hi; i++) {
+      hp[i] += bf16_to_f32(lp[i]);
+      lp[i] = 0;
+    }
+    return;
+  }
   for (size_t i = lo; i < hi; i++) hp[i] += bf16_to_f32(lp[i]);
-  if (zero_lp) memset(lp + lo, 0, (hi - lo) * sizeof *lp);
 }
 
 /* Cheap stand-ins for the Adam moments and update: the values stay bounded over any number of
