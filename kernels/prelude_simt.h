@@ -49,6 +49,7 @@
 #define ACC_ROW_LANES(rn, ...)               \
   if (ACC_LANE_ID_ < (rn)) {                 \
     const acc_u32 lane = ACC_LANE_ID_;       \
+    (void)lane;                              \
     __VA_ARGS__                              \
   }
 
