@@ -73,14 +73,15 @@ __kernel void bound_read_bf16(__global const ushort *x, ulong n, __global float 
 HP_KERNEL(bound_hp, 0)
 HP_KERNEL(bound_hp_zero, 1)
 
-/* AdamW's streams (bench_baseline.c's adam_elems): read p, g, m, v; write p, m, v. */
+/* AdamW's streams (bench_baseline.c's adam_elems): read p, g, m, v; write p, m, v; every
+ * stream read before any is written, as there. */
 #define ADAM(T, LD, ST)                                                            \
   {                                                                                \
-    const T gi = LD(g), mi = 0.9f * LD(m) + 0.1f * gi;                             \
+    const T gi = LD(g), pi = LD(p), mi = 0.9f * LD(m) + 0.1f * gi;                 \
     const T vi = 0.999f * LD(v) + 0.001f * gi * gi;                                \
     ST(mi, m);                                                                     \
     ST(vi, v);                                                                     \
-    ST(0.999f * LD(p) - 1e-3f * mi, p);                                            \
+    ST(0.999f * pi - 1e-3f * mi, p);                                               \
   }
 #define LD16(a) vload16(0, (a) + i)
 #define ST16(x, a) vstore16((x), 0, (a) + i)
