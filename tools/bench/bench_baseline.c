@@ -121,8 +121,8 @@ double bench_bound_read(const float *x, size_t n, int prefetch, int threads) {
   return sumsq_slabs(x, 0, n, prefetch, threads);
 }
 
-/* The element functions every variant of a loop shares (inlined into each ISA copy). */
-/* The lp gradients are zeroed in the loop that reads them, as the kernel does: zeroed by a
+/* The element functions every variant of a loop shares (inlined into each ISA copy).
+ * The lp gradients are zeroed in the loop that reads them, as the kernel does: zeroed by a
  * memset of the slab afterwards, lines the loop had read were evicted before the memset came
  * (512 KiB of lp and 1 MiB of hp a slab), and the kernel ran at 112% of the loop on an AMD
  * EPYC (docs/PERFORMANCE.md, section 24). */
@@ -138,8 +138,8 @@ static inline void hp_elems(uint16_t *lp, float *hp, size_t lo, size_t hi, int z
 }
 
 /* Cheap stand-ins for the Adam moments and update: the values stay bounded over any number of
- * calls (the buffers are the benchmarks' own and are reset before results are checked). */
-/* Every stream is read before any is written: with the store to m before the load of p, the
+ * calls (the buffers are the benchmarks' own and are reset before results are checked).
+ * Every stream is read before any is written: with the store to m before the load of p, the
  * load waited on the store (the arrays sit at the same offset in their 4 KiB pages, and the CPU
  * matches loads to earlier stores by those 12 bits), and the AdamW kernel, which reads p first,
  * ran at 102-105% of the loop on an AMD EPYC (docs/PERFORMANCE.md, section 24). */
