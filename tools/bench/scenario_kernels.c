@@ -311,7 +311,7 @@ static void print_torch(FILE *f, const torch_row_t *r) {
     fprintf(f, "PyTorch skipped: %s\n", r->torch.reason);
     return;
   }
-  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %6.1fx [%4.1f..%4.1f]  >= %.0fx: %s (torch %d thread%s%s)\n",
+  fprintf(f, "torch %9.3f [%8.3f..%8.3f] %6.1fx [%4.1f..%4.1f]  >= %gx: %s (torch %d thread%s%s)\n",
           r->torch.ms.median, r->torch.ms.min, r->torch.ms.max, r->speedup.median,
           r->speedup.min, r->speedup.max, r->target,
           r->speedup.median >= r->target ? "met" : "MISSED", r->torch.threads,
