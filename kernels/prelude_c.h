@@ -38,7 +38,7 @@ ACC_INLINE acc_u32 acc_as_u32(acc_f32 f) {
 #define ACC_AS_U32(f) acc_as_u32(f)
 /* sqrtf is correctly rounded (IEEE 754); the kernels are built with -fno-math-errno so that it
  * becomes the vector instruction. */
-/* A constant table at file scope (kernels/q8_map.h). */
+/* A constant table at file scope (kernels/q8_map.h, q8_codes_*.h). */
 #define ACC_TABLE(T, name, n) static const T name[n]
 #define ACC_SQRTF(x) sqrtf(x)
 #define ACC_POWF(x, y) powf((x), (y))

@@ -43,7 +43,7 @@ typedef acc_u32 acc_idx;
 
 #define ACC_AS_F32(u) as_float(u)
 #define ACC_AS_U32(f) as_uint(f)
-/* A constant table at file scope (kernels/q8_map.h). */
+/* A constant table at file scope (kernels/q8_map.h, q8_codes_*.h). */
 #define ACC_TABLE(T, name, n) __constant T name[n]
 #define ACC_SQRTF(x) sqrt(x)
 #define ACC_POWF(x, y) pow((x), (y))
