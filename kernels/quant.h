@@ -41,7 +41,8 @@ ACC_INLINE acc_u32 acc_q8_bucket(acc_u32 a, acc_u32 shift, acc_u32 first, acc_u3
  * nearest value's code, ties to the lower one, 0 for NaN. A product instead of a select for
  * NaN, so that a loop over lanes around it vectorises (GCC 12 did not vectorise the select).
  * This replaced a count of the 255 thresholds below t by 8 comparisons, each a table load,
- * which GCC turns into emulated gathers: 3.3x slower (docs/PERFORMANCE.md, section 25). */
+ * which GCC turns into emulated gathers: the step took 3.3x as long (docs/PERFORMANCE.md,
+ * section 25). */
 ACC_INLINE acc_u32 acc_q8_code_of(acc_f32 t, acc_u32 e, acc_u32 key, acc_u32 shift) {
   const acc_u32 ones = (1u << shift) - 1u;
   return ((e >> shift) + (acc_u32)(key > (e & ones))) * (acc_u32)(t == t);
