@@ -24,6 +24,10 @@ by one each round, one sample of each of:
                    partition per parameter group)
 accel's variants share p, g and their state; DeepSpeed's share p, g and theirs.
 
+Phase "state" (issue 39), the same buffers and bound: accel's update over the views with
+fp32 (accel_list), bf16 (accel_list_bf16) and 8-bit (accel_list_8bit) moments, and ds_flat
+(DeepSpeed's CPU Adam keeps fp32 moments): what compressed state buys against both.
+
 Phase "step", bf16 gradients to bf16 model weights with clipping (max_norm: half the
 gradients' norm, so every step clips) and the overflow check, the same bound first:
   accel_step       accel's captured fused step over the preset's tensors: the norm sweep (L2
@@ -125,11 +129,13 @@ class AccelStep:
     and, with model, the cast of the updated weights into model."""
 
     def __init__(self, accel, dev, params, grads, exp_avg, exp_avg_sq, model=None,
-                 max_norm=None):
+                 max_norm=None, scales=None):
         from accel._lib import check, ffi, lib
         self.stream = dev.stream(lazy=False)
         lists = [params, grads, exp_avg, exp_avg_sq] + ([model] if model is not None else [])
         self.lists = [accel.TensorList(dev, t) for t in lists]
+        # 8-bit moments (uint8 codes) take their block scales (docs/KERNELS.md).
+        self.scales = accel.TensorList(dev, scales) if scales is not None else None
         P, G, M, V = self.lists[:4]
         self.args = accel.AdamArgs(dev, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
         self.scalars = accel.DeviceStruct(dev, "float", 2)  # norm, clip coefficient
@@ -139,6 +145,7 @@ class AccelStep:
         st.grads, st.hp_grads = G.array, ffi.NULL
         st.params, st.exp_avg, st.exp_avg_sq = P.array, M.array, V.array
         st.model_params = self.lists[4].array if model is not None else ffi.NULL
+        st.state_scales = self.scales.array if scales is not None else ffi.NULL
         st.args_dev = self.args.dev
         st.inv_scale_dev = ffi.NULL
         clip = max_norm is not None
@@ -290,6 +297,28 @@ def adamw_variants(accel, dev, bufs_a, bufs_d, m_a, v_a, m_d, v_d, names=ADAMW_V
     return out
 
 
+STATE_VARIANTS = ["accel_list", "accel_list_bf16", "accel_list_8bit", "ds_flat"]
+
+
+def state_variants(torch, accel, dev, bufs):
+    """Phase state's step callables: accel's update pass over bufs' views with fp32, bf16 and
+    8-bit moments (each its own, from zero: the warm-up round makes them non-zero), and
+    DeepSpeed's CPU Adam over the flat buffer with fp32 moments, as ZeRO-Offload calls it."""
+    from accel import _state8
+    n, v = sum(bufs.sizes), bufs.views
+    m16, v16 = torch.zeros(n, dtype=torch.bfloat16), torch.zeros(n, dtype=torch.bfloat16)
+    q8 = [_state8.quantize(m, m) for m in v(torch.zeros(n))]
+    out = {
+        "accel_list": AccelStep(accel, dev, v(bufs.p), v(bufs.g), v(bufs.m_a), v(bufs.v_a)),
+        "accel_list_bf16": AccelStep(accel, dev, v(bufs.p), v(bufs.g), v(m16), v(v16)),
+        "accel_list_8bit": AccelStep(accel, dev, v(bufs.p), v(bufs.g), [c[0] for c in q8],
+                                     [c[1] for c in q8], scales=[c[2] for c in q8]),
+    }
+    out = {k: a.step for k, a in out.items()}
+    out["ds_flat"] = DeepSpeedAdam([bufs.p], [bufs.g], [bufs.m_d], [bufs.v_d]).step
+    return out
+
+
 class StepInputs:
     """Phase step's inputs: bf16 gradients (never written by either side) and max_norm = half
     their L2 norm, so that every step clips."""
@@ -434,6 +463,13 @@ def measure(torch, accel, dev, sizes, rounds, bound):
     timers.update((k, timed(fns[k])) for k in ADAMW_VARIANTS)
     log(f"adamw: {rounds} paired rounds of {', '.join(timers)}")
     out = {f"ms_adamw_{k}": v for k, v in paired_rounds(rounds, timers).items()}
+    del fns, timers
+
+    fns = state_variants(torch, accel, dev, bufs)
+    timers = {"bound": bound_sample}
+    timers.update((k, timed(fns[k])) for k in STATE_VARIANTS)
+    log(f"state: {rounds} paired rounds of {', '.join(timers)}")
+    out.update({f"ms_state_{k}": v for k, v in paired_rounds(rounds, timers).items()})
     del fns, timers
 
     inp = StepInputs(torch, sizes, seed=3)

@@ -8,8 +8,9 @@ usage: check_deepspeed_peer.py ACCEL_BENCH [accel-bench arguments: --python VENV
    {"available": false, "reason": "... not readable"}, the table says "DeepSpeed peer skipped".
 2. As given (by default /usr/bin/python3, which has no deepspeed in CI): exit status 0 and
    either a skip with a reason, or, where DeepSpeed's CPU Adam imports (a venv of
-   scripts/peer-deepspeed-setup), both phases with their bound, every variant's positive times
-   and % of bound, the ratios, and agreement true.
+   scripts/peer-deepspeed-setup), the three phases with their bound, every variant's positive
+   times and % of bound (none for the compressed moments of phase state, which move fewer
+   bytes than its bound), the ratios, and agreement true.
 3. An unknown peer is a usage error (exit status 2).
 """
 import json
@@ -21,9 +22,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from problems import report  # noqa: E402
 
 ADAMW = ["accel_list", "accel_flat", "ds_per_tensor", "ds_flat"]
+STATE = ["accel_list", "accel_list_bf16", "accel_list_8bit", "ds_flat"]
+FEWER_BYTES = ("accel_list_bf16", "accel_list_8bit")
 STEP = ["accel_step", "ds_step", "ds_step_host"]
 RATIOS = {"adamw": ["deepspeed_per_tensor_over_accel", "deepspeed_flat_over_accel_flat",
                     "deepspeed_flat_over_accel", "accel_over_accel_flat"],
+          "state": ["fp32_over_bf16_state", "fp32_over_8bit_state",
+                    "deepspeed_flat_over_accel_bf16_state", "deepspeed_flat_over_accel_8bit_state"],
           "step": ["deepspeed_over_accel", "deepspeed_host_over_accel"]}
 
 
@@ -50,7 +55,7 @@ def check_available(ds, problems):
     for key in ("version", "simd", "threads", "rounds"):
         if key not in ds:
             problems.append(f"deepspeed: no {key}")
-    for phase, names in (("adamw", ADAMW), ("step", STEP)):
+    for phase, names in (("adamw", ADAMW), ("state", STATE), ("step", STEP)):
         ph = ds.get(phase, {})
         if not positive_stats(ph.get("bound", {}).get("ms", {})):
             problems.append(f"{phase}: bad bound {ph.get('bound')}")
@@ -58,7 +63,9 @@ def check_available(ds, problems):
         if got != names:
             problems.append(f"{phase}: variants {got}, want {names}")
         for v in ph.get("variants", []):
-            if not positive_stats(v.get("ms", {})) or not positive_stats(v.get("pct_of_bound", {})):
+            fewer = phase == "state" and v.get("key") in FEWER_BYTES
+            if not positive_stats(v.get("ms", {})) or (
+                    "pct_of_bound" in v if fewer else not positive_stats(v.get("pct_of_bound", {}))):
                 problems.append(f"{phase} {v.get('key')}: bad ms or pct_of_bound")
         for r in RATIOS[phase]:
             if not positive_stats(ph.get(r, {})):

@@ -20,7 +20,8 @@ RATIO_KEYS = ("pct_of_bound", "pct_of_cl_bound", "speedup", "speedup_all_cpus",
               # optstep --peer deepspeed (bench_deepspeed.c)
               "deepspeed_per_tensor_over_accel", "deepspeed_flat_over_accel_flat",
               "deepspeed_flat_over_accel", "accel_over_accel_flat", "deepspeed_over_accel",
-              "deepspeed_host_over_accel")
+              "deepspeed_host_over_accel", "fp32_over_bf16_state", "fp32_over_8bit_state",
+              "deepspeed_flat_over_accel_bf16_state", "deepspeed_flat_over_accel_8bit_state")
 
 
 def walk(node, path, out):
