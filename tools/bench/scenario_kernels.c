@@ -109,6 +109,17 @@ typedef struct bw_row {
   bench_stats_t ms, bound_ms, pct, cl_bound_ms, cl_pct;
 } bw_row_t;
 
+/* AdamW's p, g, m, v lie in the four quarters of the fp32 buffer, the k-th starting k *
+ * QUARTER_STAGGER elements (4 KiB + 128 B) into its quarter: at the same offsets their
+ * addresses would agree in their low 27 bits at the default 1 GiB (quarters 256 MiB apart),
+ * which cost every implementation on an AMD EPYC, the bound loops included (1.7x on the CPU,
+ * 3.8x for PoCL's kernel: docs/PERFORMANCE.md, section 26). A multiple of BENCH_TENSOR_ALIGN. */
+#define QUARTER_STAGGER 1056u
+
+static float *quarter_base(float *x, size_t quarter, int k) {
+  return x + (size_t)k * (quarter + QUARTER_STAGGER);
+}
+
 /* The buffers of the bandwidth rows: the fp32 buffer (AdamW: its four quarters) and the bf16
  * buffer. */
 typedef struct row_bufs {
@@ -124,7 +135,8 @@ static bench_loop_t row_loop(bench_loop_kind_t kind, float *x, uint16_t *lp, siz
                              size_t quarter) {
   return (bench_loop_t){.kind = kind,
                         .n = numel,
-                        .f32 = {x, x + quarter, x + 2 * quarter, x + 3 * quarter},
+                        .f32 = {x, quarter_base(x, quarter, 1), quarter_base(x, quarter, 2),
+                                quarter_base(x, quarter, 3)},
                         .lp = lp};
 }
 
@@ -371,7 +383,8 @@ int bench_kernels(const bench_opts_t *o) {
   memset(bw, 0, sizeof bw);
   memset(tr, 0, sizeof tr);
   int rc = 1;
-  if (count < 64 * BIG_TENSORS) {
+  if (count < 64 * BIG_TENSORS ||
+      quarter < 3 * QUARTER_STAGGER + 2 * BIG_TENSORS * BENCH_TENSOR_ALIGN) {
     fprintf(stderr, "accel-bench: --size-mb %.3f is too small\n", size_mb);
     goto done;
   }
@@ -391,7 +404,8 @@ int bench_kernels(const bench_opts_t *o) {
   /* Sizes leave room for the 64-byte padding of each view inside its part of the buffer. */
   bench_split_sizes(count - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 11, sizes);
   bench_split_sizes(quarter - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 12, hsz);
-  bench_split_sizes(quarter - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 13, asz);
+  bench_split_sizes(quarter - 3 * QUARTER_STAGGER - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS,
+                    13, asz);
   bench_layout(sizes, BIG_TENSORS, offs);
   bench_layout(hsz, BIG_TENSORS, hoff);
   bench_layout(asz, BIG_TENSORS, aoff);
@@ -479,15 +493,16 @@ int bench_kernels(const bench_opts_t *o) {
                    TARGET_HP_PCT, 0.0);
   if (run_bw_row(&bw[5], repeat, buf)) goto fail;
 
-  /* AdamW: p, g, m, v are the four quarters of x; m and v start at 0. */
+  /* AdamW: p, g, m, v in the four quarters of x, staggered (quarter_base); m and v start at
+   * 0. */
   c.p = l + 2 * BIG_TENSORS;
   c.g = l + 3 * BIG_TENSORS;
   c.m = l + 4 * BIG_TENSORS;
   c.v = l + 5 * BIG_TENSORS;
-  bench_make_list(x, ACCEL_F32, asz, aoff, BIG_TENSORS, c.p);
-  bench_make_list(x + quarter, ACCEL_F32, asz, aoff, BIG_TENSORS, c.g);
-  bench_make_list(x + 2 * quarter, ACCEL_F32, asz, aoff, BIG_TENSORS, c.m);
-  bench_make_list(x + 3 * quarter, ACCEL_F32, asz, aoff, BIG_TENSORS, c.v);
+  accel_tensor_t *const pgmv_lists[4] = {c.p, c.g, c.m, c.v};
+  for (int k = 0; k < 4; k++)
+    bench_make_list(quarter_base(x, quarter, k), ACCEL_F32, asz, aoff, BIG_TENSORS,
+                    pgmv_lists[k]);
   BENCH_TRY(accel_fill(c.s, c.m, BIG_TENSORS, 0.0f));
   BENCH_TRY(accel_fill(c.s, c.v, BIG_TENSORS, 0.0f));
   const accel_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1, 0.0f};
@@ -500,8 +515,9 @@ int bench_kernels(const bench_opts_t *o) {
   if (run_bw_row(&bw[6], repeat, buf)) goto fail;
   bench_progress("kernels: fused AdamW, 3000 tensors vs one");
   adam_flat_t af;
-  float *const pgmv[4] = {x, x + quarter, x + 2 * quarter, x + 3 * quarter};
-  if (bench_adam_flat(c.s, pgmv, quarter, c.args, repeat, &af)) goto fail;
+  float *const pgmv[4] = {x, quarter_base(x, quarter, 1), quarter_base(x, quarter, 2),
+                          quarter_base(x, quarter, 3)};
+  if (bench_adam_flat(c.s, pgmv, quarter - 3 * QUARTER_STAGGER, c.args, repeat, &af)) goto fail;
   af.judged = rb.cpu;
   bench_progress_done();
 
