@@ -10,8 +10,8 @@
  * gen_q8_map.py): the code of t is one table entry, chosen by the sign, exponent and top 6 (7)
  * mantissa bits of t, and one integer comparison of its low 17 (16) bits (such a bucket holds
  * at most one threshold between neighbours), so only the division and the decoding's product
- * round and every backend gives the same codes. A non-finite element makes its block's scale, so every
- * value decoded from the block, non-finite.
+ * round and every backend gives the same codes. A non-finite element makes its block's scale,
+ * so every value decoded from the block, non-finite.
  */
 #ifndef ACCEL_KERNELS_QUANT_H
 #define ACCEL_KERNELS_QUANT_H

@@ -34,7 +34,10 @@ static uint32_t ref_code_fast(float t, int is_signed) {
   if (t >= map[255]) return 255u;
   while (hi - lo > 1u) { /* map[lo] < t <= map[hi] */
     const uint32_t mid = (lo + hi) / 2u;
-    if (map[mid] < t) lo = mid; else hi = mid;
+    if (map[mid] < t)
+      lo = mid;
+    else
+      hi = mid;
   }
   return fabs((double)map[hi] - t) < fabs((double)map[lo] - t) ? hi : lo;
 }

@@ -64,8 +64,9 @@ def check_available(ds, problems):
             problems.append(f"{phase}: variants {got}, want {names}")
         for v in ph.get("variants", []):
             fewer = phase == "state" and v.get("key") in FEWER_BYTES
-            if not positive_stats(v.get("ms", {})) or (
-                    "pct_of_bound" in v if fewer else not positive_stats(v.get("pct_of_bound", {}))):
+            pct_ok = ("pct_of_bound" not in v if fewer
+                      else positive_stats(v.get("pct_of_bound", {})))
+            if not positive_stats(v.get("ms", {})) or not pct_ok:
                 problems.append(f"{phase} {v.get('key')}: bad ms or pct_of_bound")
         for r in RATIOS[phase]:
             if not positive_stats(ph.get(r, {})):
