@@ -37,15 +37,15 @@ ACC_INLINE acc_u32 acc_q8_bucket(acc_u32 a, acc_u32 shift, acc_u32 first, acc_u3
   return i < count - 1u ? i : count - 1u;
 }
 
-/* The code of t from its bucket's entry e (code << shift | threshold key) and t's key: the
- * nearest value's code, ties to the lower one, 0 for NaN. A product instead of a select for
+/* The code of t from its bucket's entry e (code << shift | threshold key) and t's key (the
+ * low shift bits of key_bits): the nearest value's code, ties to the lower one, 0 for NaN. A product instead of a select for
  * NaN, so that a loop over lanes around it vectorises (GCC 12 did not vectorise the select).
  * This replaced a count of the 255 thresholds below t by 8 comparisons, each a table load,
  * which GCC turns into emulated gathers: the step took 3.3x as long (docs/PERFORMANCE.md,
  * section 25). */
-ACC_INLINE acc_u32 acc_q8_code_of(acc_f32 t, acc_u32 e, acc_u32 key, acc_u32 shift) {
+ACC_INLINE acc_u32 acc_q8_code_of(acc_f32 t, acc_u32 e, acc_u32 key_bits, acc_u32 shift) {
   const acc_u32 ones = (1u << shift) - 1u;
-  return ((e >> shift) + (acc_u32)(key > (e & ones))) * (acc_u32)(t == t);
+  return ((e >> shift) + (acc_u32)((key_bits & ones) > (e & ones))) * (acc_u32)(t == t);
 }
 
 ACC_INLINE acc_u32 acc_q8_encode_signed(acc_f32 x, acc_f32 s) {
@@ -54,8 +54,7 @@ ACC_INLINE acc_u32 acc_q8_encode_signed(acc_f32 x, acc_f32 s) {
   const acc_u32 b = acc_q8_bucket(a, ACC_Q8_SIGNED_SHIFT, ACC_Q8_SIGNED_FIRST,
                                   ACC_Q8_SIGNED_BUCKETS);
   const acc_u32 e = acc_q8_codes_signed[b + neg * ACC_Q8_SIGNED_BUCKETS];
-  return acc_q8_code_of(t, e, (a ^ (0u - neg)) & ((1u << ACC_Q8_SIGNED_SHIFT) - 1u),
-                        ACC_Q8_SIGNED_SHIFT);
+  return acc_q8_code_of(t, e, a ^ (0u - neg), ACC_Q8_SIGNED_SHIFT);
 }
 
 ACC_INLINE acc_u32 acc_q8_encode_unsigned(acc_f32 x, acc_f32 s) {
@@ -63,8 +62,7 @@ ACC_INLINE acc_u32 acc_q8_encode_unsigned(acc_f32 x, acc_f32 s) {
   const acc_u32 u = ACC_AS_U32(t), a = u >> 31 != 0u ? 0u : u; /* t < 0: code 0 */
   const acc_u32 b = acc_q8_bucket(a, ACC_Q8_UNSIGNED_SHIFT, ACC_Q8_UNSIGNED_FIRST,
                                   ACC_Q8_UNSIGNED_BUCKETS);
-  return acc_q8_code_of(t, acc_q8_codes_unsigned[b], a & ((1u << ACC_Q8_UNSIGNED_SHIFT) - 1u),
-                        ACC_Q8_UNSIGNED_SHIFT);
+  return acc_q8_code_of(t, acc_q8_codes_unsigned[b], a, ACC_Q8_UNSIGNED_SHIFT);
 }
 
 ACC_INLINE acc_f32 acc_q8_decode_signed(acc_u32 c, acc_f32 s) { return acc_q8_map_signed[c] * s; }

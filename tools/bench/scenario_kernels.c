@@ -111,7 +111,7 @@ typedef struct bw_row {
 
 /* AdamW's p, g, m, v lie in the four quarters of the fp32 buffer, the k-th starting k *
  * QUARTER_STAGGER elements (4 KiB + 128 B) into its quarter: at the same offsets their
- * addresses would agree in their low 27 bits at the default 1 GiB (quarters 256 MiB apart),
+ * addresses would agree in their low 28 bits at the default 1 GiB (quarters 256 MiB apart),
  * which cost every implementation on an AMD EPYC, the bound loops included (1.7x on the CPU,
  * 3.8x for PoCL's kernel: docs/PERFORMANCE.md, section 26). A multiple of BENCH_TENSOR_ALIGN. */
 #define QUARTER_STAGGER 1056u
@@ -367,6 +367,8 @@ int bench_kernels(const bench_opts_t *o) {
   /* Elements of the fp32 buffer, a multiple of 64 so the quarter/half views stay aligned. */
   const size_t count = (size_t)(size_mb * 1048576.0 / 4.0) / 64 * 64;
   const size_t quarter = count / 4;
+  /* AdamW's elements per array: its quarter less the staggering (quarter_base) */
+  const size_t adam_room = quarter - 3 * QUARTER_STAGGER;
   accel_device_t *dev = NULL;
   kctx_t c = {0};
   float *x = NULL, *small = NULL;
@@ -404,8 +406,7 @@ int bench_kernels(const bench_opts_t *o) {
   /* Sizes leave room for the 64-byte padding of each view inside its part of the buffer. */
   bench_split_sizes(count - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 11, sizes);
   bench_split_sizes(quarter - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 12, hsz);
-  bench_split_sizes(quarter - 3 * QUARTER_STAGGER - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS,
-                    13, asz);
+  bench_split_sizes(adam_room - BIG_TENSORS * BENCH_TENSOR_ALIGN, BIG_TENSORS, 13, asz);
   bench_layout(sizes, BIG_TENSORS, offs);
   bench_layout(hsz, BIG_TENSORS, hoff);
   bench_layout(asz, BIG_TENSORS, aoff);
@@ -500,9 +501,11 @@ int bench_kernels(const bench_opts_t *o) {
   c.m = l + 4 * BIG_TENSORS;
   c.v = l + 5 * BIG_TENSORS;
   accel_tensor_t *const pgmv_lists[4] = {c.p, c.g, c.m, c.v};
-  for (int k = 0; k < 4; k++)
-    bench_make_list(quarter_base(x, quarter, k), ACCEL_F32, asz, aoff, BIG_TENSORS,
-                    pgmv_lists[k]);
+  float *pgmv[4];
+  for (int k = 0; k < 4; k++) {
+    pgmv[k] = quarter_base(x, quarter, k);
+    bench_make_list(pgmv[k], ACCEL_F32, asz, aoff, BIG_TENSORS, pgmv_lists[k]);
+  }
   BENCH_TRY(accel_fill(c.s, c.m, BIG_TENSORS, 0.0f));
   BENCH_TRY(accel_fill(c.s, c.v, BIG_TENSORS, 0.0f));
   const accel_adam_args_t args = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1, 0.0f};
@@ -515,9 +518,7 @@ int bench_kernels(const bench_opts_t *o) {
   if (run_bw_row(&bw[6], repeat, buf)) goto fail;
   bench_progress("kernels: fused AdamW, 3000 tensors vs one");
   adam_flat_t af;
-  float *const pgmv[4] = {x, quarter_base(x, quarter, 1), quarter_base(x, quarter, 2),
-                          quarter_base(x, quarter, 3)};
-  if (bench_adam_flat(c.s, pgmv, quarter - 3 * QUARTER_STAGGER, c.args, repeat, &af)) goto fail;
+  if (bench_adam_flat(c.s, pgmv, adam_room, c.args, repeat, &af)) goto fail;
   af.judged = rb.cpu;
   bench_progress_done();
 
