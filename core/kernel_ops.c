@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "generator.h"
 #include "kernel_ops_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -354,6 +355,7 @@ static accel_status_t read_step(accel_stream_t *stream, const accel_adam_step_t 
   if (STEP_HAS(st, steps_dev)) out->steps_dev = st->steps_dev;
   if (STEP_HAS(st, has_grad_dev)) out->has_grad_dev = st->has_grad_dev;
   if (STEP_HAS(st, state_scales)) out->state_scales = st->state_scales;
+  if (STEP_HAS(st, generator)) out->generator = st->generator;
   ACCEL_REQUIRE_FLAGS(out->flags, STEP_FLAGS, fn);
   if (!(out->flags & ACCEL_ADAM_STEP_ACCUMULATE) || out->n == 0) return ACCEL_OK;
   if (!out->hp_grads || !out->grads) /* a NULL grads is the table's to report */
@@ -418,11 +420,47 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
   const acc_adam_step_params_t p = {
       e ? e->chunks_addr : 0, ADDR(st->args_dev), ADDR(st->inv_scale_dev),
       clip ? ADDR(st->norm_dev) : 0, clip ? ADDR(st->coef_out_dev) : 0, ADDR(st->steps_dev),
-      ADDR(st->has_grad_dev), nc, nc ? (acc_u32)r->lists[0][0].dtype : 0,
+      ADDR(st->has_grad_dev), st->generator ? ADDR(st->generator->state) : 0, nc,
+      nc ? (acc_u32)r->lists[0][0].dtype : 0,
       nc && kop_has_list(r, 5) ? (acc_u32)r->lists[5][0].dtype : 0, r->flags, st->max_norm,
-      st->clip_eps, nc ? (acc_u32)r->lists[3][0].dtype : 0, 0};
+      st->clip_eps, nc ? (acc_u32)r->lists[3][0].dtype : 0,
+      nc ? (acc_u32)r->lists[2][0].dtype : 0};
   /* with no chunks one block still stores the clip coefficient */
-  return kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
+  accel_status_t s = kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
+  if (s != ACCEL_OK || !st->generator || nc == 0) return s;
+  /* the stochastic rounding's words: the counter moves past them (as accel_rand_uniform's) */
+  const acc_rand_advance_params_t adv = {0, ADDR(st->generator->state),
+                                         (uint64_t)nc * ACC_RAND_CHUNK_BLOCKS, 0, 0};
+  return kop_launch(r, ACCEL_KERNEL_RAND_ADVANCE, 1, &adv, sizeof adv, NULL);
+}
+
+/* The master weights: F32, or BF16 (not with U8 moments); a generator only with BF16 ones
+ * (the table checks the rest). A generator that is not live is refused before any list. */
+static accel_status_t check_master(accel_stream_t *stream, const accel_adam_step_t *d,
+                                   const char *fn) {
+  accel_device_t *dev;
+  if (d->generator) {
+    accel_status_t s = accel_generator_check(d->generator, stream, fn, &dev);
+    if (s != ACCEL_OK) return s;
+  }
+  if (d->n == 0 || !d->params || !d->exp_avg) return ACCEL_OK; /* the table's to report */
+  const accel_dtype_t pdt = d->params[0].dtype, sdt = d->exp_avg[0].dtype;
+  if (pdt == ACCEL_F16)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: params[0] is F16: the master weights are F32 or BF16", fn);
+  if (pdt == ACCEL_BF16 && sdt == ACCEL_U8)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: BF16 params (master weights) take F32 or BF16 moments, not U8",
+                           fn);
+  if (pdt == ACCEL_BF16 && d->model_params)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: BF16 params are the model's weights: model_params must be NULL",
+                           fn);
+  if (pdt != ACCEL_BF16 && d->generator)
+    return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                           "%s: a generator is given but params[0] is %s (only BF16 master "
+                           "weights are rounded stochastically)", fn, accel_dtype_name(pdt));
+  return ACCEL_OK;
 }
 
 /* U8 moments come with their scales and without AMSGrad; scales come with U8 moments only
@@ -459,14 +497,16 @@ accel_status_t accel_adam_step_update(accel_stream_t *stream, const accel_adam_s
                            ams ? "%s: ACCEL_ADAM_STEP_AMSGRAD needs max_exp_avg_sq"
                                : "%s: max_exp_avg_sq is given without ACCEL_ADAM_STEP_AMSGRAD",
                            fn);
-  st = check_state_scales(&d, fn);
+  st = check_master(stream, &d, fn);
+  if (st == ACCEL_OK) st = check_state_scales(&d, fn);
   if (st != ACCEL_OK) return st;
   kop_req_t r = {KOP_REQ(ADAM_STEP), .stream = stream,
                  .lists = {d.grads, d.hp_grads, d.params, d.exp_avg, d.exp_avg_sq,
                            d.model_params, ams ? d.max_exp_avg_sq : NULL, d.state_scales},
                  .n = d.n,
                  .scalars = {d.args_dev, d.inv_scale_dev, clip ? d.norm_dev : NULL,
-                             clip ? d.coef_out_dev : NULL, d.steps_dev, d.has_grad_dev},
+                             clip ? d.coef_out_dev : NULL, d.steps_dev, d.has_grad_dev,
+                             d.generator ? d.generator->state : NULL},
                  .flags = d.flags & (ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE |
                                      ACC_STEP_MAXIMIZE)};
   st = kop_prepare(&r);

@@ -15,7 +15,7 @@
 #include "kernel_support.h"
 
 #define KOP_MAX_LISTS ACC_MAX_LISTS /* acc_chunk_t.ptr */
-#define KOP_MAX_SCALARS 6
+#define KOP_MAX_SCALARS 8
 
 /* dtype rule of a list: any float dtype, F32 only, or the dtype of list k (k >= 0). */
 #define KOP_DT_ANY (-1)

@@ -15,13 +15,14 @@
  * row (a new id, a new params struct) keeps it. 2: acc_chunk_t holds 8 addresses (the fused
  * optimizer step has up to 7 lists: its gradients, hp, the three of Adam, AMSGrad's maximum
  * and the model weights). 3: ACC_DT_U8 and the fused update's eighth list, the 8-bit state's
- * block scales (a plugin built before would read U8 moments as F32). A plugin
+ * block scales (a plugin built before would read U8 moments as F32). 4: the fused update's
+ * BF16 master weights (param_dtype, rng). A plugin
  * declares the version it was built with in its vtable (kernel_abi_version) and the loader
  * refuses one that differs from libaccel's (docs/PLUGINS.md, "The kernel ABI handshake").
  * Guarded, so that a build may state another value (-DACCEL_KERNEL_ABI_VERSION=4243u; the
  * loader tests build such a plugin). */
 #ifndef ACCEL_KERNEL_ABI_VERSION
-#define ACCEL_KERNEL_ABI_VERSION 3u
+#define ACCEL_KERNEL_ABI_VERSION 4u
 #endif
 
 /* Alignment a copy of a kernel's parameter block needs to be read as its struct (the largest
@@ -238,17 +239,21 @@ typedef struct acc_grad_norm_params {
   acc_u32 reserved;
 } acc_grad_norm_params_t;
 
-/* accel_k_adam_step: ptr[0] = grads (grad_dtype), ptr[1] = hp (f32, or 0), ptr[2] = params,
- * ptr[3] = exp_avg, ptr[4] = exp_avg_sq (state_dtype), ptr[5] = model params (model_dtype, or
- * 0), ptr[6] = max_exp_avg_sq (f32, or 0: AMSGrad when given), ptr[7] = with U8 moments, the
- * f32 scales [s_m, s_v] of each row of ACC_BLOCK elements (kernels/quant.h).
+/* accel_k_adam_step: ptr[0] = grads (grad_dtype), ptr[1] = hp (f32, or 0), ptr[2] = params
+ * (param_dtype), ptr[3] = exp_avg, ptr[4] = exp_avg_sq (state_dtype), ptr[5] = model params
+ * (model_dtype, or 0), ptr[6] = max_exp_avg_sq (f32, or 0: AMSGrad when given), ptr[7] = with
+ * U8 moments, the f32 scales [s_m, s_v] of each row of ACC_BLOCK elements (kernels/quant.h).
  * Per element: g as above; grads = 0 with ACC_STEP_ZERO_GRADS; g *= min(coef, 1) when
  * total_norm != 0 (coef = max_norm / (total_norm[0] + eps), accel_k_clip's; block 0 stores coef
  * to coef_out when that is nonzero); hp = g when hp is given; then, unless args->found_inf !=
  * 0, accel_k_adam's update of params / exp_avg / exp_avg_sq with g (-g with
  * ACC_STEP_MAXIMIZE; with max_exp_avg_sq, max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq),
  * NaN kept, is the denominator's), and model = round(params) when model params are given. The
- * step of tensor t is steps[t] (f32, a whole number) when steps != 0, else args->step. */
+ * step of tensor t is steps[t] (f32, a whole number) when steps != 0, else args->step. BF16
+ * params are read exactly and stored rounded: with rng != 0, element i of chunk b by
+ * (bits + r) >> 16, r the half (i % 2) of word j = i / 2 of the chunk, word j % 4 of Philox
+ * block b * ACC_RAND_CHUNK_BLOCKS + j / 4 of the state (accel_k_rand_raw's word; Inf and NaN
+ * to nearest even); without, to nearest. */
 typedef struct acc_adam_step_params {
   acc_u64 chunks;
   acc_u64 args;       /* acc_adam_args_t */
@@ -257,6 +262,7 @@ typedef struct acc_adam_step_params {
   acc_u64 coef_out;   /* 0: not stored */
   acc_u64 steps;      /* 0: args->step for every tensor */
   acc_u64 has_grad;   /* 0: every tensor has a gradient */
+  acc_u64 rng;        /* BF16 params: 0 (nearest even), or acc_philox_state_t (read only) */
   acc_u32 num_chunks;
   acc_u32 grad_dtype;
   acc_u32 model_dtype; /* ignored without model params */
@@ -265,7 +271,8 @@ typedef struct acc_adam_step_params {
   acc_f32 eps;         /* of the clip */
   acc_u32 state_dtype; /* the moments' dtype, the state format: ACC_DT_F32, ACC_DT_BF16 or
                           ACC_DT_U8 (chunk slot 7: the blocks' scales) */
-  acc_u32 reserved;
+  acc_u32 param_dtype; /* the master weights: ACC_DT_F32, or ACC_DT_BF16 (F32 or BF16 moments;
+                          stored rounded stochastically with rng's words, else to nearest) */
 } acc_adam_step_params_t;
 
 /* accel_k_step_counts: one logical block, no chunks (chunks = num_chunks = 0: the fields every

@@ -26,7 +26,7 @@ _Static_assert(sizeof(acc_amp_update_params_t) == 32, "amp_update params padded"
 _Static_assert(sizeof(acc_step_count_params_t) == 32, "step_count params padded");
 _Static_assert(sizeof(acc_cast_params_t) == 32, "cast params padded");
 _Static_assert(sizeof(acc_grad_norm_params_t) == 64, "grad_norm params padded");
-_Static_assert(sizeof(acc_adam_step_params_t) == 88, "adam_step params padded");
+_Static_assert(sizeof(acc_adam_step_params_t) == 96, "adam_step params padded");
 _Static_assert(sizeof(acc_step_counts_params_t) == 40, "step_counts params padded");
 _Static_assert(sizeof(acc_philox_state_t) == 24, "philox state padded");
 _Static_assert(sizeof(acc_rand_params_t) == 32, "rand params padded");

@@ -27,7 +27,7 @@
  *                       ACC_BLOCK elements of list 0 (chunk slot: the chunk's first row's);
  *             aliasing  ACC_NO_ALIAS: must not overlap anything where either side is written;
  *                       ACC_ALIAS(k): tensor i may be exactly tensor i of list k (in place);
- *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 6 scalars per
+ *             (k: an earlier list of the row; at most ACC_MAX_LISTS lists and 8 scalars per
  *             row);
  * scalars   (ACC_SCALAR(...), ACC_SCRATCH(...), ...): device memory outside the chunk table:
  *             ACC_SCALAR("name", field, bytes, R | W, ACC_REQUIRED | ACC_OPTIONAL, blocks)
@@ -128,7 +128,7 @@ ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
                        ACC_ANY_DT(grad_dtype), ACC_NO_ALIAS),
               ACC_OPT_LIST("hp_grads", ACC_IO_IF(flags, ACC_STEP_ACCUMULATE, W, RW), ACC_F32_DT,
                            ACC_ALIAS(0)),
-              ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
+              ACC_LIST("params", ACC_IO(RW), ACC_ANY_DT(param_dtype), ACC_NO_ALIAS),
               ACC_LIST("exp_avg", ACC_IO(RW), ACC_STATE_DT(state_dtype), ACC_NO_ALIAS),
               ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_SAME_DT(3), ACC_NO_ALIAS),
               ACC_OPT_LIST("model_params", ACC_IO(W), ACC_ANY_DT(model_dtype), ACC_NO_ALIAS),
@@ -142,7 +142,9 @@ ACCEL_KERNEL(ADAM_STEP, accel_k_adam_step, acc_adam_step_params_t,
               ACC_SCALAR("coef_out_dev", ACC_FIELD(coef_out), 4, W, ACC_OPTIONAL, ACC_BLOCK0),
               ACC_SCALAR("steps_dev", ACC_FIELD(steps), 4, R, ACC_OPTIONAL, ACC_PER_TENSOR),
               ACC_SCALAR("has_grad_dev", ACC_FIELD(has_grad), 4, R, ACC_OPTIONAL,
-                         ACC_PER_TENSOR)))
+                         ACC_PER_TENSOR),
+              ACC_SCALAR("generator", ACC_FIELD(rng), sizeof(acc_philox_state_t), R,
+                         ACC_OPTIONAL, ACC_ALL_BLOCKS)))
 /* Torch's per-parameter step counts (kernels/step.h): one block, no chunk table. */
 ACCEL_KERNEL(STEP_COUNTS, accel_k_step_counts, acc_step_counts_params_t,
              ACC_OP("accel_step_counts", ACC_TABLE_SHARED), (),

@@ -10,8 +10,8 @@
 #include "adam.h"
 #include "amp.h"
 #include "quant.h"
-#include "step.h"
 #include "random.h"
+#include "step.h"
 /* A build's extra kernel bodies (the rows of ACCEL_EXTRA_KERNEL_ROWS), named by
  * -DACCEL_EXTRA_KERNEL_BODIES='"bodies.h"'. */
 #ifdef ACCEL_EXTRA_KERNEL_BODIES

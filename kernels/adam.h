@@ -81,12 +81,13 @@ ACC_INLINE acc_f32 acc_adam_param(const acc_adam_new_t r, acc_f32 vd, const acc_
  * they vectorise; mode is one too where the caller makes it one. sdt: the moments' dtype (the
  * state format, a constant: ACC_DT_F32, or ACC_DT_BF16 for bf16 moments, read exactly and
  * stored rounded to nearest even; the update itself uses the fp32 moments before rounding;
- * 8-bit moments take acc_adam_moments and acc_adam_param directly: step.h). */
-ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
-                                  acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
-                                  acc_u32 sdt, acc_u32 mode, acc_u32 ams,
-                                  const acc_adam_consts_t C) {
-  const acc_adam_new_t r = acc_adam_moments(g, param[i], acc_load(exp_avg, i, sdt),
+ * 8-bit moments take acc_adam_moments and acc_adam_param directly: step.h). acc_adam_state
+ * takes the old parameter p0 and returns the new one without storing it (BF16 master weights,
+ * step.h). */
+ACC_INLINE acc_f32 acc_adam_state(acc_idx i, acc_f32 g, acc_f32 p0, acc_u64 exp_avg,
+                                  acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax, acc_u32 sdt,
+                                  acc_u32 mode, acc_u32 ams, const acc_adam_consts_t C) {
+  const acc_adam_new_t r = acc_adam_moments(g, p0, acc_load(exp_avg, i, sdt),
                                             acc_load(exp_avg_sq, i, sdt), mode, C);
   acc_f32 vd = r.v;
   if (ams != 0u) {
@@ -95,7 +96,14 @@ ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
   }
   acc_store(exp_avg, i, sdt, r.m);
   acc_store(exp_avg_sq, i, sdt, r.v);
-  const acc_f32 p = acc_adam_param(r, vd, C);
+  return acc_adam_param(r, vd, C);
+}
+
+ACC_INLINE acc_f32 acc_adam_apply(acc_idx i, acc_f32 g, ACC_GPTR(acc_f32) param,
+                                  acc_u64 exp_avg, acc_u64 exp_avg_sq, ACC_GPTR(acc_f32) vmax,
+                                  acc_u32 sdt, acc_u32 mode, acc_u32 ams,
+                                  const acc_adam_consts_t C) {
+  const acc_f32 p = acc_adam_state(i, g, param[i], exp_avg, exp_avg_sq, vmax, sdt, mode, ams, C);
   param[i] = p;
   return p;
 }

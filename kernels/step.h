@@ -9,6 +9,8 @@
  *  update: accel_k_adam_step, one pass per chunk: the same g, grads = 0, g *= min(coef, 1)
  *          (the clip), hp = g, AdamW (accel_k_adam's element function, with maximize and
  *          AMSGrad) and the model weights' cast, each skipped as the separate kernels skip.
+ *          BF16 master weights are read exactly and stored rounded, stochastically with the
+ *          generator's words (acc_bf16_round_sr), and have no model weights.
  * A tensor without a gradient in this step (its has_grad flag 0) is skipped by both: its norm
  * partials are 0 and nothing of it is read or written. Its step count (steps[t], counted by
  * accel_k_step_counts before the update) does not advance either.
@@ -217,6 +219,77 @@ ACC_INLINE void acc_step_adam_row_s(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f3
   ACC_FLAG_CALL(bf16, 1u, acc_step_adam_row, row, rn, g, S, mode, C, mdt, ams);
 }
 
+/* BF16 master weights: x rounded to bf16 stochastically with the 16 random bits r when sr != 0
+ * (finite x: the bf16 next away from zero with probability (x's 16 dropped bits + r) >= 2^16,
+ * i.e. the dropped fraction), else, and for Inf and NaN, to nearest even. */
+ACC_INLINE acc_u32 acc_bf16_round_sr(acc_f32 x, acc_u32 r, acc_u32 sr) {
+  const acc_u32 u = ACC_AS_U32(x);
+  const acc_u32 finite = (acc_u32)((u & 0x7f800000u) != 0x7f800000u);
+  return acc_sel(finite & (acc_u32)(sr != 0u), (u + r) >> 16, acc_f32_to_bf16(x));
+}
+
+/* Where the stochastic rounding of a chunk's BF16 master weights draws (sr = 0: none): the
+ * chunk's words are accel_k_rand_raw's, word j being word j % 4 of block first + j / 4, and
+ * element i takes the 16 bits of word i / 2 that i's parity names (the low half for even i). */
+typedef struct acc_step_rng {
+  acc_philox_state_t s;
+  acc_u64 first;
+  acc_u32 sr;
+} acc_step_rng_t;
+
+/* The random bits of a row's elements (rn of them; row a multiple of ACC_BLOCK): lane q <
+ * rn / 8 computes block q of the row and spreads its words' halves to the bits of lanes 8q ..
+ * 8q + 7, so that each block is computed once and each lane then reads its own bits[lane]. */
+ACC_INLINE void acc_sr_row_bits(acc_idx row, acc_idx rn, const acc_step_rng_t G,
+                                ACC_SHARED_ARG(acc_u32, bits)) {
+  ACC_ROW_LANES((rn + 7u) / 8u, const acc_x4_t v =
+                                    acc_philox_block(G.s, G.first + (acc_u64)(row / 8u + lane));
+                const acc_u32 o = 8u * lane; bits[o] = v.x & 0xffffu; bits[o + 1u] = v.x >> 16;
+                bits[o + 2u] = v.y & 0xffffu; bits[o + 3u] = v.y >> 16;
+                bits[o + 4u] = v.z & 0xffffu; bits[o + 5u] = v.z >> 16;
+                bits[o + 6u] = v.w & 0xffffu; bits[o + 7u] = v.w >> 16;)
+  ACC_BARRIER();
+}
+
+/* Stage 2 with BF16 master weights (no model weights: they are the model's): AdamW from the
+ * bf16 parameter read exactly, then stored rounded (acc_bf16_round_sr with the bits r); ams,
+ * bf16 (moments) and sr constants. */
+ACC_INLINE void acc_step_b16p_elem(acc_idx i, acc_f32 g, const acc_step_state_t S,
+                                   acc_u32 mode, const acc_adam_consts_t C, acc_u32 r,
+                                   acc_u32 ams, acc_u32 bf16, acc_u32 sr) {
+  ACC_GPTR(acc_u16) param = (ACC_GPTR(acc_u16))S.param;
+  const acc_u32 sdt = bf16 != 0u ? ACC_DT_BF16 : ACC_DT_F32;
+  const acc_f32 p = acc_adam_state(i, g, acc_bf16_to_f32(param[i]), S.exp_avg, S.exp_avg_sq,
+                                   S.vmax, sdt, mode, ams, C);
+  param[i] = (acc_u16)acc_bf16_round_sr(p, r, sr);
+}
+
+ACC_INLINE void acc_step_b16p_row(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                  const acc_step_state_t S, acc_u32 mode,
+                                  const acc_adam_consts_t C, const acc_step_rng_t G,
+                                  ACC_SHARED_ARG(acc_u32, bits), acc_u32 ams, acc_u32 bf16,
+                                  acc_u32 sr) {
+  if (sr != 0u) acc_sr_row_bits(row, rn, G, bits);
+  ACC_ROW_LANES(rn, acc_step_b16p_elem(row + lane, ACC_LV(g), S, mode, C,
+                                       sr != 0u ? bits[lane] : 0u, ams, bf16, sr);)
+  if (sr != 0u) ACC_BARRIER(); /* the next row's bits wait for every read of these */
+}
+
+/* The constants' dispatch, one ACC_FLAG_CALL per function (see acc_step_grad_row_z). */
+ACC_INLINE void acc_step_b16p_row_b(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                    const acc_step_state_t S, acc_u32 mode,
+                                    const acc_adam_consts_t C, const acc_step_rng_t G,
+                                    ACC_SHARED_ARG(acc_u32, bits), acc_u32 ams, acc_u32 bf16) {
+  ACC_FLAG_CALL(G.sr, 1u, acc_step_b16p_row, row, rn, g, S, mode, C, G, bits, ams, bf16);
+}
+
+ACC_INLINE void acc_step_b16p_row_a(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f32, g),
+                                    const acc_step_state_t S, acc_u32 mode,
+                                    const acc_adam_consts_t C, const acc_step_rng_t G,
+                                    ACC_SHARED_ARG(acc_u32, bits), acc_u32 bf16, acc_u32 ams) {
+  ACC_FLAG_CALL(bf16, 1u, acc_step_b16p_row_b, row, rn, g, S, mode, C, G, bits, ams);
+}
+
 /* Element i with 8-bit moments: the step from the decoded moments m0, v0 into param and the
  * model weights (mdt); returns the new moments unencoded. */
 ACC_INLINE acc_adam_new_t acc_step_q8_elem(acc_idx i, acc_f32 g, const acc_step_state_t S,
@@ -277,6 +350,7 @@ ACC_INLINE void acc_step_adam_row_q8(acc_idx row, acc_idx rn, ACC_LANE_ARG(acc_f
 typedef struct acc_step_run {
   acc_f32 s, c;
   acc_u32 mode, go;
+  acc_philox_state_t rs; /* BF16 master weights with rng: the generator's state */
 } acc_step_run_t;
 
 /* A per-tensor step count as the caller stores it (a float, as torch keeps it): a negative,
@@ -290,7 +364,8 @@ ACC_INLINE acc_u32 acc_step_count_of(acc_f32 s) {
 ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_adam_args_t A,
                                     const acc_step_run_t R, acc_u32 b, ACC_LANE_ARG(acc_f32, g),
                                     ACC_SHARED_ARG(acc_f32, red_m),
-                                    ACC_SHARED_ARG(acc_f32, red_v)) {
+                                    ACC_SHARED_ARG(acc_f32, red_v),
+                                    ACC_SHARED_ARG(acc_u32, sr_bits)) {
   ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);
   const acc_u32 t = chunks[b].tensor;
   const acc_u32 step =
@@ -314,12 +389,19 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
   const acc_u32 mode = R.mode, go = R.go, model = (acc_u32)(S.model != 0u);
   const acc_u32 bf16 = (acc_u32)(P.state_dtype == ACC_DT_BF16);
   const acc_u32 q8 = (acc_u32)(P.state_dtype == ACC_DT_U8); /* the same for every lane */
+  const acc_u32 b16p = (acc_u32)(P.param_dtype == ACC_DT_BF16);
+  acc_step_rng_t G;
+  G.s = R.rs;
+  G.first = acc_rand_chunk_first(b);
+  G.sr = (acc_u32)(P.rng != 0u);
   /* the stores stage 1 makes (none where stage 3 makes them) */
   const acc_u32 form1 = ACC_STORES_AFTER_LOADS != 0u ? form & ~ACC_STEP_STORES : form;
   ACC_FOR_ROWS(row, rn, count) {
     ACC_DTYPE_CALL(P.grad_dtype, ACC_FLAG_CALL, form1, ACC_STEP_ZERO_GRADS, acc_step_grad_row_z,
                    row, rn, g, grads, hp, in_place, s, c, form1);
-    if (go && q8 && !model) {
+    if (go && b16p) {
+      ACC_FLAG_CALL(ams, 1u, acc_step_b16p_row_a, row, rn, g, S, mode, C, G, sr_bits, bf16);
+    } else if (go && q8 && !model) {
       acc_step_adam_row_q8(row, rn, g, S, mode, C, red_m, red_v, ACC_DT_NONE);
     } else if (go && q8) {
       ACC_DTYPE_CALL(P.model_dtype, acc_step_adam_row_q8, row, rn, g, S, mode, C, red_m, red_v);
@@ -339,6 +421,7 @@ ACC_INLINE void acc_adam_step_chunk(const acc_adam_step_params_t P, const acc_ad
 ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
   ACC_SHARED(acc_f32, red_m, ACC_BLOCK); /* the 8-bit moments' block scales */
   ACC_SHARED(acc_f32, red_v, ACC_BLOCK);
+  ACC_SHARED(acc_u32, sr_bits, ACC_BLOCK); /* a row's bits for stochastic rounding */
   const acc_adam_args_t A = ACC_PTR(const acc_adam_args_t, P.args)[0];
   const acc_f32 coef = P.total_norm != 0u
                            ? P.max_norm / (ACC_PTR(const acc_f32, P.total_norm)[0] + P.eps)
@@ -348,6 +431,8 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
   R.s = P.inv_scale != 0u ? ACC_PTR(const acc_f32, P.inv_scale)[0] : 1.0f;
   R.mode = acc_adam_mode(A) | ((P.flags & ACC_STEP_MAXIMIZE) != 0u ? ACC_ADAM_NEGATE : 0u);
   R.go = (acc_u32)(A.found_inf == 0.0f);
+  const acc_philox_state_t none = {0u, 0u, 0u, 0u, 0u, 0u};
+  R.rs = P.rng != 0u ? ACC_PTR(const acc_philox_state_t, P.rng)[0] : none;
   /* with no chunks a single block still stores coef_out (as accel_k_clip) */
   ACC_FOR_BLOCKS(b, P.num_chunks > 0u ? P.num_chunks : 1u) {
     if (b == 0u && P.coef_out != 0u) {
@@ -357,7 +442,7 @@ ACC_KERNEL(accel_k_adam_step, acc_adam_step_params_t, P) {
     const acc_u32 t = ACC_PTR(const acc_chunk_t, P.chunks)[b].tensor;
     if (!acc_step_has_grad(P.has_grad, t)) continue;
     ACC_PRIVATE(acc_f32, g);
-    acc_adam_step_chunk(P, A, R, b, g, red_m, red_v);
+    acc_adam_step_chunk(P, A, R, b, g, red_m, red_v, sr_bits);
   }
 }
 

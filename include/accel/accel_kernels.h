@@ -214,7 +214,9 @@ typedef struct accel_adam_step {
                                          they are unscaled and clipped in place, as torch's
                                          unscale_ and clip_grad_norm_ leave them, bitwise
                                          (not with ACCUMULATE; it overrides ZERO_GRADS) */
-  const accel_tensor_t *params;       /* F32 master weights */
+  const accel_tensor_t *params;       /* the master weights: F32, or BF16 (stored by
+                                         stochastic rounding with generator, else rounded
+                                         to nearest even; not with U8 moments) */
   const accel_tensor_t *exp_avg;      /* F32, BF16 or U8: the state format (update only) */
   const accel_tensor_t *exp_avg_sq;   /* the same dtype as exp_avg. BF16 moments are read
                                          exactly and stored rounded to nearest even; U8
@@ -250,6 +252,19 @@ typedef struct accel_adam_step {
   const accel_tensor_t *state_scales; /* U8 moments (only then): F32, 2 * ceil(numel / 256)
                                          per tensor: the scales [s_m, s_v] of each block of
                                          256 elements, exp_avg's then exp_avg_sq's */
+  struct accel_generator *generator;  /* BF16 params (only then): NULL, or the generator
+                                         (accel_random.h) whose words round the new master
+                                         weights stochastically: element i of chunk c of the
+                                         call (chunks of ACCEL_RAND_CHUNK elements of one
+                                         tensor, in list order) takes the 16 bits r = (w >>
+                                         16 * (i % 2)) & 0xffff of the word w that
+                                         accel_generator_raw writes at c * ACCEL_RAND_CHUNK +
+                                         i / 2 (word j % 4 of block counter + c *
+                                         ACCEL_RAND_CHUNK / 4 + j / 4, j = i / 2) and stores
+                                         the bf16 (fp32 bits + r) >> 16 (Inf and NaN: nearest
+                                         even). The counter then advances by
+                                         ACCEL_RAND_CHUNK / 4 blocks per chunk, in stream
+                                         order, skipped step or not */
 } accel_adam_step_t;
 
 /* The smallest struct_size the calls take: the first accel_adam_step_t, which ended at flags. */
@@ -261,13 +276,15 @@ typedef struct accel_adam_step {
 ACCEL_API accel_status_t accel_adam_step_norm(accel_stream_t *stream,
                                               const accel_adam_step_t *step);
 
-/* The update pass: one launch, one pass over every list. Validation as the other operations
+/* The update pass: one launch (a second, with generator, advances its counter), one pass over
+ * every list. Validation as the other operations
  * (lists of n tensors with matching numel, dtypes, alignment, live memory, no overlaps), plus:
  * CLIP needs norm_dev, ACCUMULATE needs hp_grads, AMSGRAD needs max_exp_avg_sq (and only
  * AMSGRAD takes it), unknown flags and a struct_size that ends before flags are
  * INVALID_ARGUMENT; so are F16 moments, moments of two dtypes (between exp_avg and
  * exp_avg_sq, or inside one list), U8 moments without state_scales (or with AMSGRAD), and
- * state_scales with other moments or of the wrong size. */
+ * state_scales with other moments or of the wrong size; F16 params, BF16 params with U8 moments,
+ * and a generator with F32 params. */
 ACCEL_API accel_status_t accel_adam_step_update(accel_stream_t *stream,
                                                 const accel_adam_step_t *step);
 

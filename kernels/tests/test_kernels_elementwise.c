@@ -78,8 +78,9 @@ static void p_cast_skipped(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
  * exp_avg_sq, model (f16); inv_scale and the total norm are scalars[0] (0.5: max_norm 0.25
  * makes the clip factor 0.5), coef_out scalars[1]. */
 static void p_adam_step_state(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc, acc_u32 sdt) {
-  acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, 0, 0, nc, ACC_DT_BF16, ACC_DT_F16,
-                              ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f, sdt, 0};
+  acc_adam_step_params_t p = {c, sc + 8, sc, sc, sc + 4, 0, 0, 0, nc, ACC_DT_BF16, ACC_DT_F16,
+                              ACC_STEP_ZERO_GRADS | ACC_STEP_ACCUMULATE, 0.25f, 1e-6f, sdt,
+                              ACC_DT_F32};
   memcpy(pp, &p, sizeof p);
 }
 static void p_adam_step(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
@@ -93,9 +94,9 @@ static void p_adam_step_bf16(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
  * exp_avg_sq and model weights, AMSGrad's maximum (list 6), maximize, a step per tensor, two
  * tensors without a gradient; no loss scale, no clip. */
 static void p_adam_step_torch(void *pp, acc_u64 c, uint32_t nc, acc_u64 sc) {
-  acc_adam_step_params_t p = {c, sc + 8, 0, 0, 0, sc + 4 * KT_STEPS, sc + 4 * KT_HAS_GRAD, nc,
-                              ACC_DT_F16, 0, ACC_STEP_ACCUMULATE | ACC_STEP_MAXIMIZE, 0.0f, 0.0f,
-                              ACC_DT_F32, 0};
+  acc_adam_step_params_t p = {c, sc + 8, 0, 0, 0, sc + 4 * KT_STEPS, sc + 4 * KT_HAS_GRAD, 0,
+                              nc, ACC_DT_F16, 0, ACC_STEP_ACCUMULATE | ACC_STEP_MAXIMIZE, 0.0f,
+                              0.0f, ACC_DT_F32, ACC_DT_F32};
   memcpy(pp, &p, sizeof p);
 }
 

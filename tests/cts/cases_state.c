@@ -10,6 +10,7 @@
  * message.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,7 +312,8 @@ CTS_CASE(kernels_adam_step_q8_bad_input, CTS_TAG_KERNELS) {
   CTS_STATUS(accel_adam_step_update(s, &d), BAD);
   CTS_CHECK(strstr(accel_last_error(), "state_scales is NULL"), "message: %s", accel_last_error());
   d = good;
-  d.struct_size = sizeof d - 1; /* an older descriptor: state_scales cut, so absent */
+  /* an older descriptor: state_scales cut, so absent */
+  d.struct_size = offsetof(accel_adam_step_t, state_scales) + sizeof d.state_scales - 1;
   CTS_STATUS(accel_adam_step_update(s, &d), BAD);
   CTS_CHECK(strstr(accel_last_error(), "state_scales is NULL"), "message: %s", accel_last_error());
   d = sf_desc(&c, &b16);

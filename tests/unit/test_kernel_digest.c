@@ -24,6 +24,7 @@
 
 #include "accel/accel.h"
 #include "accel/accel_kernels.h"
+#include "accel/accel_random.h"
 
 #define CHUNK 65536u
 #define MAX_LISTS 6
@@ -92,6 +93,9 @@ static const recorded_t recorded[] = {
     {"adam_step/F32", 0x18a4c03bbc163be4ull, 0x18a4c03bbc163be4ull},
     {"adam_step/F16", 0x3011c36b6747a0a9ull, 0x3011c36b6747a0a9ull},
     {"adam_step/BF16", 0x3c5d05ca72c34609ull, 0x3c5d05ca72c34609ull},
+    {"adam_step_bf16_master/F32", 0xcf25a23588a2f254ull, 0xcf25a23588a2f254ull},
+    {"adam_step_bf16_master/F16", 0x45811074b0a39ceaull, 0x45811074b0a39ceaull},
+    {"adam_step_bf16_master/BF16", 0x8310aa146a5ea38bull, 0x8310aa146a5ea38bull},
 };
 
 typedef enum op {
@@ -101,15 +105,18 @@ typedef enum op {
   OP_CAST_DOWN, OP_CAST_UP, OP_CAST_SKIPPED, OP_AMP_STEP,
   /* issue 30: the fused step (recorded when it was added; the CTS checks that its bits are
    * those of the separate kernels) */
-  OP_ADAM_STEP, OP_COUNT
+  OP_ADAM_STEP,
+  /* issue 39: BF16 master weights rounded stochastically (the CTS checks the rounding rule) */
+  OP_ADAM_STEP_B16P, OP_COUNT
 } op_t;
 
 static const char *const op_names[OP_COUNT] = {
     "norm_p1", "norm_p2", "norm_pinf", "norm_p3", "clip", "update_hp", "update_hp_zero",
     "unscale", "unscale_overflow", "adam", "adamw", "fill", "scale",
-    "cast_down", "cast_up", "cast_skipped", "amp_step", "adam_step"};
+    "cast_down", "cast_up", "cast_skipped", "amp_step", "adam_step", "adam_step_bf16_master"};
 
-/* Lists per operation, and which of them take the dtype under test (the others are F32). */
+/* Lists per operation, and which of them take the dtype under test (1; 2: always BF16; the
+ * others are F32). */
 static int op_lists(op_t op, int *varies) {
   switch (op) {
   case OP_HP:
@@ -122,6 +129,9 @@ static int op_lists(op_t op, int *varies) {
   case OP_ADAM_STEP: /* grads and model weights in the dtype; hp, params, moments F32 */
     for (int l = 0; l < 6; ++l) varies[l] = l == 0 || l == 5;
     return 6;
+  case OP_ADAM_STEP_B16P: /* grads in the dtype; hp F32; BF16 params; F32 moments */
+    for (int l = 0; l < 5; ++l) varies[l] = l == 0 ? 1 : l == 2 ? 2 : 0;
+    return 5;
   default: varies[0] = 1; return 1;
   }
 }
@@ -172,6 +182,10 @@ static int failures;
 
 static size_t dsize(accel_dtype_t dt) { return dt == ACCEL_F32 ? 4 : 2; }
 
+static accel_dtype_t list_dtype(int varies, accel_dtype_t dt) {
+  return varies == 2 ? ACCEL_BF16 : varies ? dt : ACCEL_F32;
+}
+
 /* Runs op over one list configuration (n tensors of numel[i] elements) and folds every byte it
  * can have touched into h. Returns 0 when the call failed. */
 static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype_t dt,
@@ -183,7 +197,7 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   for (int l = 0; l < nl; ++l)
     for (size_t i = 0; i < n; ++i) {
       off[l][i] = total;
-      total += (numel[i] * dsize(varies[l] ? dt : ACCEL_F32) + 255u) / 256u * 256u;
+      total += (numel[i] * dsize(list_dtype(varies[l], dt)) + 255u) / 256u * 256u;
     }
   const size_t scal_bytes = 256;
   char *host = malloc(total + scal_bytes);
@@ -196,9 +210,9 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   memset(host, 0xA5, total + scal_bytes);
   for (int l = 0; l < nl; ++l)
     for (size_t i = 0; i < n; ++i) {
-      const accel_dtype_t ldt = varies[l] ? dt : ACCEL_F32;
+      const accel_dtype_t ldt = list_dtype(varies[l], dt);
       /* exp_avg_sq (list 3 of Adam, 4 of the fused step) is a running mean of squares */
-      random_fill(host + off[l][i], numel[i], ldt, l == (op == OP_ADAM_STEP ? 4 : 3));
+      random_fill(host + off[l][i], numel[i], ldt, l == (op >= OP_ADAM_STEP ? 4 : 3));
       lists[l][i] = (accel_tensor_t){(char *)dmem + off[l][i], numel[i], ldt};
     }
   /* device scalars: [0] out/total norm, [1] coef_out/found_inf, [2] scale, [8..] Adam args */
@@ -215,6 +229,7 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   if (op == OP_AMP_STEP) memcpy(&sc[16], &scaler, sizeof scaler);
   accel_status_t st = accel_memcpy(dev, dmem, host, total + scal_bytes);
   float *dsc = (float *)((char *)dmem + total);
+  accel_generator_t *gen = NULL;
   const accel_tensor_t *t0 = n ? lists[0] : NULL, *t1 = n ? lists[1] : NULL;
   if (st == ACCEL_OK) {
     switch (op) {
@@ -246,16 +261,20 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
       if (st == ACCEL_OK) st = accel_amp_update_scale(s, dscaler, dsc + 1);
       break;
     }
-    case OP_ADAM_STEP: {
+    case OP_ADAM_STEP:
+    case OP_ADAM_STEP_B16P: {
+      const int b16p = op == OP_ADAM_STEP_B16P;
+      if (b16p) st = accel_generator_create(dev, 0x5eed + n, &gen);
       const accel_adam_step_t d = {
           .struct_size = sizeof d, .n = n, .grads = t0, .hp_grads = t1,
           .params = n ? lists[2] : NULL, .exp_avg = n ? lists[3] : NULL,
-          .exp_avg_sq = n ? lists[4] : NULL, .model_params = n ? lists[5] : NULL,
+          .exp_avg_sq = n ? lists[4] : NULL, .model_params = n && !b16p ? lists[5] : NULL,
+          .generator = gen,
           .args_dev = (const accel_adam_args_t *)(dsc + 8), .inv_scale_dev = dsc + 2,
           .found_inf_dev = dsc + 1, .norm_type = 2.0f, .norm_dev = dsc, .max_norm = 1.0f,
           .clip_eps = 1e-6f, .coef_out_dev = dsc + 3,
           .flags = ACCEL_ADAM_STEP_ZERO_GRADS | ACCEL_ADAM_STEP_CLIP};
-      st = accel_adam_step_norm(s, &d);
+      if (st == ACCEL_OK) st = accel_adam_step_norm(s, &d);
       if (st == ACCEL_OK) st = accel_adam_step_update(s, &d);
       break;
     }
@@ -266,6 +285,7 @@ static int run_case(accel_device_t *dev, accel_stream_t *s, op_t op, accel_dtype
   if (st == ACCEL_OK) st = accel_memcpy(dev, host, dmem, total + scal_bytes);
   if (st != ACCEL_OK) FAIL("%s %s: %s", op_names[op], accel_dtype_name(dt), accel_last_error());
   else *h = fnv1a(*h, host, total + scal_bytes);
+  if (gen) accel_generator_release(gen);
   accel_free(dev, dmem);
   free(host);
   return st == ACCEL_OK;
