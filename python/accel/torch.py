@@ -17,6 +17,7 @@ import torch
 
 from . import _objects, _state8, _tensors
 from ._lib import check, ffi, lib
+from ._random import Generator
 
 __all__ = ["AdamW", "clip_grad_norm_", "dequantize_state", "device_for"]
 
@@ -184,7 +185,7 @@ class _StepPlan:
         self.max_grad_norm = opt.max_grad_norm
         dev = self.device = _same_device(self.params + self.grads, "AdamW")
         self.stream = dev.stream(lazy=False)
-        self.lists, self.staged, self.graph = [], [], None
+        self.lists, self.staged, self.graph, self.gen = [], [], None, None
         try:
             state = [opt.state[p] for p in self.params]
             for p, st, k in zip(self.params, state, self.where):
@@ -197,6 +198,13 @@ class _StepPlan:
             self.VM = self._list([opt.state[p]["max_exp_avg_sq"] for g, ps in groups
                                   if g["amsgrad"] for p in ps])
             self.SC = self._list([s["state_scales"] for s in state if "state_scales" in s])
+            for g, ps in groups:
+                if g["amsgrad"] and any(p.dtype == torch.bfloat16 for p in ps):
+                    raise ValueError("accel.torch.AdamW: amsgrad takes float32 parameters, not "
+                                     "bfloat16 (accel keeps AMSGrad's maximum in float32, "
+                                     "torch in the parameter's dtype)")
+            bf16 = any(p.dtype == torch.bfloat16 for p in self.params)
+            self.gen = opt._sr_generator(dev) if bf16 else None
             self.S = self._list([self.steps])
             n, count = len(groups), len(self.params)
             # One upload: accel_adam_args_t per group, then inv_scale, norm, coef, then the
@@ -271,6 +279,8 @@ class _StepPlan:
                 step.hp_grads = step.grads
             step.max_exp_avg_sq = self.VM.array + vstart if group["amsgrad"] else ffi.NULL
             step.state_scales = self.SC.array + start if self.SC.n else ffi.NULL
+            rounds = self.gen is not None and ps[0].dtype == torch.bfloat16
+            step.generator = self.gen._handle() if rounds else ffi.NULL
             step.steps_dev, step.has_grad_dev = steps + start, self.has_grad + start
             step.args_dev = args + g
             step.coef_out_dev = self.tail + 2 if clip and g == 0 else ffi.NULL
@@ -473,12 +483,20 @@ class AdamW(torch.optim.Optimizer):
     even); "8bit" keeps them as uint8 codes of the parameter's shape with float32 scales per
     block of 256 elements in state["state_scales"] (a quarter of the memory, plus 1/32; not
     with amsgrad), a torch state loading quantised (dequantize_state converts back); "fp32"
-    (the default) is torch's state."""
+    (the default) is torch's state. bfloat16 parameters are their own master weights: the
+    step computes in fp32 and stores them rounded to nearest even, as torch does, or, with
+    stochastic_rounding=True (a Generator seeded 0 per device) or an accel.Generator,
+    rounded stochastically from the generator's words, so that updates below half a bfloat16
+    step still move the weights on average (docs/KERNELS.md "BF16 master weights"); replays
+    draw new words and stay reproducible from the seed."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
                  differentiable=False, fused=None, max_grad_norm=None, capture=True,
-                 state_dtype="fp32"):
+                 state_dtype="fp32", stochastic_rounding=False):
+        if not isinstance(stochastic_rounding, (bool, Generator)):
+            raise TypeError("accel.torch.AdamW: stochastic_rounding is True, False or an "
+                            f"accel.Generator, not {type(stochastic_rounding).__name__}")
         if state_dtype not in _STATE_DTYPES:
             raise ValueError(f"accel.torch.AdamW: state_dtype {state_dtype!r} is not one of "
                              f"{sorted(_STATE_DTYPES)}")
@@ -506,12 +524,16 @@ class AdamW(torch.optim.Optimizer):
         self.max_grad_norm = max_grad_norm
         self.capture = capture
         self.state_dtype = state_dtype
+        self.stochastic_rounding = stochastic_rounding
+        self._generators = {}  # stochastic_rounding=True: the generator of each device
         self.last_step_skipped = False
         self._plan = None
 
     def __getstate__(self):
+        # a Generator does not pickle: a copy rounds with a new one (seed 0)
         return dict(super().__getstate__(), max_grad_norm=self.max_grad_norm,
-                    capture=self.capture, state_dtype=self.state_dtype)
+                    capture=self.capture, state_dtype=self.state_dtype,
+                    stochastic_rounding=bool(self.stochastic_rounding))
 
     def __setstate__(self, state):
         """Also what torch's load_state_dict ends with: the captured step goes (the state's
@@ -527,6 +549,8 @@ class AdamW(torch.optim.Optimizer):
         self.__dict__.setdefault("max_grad_norm", None)
         self.__dict__.setdefault("capture", True)
         self.__dict__.setdefault("state_dtype", "fp32")
+        self.__dict__.setdefault("stochastic_rounding", False)
+        self.__dict__.setdefault("_generators", {})
         moments = _STATE_DTYPES[self.state_dtype]  # torch's load casts them to the params'
         for s in self.state.values():
             if moments == torch.uint8 and "exp_avg" in s:
@@ -568,6 +592,21 @@ class AdamW(torch.optim.Optimizer):
                                                     dtype=torch.float32, device=p.device)
         if group["amsgrad"] and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def _sr_generator(self, device):
+        """The generator that rounds bfloat16 parameters on device, or None."""
+        sr = self.stochastic_rounding
+        if isinstance(sr, Generator):
+            if sr.device._handle() != device._handle():
+                raise ValueError("accel.torch.AdamW: the stochastic_rounding Generator belongs "
+                                 "to another device than the parameters")
+            return sr
+        if not sr:
+            return None
+        key = int(ffi.cast("uintptr_t", device._handle()))
+        if key not in self._generators:
+            self._generators[key] = Generator(device, 0)
+        return self._generators[key]
 
     @torch.no_grad()
     def step(self, closure=None, *, grad_scale=None):
