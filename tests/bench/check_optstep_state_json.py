@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Runs `accel-bench optstep --state bf16 --preset tiny --steps 3 --json` and checks its JSON.
+"""Runs `accel-bench optstep --state S --preset tiny --steps 3 --json` for S = bf16 and
+bf16-master-sr and checks its JSON.
 
 usage: check_optstep_state_json.py ACCEL_BENCH
 
-Wants: one run of preset tiny with the states fp32 then bf16, their bytes per parameter (state
-8 and 4, step 32 and 24), positive finite ms and bound ms with the median inside [min, max], a %
-of bound and a speed-up over the fp32 state (exactly 1 for fp32 itself), exit status 0; and
---state with an unknown format refused with exit status 2.
+Wants: one run of preset tiny with the states fp32 then S, their bytes per parameter (state
+8 and 4, step 32 and 24 for bf16, 20 for bf16 master weights), positive finite ms and bound
+ms with the median inside [min, max], a % of bound and a speed-up over the fp32 state
+(exactly 1 for fp32 itself), exit status 0; and --state with an unknown format refused with
+exit status 2.
 """
 import math
 import os
@@ -16,7 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from problems import report  # noqa: E402
 from bench_run import run_json  # noqa: E402
 
-WANT = [("fp32", 8.0, 32.0), ("bf16", 4.0, 24.0)]
+WANT = {"bf16": [("fp32", 8.0, 32.0), ("bf16", 4.0, 24.0)],
+        "bf16-master-sr": [("fp32", 8.0, 32.0), ("bf16-master-sr", 4.0, 20.0)]}
 
 
 def check_stats(name, key, st, problems):
@@ -27,26 +30,32 @@ def check_stats(name, key, st, problems):
         problems.append(f"{name}: {key} median outside [min, max]: {st}")
 
 
-def main():
-    bench = sys.argv[1]
-    cmd = [bench, "optstep", "--state", "bf16", "--preset", "tiny", "--steps", "3", "--json"]
-    problems = []
+def check_state(bench, fmt, problems):
+    """The JSON of --state fmt; returns its states."""
+    cmd = [bench, "optstep", "--state", fmt, "--preset", "tiny", "--steps", "3", "--json"]
     doc = run_json(cmd, problems)
     if doc is None:
-        return report(problems)
+        return []
     runs = doc.get("runs", [])
     if len(runs) != 1 or runs[0].get("preset") != "tiny":
         problems.append(f"want one run of preset tiny, got {[r.get('preset') for r in runs]}")
     states = runs[0].get("states", []) if runs else []
     got = [(s.get("state"), s.get("state_bytes_per_param"), s.get("step_bytes_per_param"))
            for s in states]
-    if got != WANT:
-        problems.append(f"states {got}, want {WANT}")
+    if got != WANT[fmt]:
+        problems.append(f"states {got}, want {WANT[fmt]}")
     for s in states:
         for key in ("ms", "bound_ms", "pct_of_bound", "speedup_vs_fp32_state"):
             check_stats(s.get("state"), key, s.get(key, {}), problems)
     if states and states[0].get("speedup_vs_fp32_state", {}).get("median") != 1.0:
         problems.append(f"fp32 over itself: {states[0].get('speedup_vs_fp32_state')}")
+    return states
+
+
+def main():
+    bench = sys.argv[1]
+    problems = []
+    states = [s for fmt in WANT for s in check_state(bench, fmt, problems)]
     bad = subprocess.run([bench, "optstep", "--state", "fp8", "--preset", "tiny"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if bad.returncode != 2 or "--state" not in bad.stderr:

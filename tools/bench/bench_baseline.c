@@ -174,6 +174,19 @@ static inline void adam_elems_bf16(float *p, const float *g, uint16_t *m, uint16
   }
 }
 
+/* adam_elems_bf16 with bf16 master weights too (the step with BF16 params). */
+static inline void adam_elems_bf16p(uint16_t *p, const float *g, uint16_t *m, uint16_t *v,
+                                    size_t lo, size_t hi) {
+  for (size_t i = lo; i < hi; i++) {
+    const float gi = g[i], pi = bf16_to_f32(p[i]);
+    const float mi = 0.9f * bf16_to_f32(m[i]) + 0.1f * gi;
+    const float vi = 0.999f * bf16_to_f32(v[i]) + 0.001f * gi * gi;
+    m[i] = bf16_round(mi);
+    v[i] = bf16_round(vi);
+    p[i] = bf16_round(0.999f * pi - 1e-3f * mi);
+  }
+}
+
 /* adam_elems over 8-bit moments: a linear stand-in for the codes (a multiply to decode, bits
  * to encode) with the kernel's traffic, 1 byte per moment; the block scales (8 bytes per 256
  * elements) are left out, so the loop moves slightly less than the step. */
@@ -260,8 +273,8 @@ void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, in
  * es bytes each: fp32, bf16 or 8-bit (a line per 2 or 4 blocks: prefetched that often, as
  * lp). */
 #define STEP_TILE 2048u
-BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, void *v,
-                                    size_t es, size_t lo, size_t hi, float inv_scale,
+BOUND_CLONES static void step_range(uint16_t *lp, float *hp, void *p, size_t ps, void *m,
+                                    void *v, size_t es, size_t lo, size_t hi, float inv_scale,
                                     int prefetch) {
   for (size_t b = lo; b < hi; b += STEP_TILE) {
     const size_t e = b + STEP_TILE < hi ? b + STEP_TILE : hi;
@@ -269,14 +282,16 @@ BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, 
       for (size_t k = b; k < e; k += BLOCK) {
         const int half = ((k - b) & (2 * BLOCK - 1)) == 0;
         if (half) __builtin_prefetch(lp + k + STEP_TILE, 1);
-        __builtin_prefetch(p + k + STEP_TILE, 1);
+        if (ps == 4 || half) __builtin_prefetch((char *)p + (k + STEP_TILE) * ps, 1);
         if (((k - b) & (4 / es * BLOCK - 1)) == 0) {
           __builtin_prefetch((char *)m + (k + STEP_TILE) * es, 1);
           __builtin_prefetch((char *)v + (k + STEP_TILE) * es, 1);
         }
       }
     grads_elems(lp, hp, b, e, inv_scale);
-    if (es == 1)
+    if (ps == 2)
+      adam_elems_bf16p(p, hp, m, v, b, e);
+    else if (es == 1)
       adam_elems_q8(p, hp, m, v, b, e);
     else if (es == 2)
       adam_elems_bf16(p, hp, m, v, b, e);
@@ -285,30 +300,35 @@ BOUND_CLONES static void step_range(uint16_t *lp, float *hp, float *p, void *m, 
   }
 }
 
-static void step_slabs(uint16_t *lp, float *hp, float *p, void *m, void *v, size_t es, size_t n,
-                       float inv_scale, int prefetch, int threads) {
+static void step_slabs(uint16_t *lp, float *hp, void *p, size_t ps, void *m, void *v, size_t es,
+                       size_t n, float inv_scale, int prefetch, int threads) {
   const size_t ns = slabs(n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
     slab(n, k, &lo, &hi);
-    step_range(lp, hp, p, m, v, es, lo, hi, inv_scale, prefetch);
+    step_range(lp, hp, p, ps, m, v, es, lo, hi, inv_scale, prefetch);
   }
 }
 
 void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
                       float inv_scale, int prefetch, int threads) {
-  step_slabs(lp, hp, p, m, v, 4, n, inv_scale, prefetch, threads);
+  step_slabs(lp, hp, p, 4, m, v, 4, n, inv_scale, prefetch, threads);
 }
 
 void bench_bound_step_bf16(uint16_t *lp, float *hp, float *p, uint16_t *m, uint16_t *v,
                            size_t n, float inv_scale, int prefetch, int threads) {
-  step_slabs(lp, hp, p, m, v, 2, n, inv_scale, prefetch, threads);
+  step_slabs(lp, hp, p, 4, m, v, 2, n, inv_scale, prefetch, threads);
+}
+
+void bench_bound_step_bf16p(uint16_t *lp, float *hp, uint16_t *p, uint16_t *m, uint16_t *v,
+                            size_t n, float inv_scale, int prefetch, int threads) {
+  step_slabs(lp, hp, p, 2, m, v, 2, n, inv_scale, prefetch, threads);
 }
 
 void bench_bound_step_q8(uint16_t *lp, float *hp, float *p, uint8_t *m, uint8_t *v, size_t n,
                          float inv_scale, int prefetch, int threads) {
-  step_slabs(lp, hp, p, m, v, 1, n, inv_scale, prefetch, threads);
+  step_slabs(lp, hp, p, 4, m, v, 1, n, inv_scale, prefetch, threads);
 }
 
 uint64_t bench_now_ns(void) {

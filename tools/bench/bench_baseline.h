@@ -32,6 +32,9 @@ void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, siz
 /* The same with bf16 moments m, v (the step with bf16 optimizer state): 10 + 14 bytes. */
 void bench_bound_step_bf16(uint16_t *lp, float *hp, float *p, uint16_t *m, uint16_t *v,
                            size_t n, float inv_scale, int prefetch, int threads);
+/* The same with bf16 master weights p too (the step with BF16 params): 8 + 12 bytes. */
+void bench_bound_step_bf16p(uint16_t *lp, float *hp, uint16_t *p, uint16_t *m, uint16_t *v,
+                            size_t n, float inv_scale, int prefetch, int threads);
 /* The same with 8-bit moments (codes; the block scales left out): 8 + 12 bytes. */
 void bench_bound_step_q8(uint16_t *lp, float *hp, float *p, uint8_t *m, uint8_t *v, size_t n,
                          float inv_scale, int prefetch, int threads);
@@ -42,6 +45,7 @@ void bench_bound_step_q8(uint16_t *lp, float *hp, float *p, uint8_t *m, uint8_t 
 #define BENCH_BOUND_ADAM_BYTES 28.0
 #define BENCH_BOUND_STEP_BYTES 32.0
 #define BENCH_BOUND_STEP_BF16_BYTES 24.0
+#define BENCH_BOUND_STEP_BF16P_BYTES 20.0
 /* the 8-bit step's: the codes' 4 bytes and the scales' 16 per 256 elements */
 #define BENCH_BOUND_STEP_Q8_BYTES (20.0 + 16.0 / 256.0)
 /* Every CPU's thread (1 without OpenMP). */

@@ -39,8 +39,10 @@ static const struct {
      "                  N - 1 paired rounds of the bound and the 4 variants; --preset P\n"
      "                  --params M: P's shape scaled to M params; --peer deepspeed: also\n"
      "                  DeepSpeed's CPU Adam, paired with accel in one process (--python);\n"
-     "                  --state fp32|bf16|8bit: the multi-tensor graph step with that optimizer\n"
-     "                  state, paired with the fp32-state step, each against its own bound;\n"
+     "                  --state fp32|bf16|8bit|bf16-master|bf16-master-sr: the multi-tensor\n"
+     "                  graph step with that optimizer state (bf16-master*: bf16 moments on\n"
+     "                  bf16 master weights, rounded to nearest / stochastically), paired\n"
+     "                  with the fp32-state step, each against its own bound;\n"
      "                  --sweeps: the fused step's norm and update sweeps timed apart"},
 #ifdef ACCEL_BENCH_HAVE_MPI
     {"comm", bench_comm,

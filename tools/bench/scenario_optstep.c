@@ -434,7 +434,8 @@ int bench_optstep(const bench_opts_t *o) {
   const int state = o->state ? bench_optstep_state_parse(o->state) : -1;
   if (o->state && (state < 0 || o->peer || o->torch == 1 ||
                    (o->preset && bench_optstep_is_amp(o->preset)))) {
-    fprintf(stderr, "accel-bench: optstep --state wants fp32, bf16 or 8bit, with the fp32-master "
+    fprintf(stderr, "accel-bench: optstep --state wants fp32, bf16, 8bit, bf16-master or "
+                    "bf16-master-sr, with the fp32-master "
                     "presets or custom sizes and without --peer or --torch\n");
     return 2;
   }

@@ -1,31 +1,37 @@
 /*
- * optstep --state fp32|bf16|8bit (issue 39): the multi-tensor step (accel_adam_step_norm +
- * _update, captured once and replayed) with the optimizer state in a given format, paired with
- * the fp32-state step in the same rounds. Each format runs on its own moments (fp32: the
- * model's exp_avg / exp_avg_sq; bf16: two bf16 buffers of the same layout; 8bit: two buffers
- * of codes and one of block scales, from a zero state) and shares the params, the grads and
- * the scalar block with the others. Each has its own bound: the step's compulsory traffic for
- * its bytes per parameter (bench_bound_step, _bf16, _q8), so "% of bound" is against a loop
- * that moves the same bytes (the 8-bit one leaves out the scales' 1/16 byte per parameter:
- * its figure errs low). A round runs, in turn, every
- * format's bound and step; the speed-up of a format is the fp32 step's time over its own, per
- * round.
+ * optstep --state fp32|bf16|8bit|bf16-master|bf16-master-sr (issue 39): the multi-tensor step
+ * (accel_adam_step_norm + _update, captured once and replayed) with the optimizer state in a
+ * given format, paired with the fp32-state step in the same rounds. Each format runs on its own
+ * moments (fp32: the model's exp_avg / exp_avg_sq; bf16: two bf16 buffers of the same layout;
+ * 8bit: two buffers of codes and one of block scales, from a zero state) and shares the params,
+ * the grads and the scalar block with the others; bf16-master runs bf16 moments on bf16 master
+ * weights of its own (the model's rounded), stored to nearest even, and bf16-master-sr rounds
+ * them stochastically with a generator (docs/KERNELS.md "BF16 master weights"). Each has its
+ * own bound: the step's compulsory traffic for its bytes per parameter (bench_bound_step,
+ * _bf16, _q8, _bf16p), so "% of bound" is against a loop that moves the same bytes (the 8-bit
+ * one leaves out the scales' 1/16 byte per parameter: its figure errs low). A round runs, in
+ * turn, every format's bound and step; the speed-up of a format is the fp32 step's time over
+ * its own, per round.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel/accel_random.h"
 #include "bench.h"
 #include "bench_tensors.h"
 #include "optstep_model.h"
 #include "scenario_optstep_state.h"
 
-enum { ST_FP32, ST_BF16, ST_Q8, NUM_STATES };
-static const char *const state_names[NUM_STATES] = {"fp32", "bf16", "8bit"};
+enum { ST_FP32, ST_BF16, ST_Q8, ST_BF16M, ST_BF16M_SR, NUM_STATES };
+static const char *const state_names[NUM_STATES] = {"fp32", "bf16", "8bit", "bf16-master",
+                                                    "bf16-master-sr"};
 static const double state_bytes[NUM_STATES] = {
-    BENCH_BOUND_STEP_BYTES, BENCH_BOUND_STEP_BF16_BYTES, BENCH_BOUND_STEP_Q8_BYTES};
+    BENCH_BOUND_STEP_BYTES, BENCH_BOUND_STEP_BF16_BYTES, BENCH_BOUND_STEP_Q8_BYTES,
+    BENCH_BOUND_STEP_BF16P_BYTES, BENCH_BOUND_STEP_BF16P_BYTES};
 /* Optimizer state bytes per parameter (the two moments; 8bit: and the block scales). */
-static const double state_size[NUM_STATES] = {8.0, 4.0, 2.0 + 8.0 / 256.0};
-static const accel_dtype_t state_dtype[NUM_STATES] = {ACCEL_F32, ACCEL_BF16, ACCEL_U8};
+static const double state_size[NUM_STATES] = {8.0, 4.0, 2.0 + 8.0 / 256.0, 4.0, 4.0};
+static const accel_dtype_t state_dtype[NUM_STATES] = {ACCEL_F32, ACCEL_BF16, ACCEL_U8,
+                                                      ACCEL_BF16, ACCEL_BF16};
 
 /* One format: its moments, captured step, bound loop buffers and results. */
 typedef struct state_run {
@@ -35,7 +41,9 @@ typedef struct state_run {
   int nsteps, next_step, fmt; /* ST_* */
   void *m, *v; /* device moments (the model's own for fp32) */
   void *scales; /* 8bit: [s_m, s_v] per block of 256 elements, tensor after tensor */
-  accel_tensor_t *M, *V, *SC;
+  void *p16;     /* bf16-master*: the bf16 master weights */
+  accel_generator_t *gen; /* bf16-master-sr: what rounds them */
+  accel_tensor_t *M, *V, *SC, *P16;
   size_t *sc_sizes, *sc_offsets;
   accel_graph_t *graph;
   /* the bound: the device's copy rate (shared by the runs), else host loops on the model's
@@ -67,7 +75,10 @@ fail:
 static void run_state_bound(void *ctx, int prefetch, int threads) {
   const state_run_t *r = ctx;
   const os_model_t *md = r->md;
-  if (r->fmt == ST_Q8)
+  if (r->fmt == ST_BF16M || r->fmt == ST_BF16M_SR)
+    bench_bound_step_bf16p(md->lp, md->hp, r->p16, r->m, r->v, md->numel, 0x1p-10f, prefetch,
+                           threads);
+  else if (r->fmt == ST_Q8)
     bench_bound_step_q8(md->lp, md->hp, md->params, r->m, r->v, md->numel, 0x1p-10f, prefetch,
                         threads);
   else if (r->fmt == ST_BF16)
@@ -108,6 +119,20 @@ fail:
   return 0;
 }
 
+/* bf16-master*: the bf16 master weights (the model's, rounded) and the generator. */
+static int master_init(state_run_t *r) {
+  os_model_t *md = r->md;
+  r->P16 = calloc(md->n, sizeof *r->P16);
+  BENCH_ALLOCATED(r->P16);
+  BENCH_TRY(accel_malloc(md->dev, md->flat * 2, &r->p16));
+  bench_make_list(r->p16, ACCEL_BF16, md->sizes, md->offsets, md->n, r->P16);
+  BENCH_TRY(accel_cast(r->s, md->P, r->P16, md->n, NULL));
+  if (r->fmt == ST_BF16M_SR) BENCH_TRY(accel_generator_create(md->dev, 1, &r->gen));
+  return 1;
+fail:
+  return 0;
+}
+
 /* The format's moments and lists, and its captured step. */
 static int state_init(state_run_t *r) {
   os_model_t *md = r->md;
@@ -129,8 +154,11 @@ static int state_init(state_run_t *r) {
     BENCH_TRY(accel_fill(r->s, r->M, md->n, 0.0f));
     BENCH_TRY(accel_fill(r->s, r->V, md->n, 0.0f));
   }
-  accel_adam_step_t step = os_adam_step(md->scalars, md->n, md->LP, md->HP, md->P, r->M, r->V);
+  if (r->fmt >= ST_BF16M && !master_init(r)) goto fail;
+  accel_adam_step_t step = os_adam_step(md->scalars, md->n, md->LP, md->HP,
+                                        r->P16 ? r->P16 : md->P, r->M, r->V);
   step.state_scales = r->SC;
+  step.generator = r->gen;
   BENCH_TRY(accel_graph_create(md->dev, &r->graph));
   BENCH_TRY(accel_graph_capture_begin(r->graph, r->s, NULL, ACCEL_CAPTURE_MODE_GLOBAL));
   BENCH_TRY(accel_adam_step_norm(r->s, &step));
@@ -146,7 +174,10 @@ static void state_free(state_run_t *r) {
   if (r->m) accel_free(r->md->dev, r->m);
   if (r->v) accel_free(r->md->dev, r->v);
   if (r->scales) accel_free(r->md->dev, r->scales);
+  if (r->p16) accel_free(r->md->dev, r->p16);
+  if (r->gen) accel_generator_release(r->gen);
   free(r->M);
+  free(r->P16);
   free(r->SC);
   free(r->sc_sizes);
 }
@@ -155,13 +186,13 @@ static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_r
                    int nruns, int rounds) {
   fprintf(f, "\npreset %s: %zu params, %d paired rounds (after a warm-up round) of each state "
              "format's bound and multi-tensor graph step\n", md->name, md->numel, rounds);
-  fprintf(f, "%-6s %9s %7s %-28s %-28s %-22s %s\n", "state", "state B/p", "step B/p",
+  fprintf(f, "%-14s %9s %7s %-28s %-28s %-22s %s\n", "state", "state B/p", "step B/p",
           "ms/step median [min..max]", "bound ms [min..max]", "% of bound [min..max]",
           "speedup over fp32");
   bench_json_begin_run(j, md->name, md->numel, rounds, "states");
   for (int k = 0; k < nruns; k++) {
     const state_run_t *r = &runs[k];
-    fprintf(f, "%-6s %9.1f %7.1f  %8.3f [%7.3f..%7.3f]  %8.3f [%7.3f..%7.3f]  %5.1f%% "
+    fprintf(f, "%-14s %9.1f %7.1f  %8.3f [%7.3f..%7.3f]  %8.3f [%7.3f..%7.3f]  %5.1f%% "
                "[%5.1f..%5.1f]  %5.2fx [%4.2f..%4.2f]\n",
             state_names[r->fmt], state_size[r->fmt], state_bytes[r->fmt], r->ms.median,
             r->ms.min, r->ms.max, r->bound_ms.median, r->bound_ms.min, r->bound_ms.max,
