@@ -22,11 +22,6 @@ static const size_t kSizes[] = {1, 3, 255, 256, 257, KC_CHUNK + 1, 100003};
 #define NT (sizeof kSizes / sizeof kSizes[0])
 #define SEED 0x5eed0001u
 
-typedef struct mb_scalars {
-  accel_adam_args_t args;
-  float inv_scale, norm, coef, reserved;
-} mb_scalars_t;
-
 typedef struct mb_cfg {
   uint32_t flags;
   accel_dtype_t sdt; /* the moments */
@@ -37,7 +32,7 @@ typedef struct mb_cfg {
 typedef struct mb_state {
   kc_list_t lp, p, m, v, vmax;
   kc_scalars_t S;
-  mb_scalars_t *d;
+  kc_step_scalars_t *d;
   accel_generator_t *gen;
 } mb_state_t;
 
@@ -84,41 +79,23 @@ static accel_status_t mb_make(cts_ctx_t *ctx, mb_state_t *st, accel_dtype_t pdt,
   if (s == ACCEL_OK) s = mb_bf16_values(ctx, &st->v, 1);
   if (s == ACCEL_OK && ams) s = kc_make(ctx, &st->vmax, NT, kSizes, NT, ACCEL_F32, 0.0012f, 66);
   if (s == ACCEL_OK && ams) s = mb_bf16_values(ctx, &st->vmax, 1);
-  const mb_scalars_t init = {c->args, 0x1p-10f, 0.0f, 0.0f, 0.0f};
-  if (s == ACCEL_OK) s = kc_scalars(ctx, &st->S, &init, sizeof init);
-  st->d = (mb_scalars_t *)st->S.dev;
+  if (s == ACCEL_OK) s = kc_step_scalars(ctx, &st->S, &c->args, &st->d);
   if (s == ACCEL_OK && pdt == ACCEL_BF16 && c->sr)
     s = accel_generator_create(ctx->dev, SEED, &st->gen);
   return s;
 }
 
 static accel_adam_step_t mb_desc(const mb_cfg_t *c, mb_state_t *st) {
-  return (accel_adam_step_t){.struct_size = sizeof(accel_adam_step_t),
-                             .n = NT,
-                             .grads = st->lp.t,
-                             .params = st->p.t,
-                             .exp_avg = st->m.t,
-                             .exp_avg_sq = st->v.t,
-                             .args_dev = &st->d->args,
-                             .inv_scale_dev = &st->d->inv_scale,
-                             .found_inf_dev = &st->d->args.found_inf,
-                             .norm_type = 2.0f,
-                             .norm_dev = &st->d->norm,
-                             .max_norm = 1.0f,
-                             .clip_eps = 1e-6f,
-                             .coef_out_dev = &st->d->coef,
-                             .flags = c->flags,
-                             .max_exp_avg_sq = st->vmax.n ? st->vmax.t : NULL,
-                             .generator = st->gen};
+  accel_adam_step_t d = kc_step_desc(NT, &st->lp, &st->p, &st->m, &st->v, st->d, c->flags);
+  d.max_exp_avg_sq = st->vmax.n ? st->vmax.t : NULL;
+  d.generator = st->gen;
+  return d;
 }
 
 static accel_status_t mb_body(accel_stream_t *s, void *u) {
   const mb_job_t *j = u;
   const accel_adam_step_t d = mb_desc(j->c, j->st);
-  accel_status_t r = accel_memset_async(s, &j->st->d->args.found_inf, 0, sizeof(float));
-  if (r == ACCEL_OK) r = accel_adam_step_norm(s, &d);
-  if (r == ACCEL_OK) r = accel_adam_step_update(s, &d);
-  return r;
+  return kc_step_run(s, &d);
 }
 
 /* The documented rounding of x with the 16 random bits r (the contract, written out again). */

@@ -20,16 +20,11 @@
 static const size_t kSizes[] = {1, 3, 255, 256, 257, KC_CHUNK + 1, 100003};
 #define NT (sizeof kSizes / sizeof kSizes[0])
 
-typedef struct sf_scalars {
-  accel_adam_args_t args;
-  float inv_scale, norm, coef, reserved;
-} sf_scalars_t;
-
 typedef struct sf_state {
   kc_list_t lp, p, m, v, model;
   kc_list_t sc; /* U8 moments: the scales [s_m, s_v] of each block of Q8_BLOCK elements */
   kc_scalars_t S;
-  sf_scalars_t *d;
+  kc_step_scalars_t *d;
 } sf_state_t;
 
 typedef struct sf_cfg {
@@ -109,39 +104,21 @@ static accel_status_t sf_make(cts_ctx_t *ctx, sf_state_t *st, accel_dtype_t sdt,
   if (s == ACCEL_OK && sdt != ACCEL_U8) s = sf_moments(ctx, &st->v, sdt, 0.001f, 65, 1);
   if (s == ACCEL_OK && c->model)
     s = kc_make(ctx, &st->model, NT, kSizes, NT, ACCEL_BF16, 1.0f, 66);
-  const sf_scalars_t init = {c->args, 0x1p-10f, 0.0f, 0.0f, 0.0f};
-  if (s == ACCEL_OK) s = kc_scalars(ctx, &st->S, &init, sizeof init);
-  st->d = (sf_scalars_t *)st->S.dev;
+  if (s == ACCEL_OK) s = kc_step_scalars(ctx, &st->S, &c->args, &st->d);
   return s;
 }
 
 static accel_adam_step_t sf_desc(const sf_cfg_t *c, sf_state_t *st) {
-  return (accel_adam_step_t){.struct_size = sizeof(accel_adam_step_t),
-                             .n = NT,
-                             .grads = st->lp.t,
-                             .params = st->p.t,
-                             .exp_avg = st->m.t,
-                             .exp_avg_sq = st->v.t,
-                             .model_params = c->model ? st->model.t : NULL,
-                             .args_dev = &st->d->args,
-                             .inv_scale_dev = &st->d->inv_scale,
-                             .found_inf_dev = &st->d->args.found_inf,
-                             .norm_type = 2.0f,
-                             .norm_dev = &st->d->norm,
-                             .max_norm = 1.0f,
-                             .clip_eps = 1e-6f,
-                             .coef_out_dev = &st->d->coef,
-                             .flags = c->flags,
-                             .state_scales = st->sc.n ? st->sc.t : NULL};
+  accel_adam_step_t d = kc_step_desc(NT, &st->lp, &st->p, &st->m, &st->v, st->d, c->flags);
+  d.model_params = c->model ? st->model.t : NULL;
+  d.state_scales = st->sc.n ? st->sc.t : NULL;
+  return d;
 }
 
 static accel_status_t sf_body(accel_stream_t *s, void *u) {
   const sf_job_t *j = u;
   const accel_adam_step_t d = sf_desc(j->c, j->st);
-  accel_status_t r = accel_memset_async(s, &j->st->d->args.found_inf, 0, sizeof(float));
-  if (r == ACCEL_OK) r = accel_adam_step_norm(s, &d);
-  if (r == ACCEL_OK) r = accel_adam_step_update(s, &d);
-  return r;
+  return kc_step_run(s, &d);
 }
 
 /* Element by element: b's bits are a's, narrowed to b's dtype (a's values read as F32). */

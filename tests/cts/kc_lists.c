@@ -200,3 +200,38 @@ float kc_powi(float b, uint32_t n) {
     if (n & 1u) r = r * b;
   return r;
 }
+
+accel_status_t kc_step_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const accel_adam_args_t *args,
+                               kc_step_scalars_t **out) {
+  const kc_step_scalars_t init = {*args, 0x1p-10f, 0.0f, 0.0f, 0.0f};
+  const accel_status_t s = kc_scalars(ctx, S, &init, sizeof init);
+  *out = (kc_step_scalars_t *)S->dev;
+  return s;
+}
+
+accel_adam_step_t kc_step_desc(size_t n, const kc_list_t *lp, const kc_list_t *p,
+                               const kc_list_t *m, const kc_list_t *v, kc_step_scalars_t *d,
+                               uint32_t flags) {
+  return (accel_adam_step_t){.struct_size = sizeof(accel_adam_step_t),
+                             .n = n,
+                             .grads = lp->t,
+                             .params = p->t,
+                             .exp_avg = m->t,
+                             .exp_avg_sq = v->t,
+                             .args_dev = &d->args,
+                             .inv_scale_dev = &d->inv_scale,
+                             .found_inf_dev = &d->args.found_inf,
+                             .norm_type = 2.0f,
+                             .norm_dev = &d->norm,
+                             .max_norm = 1.0f,
+                             .clip_eps = 1e-6f,
+                             .coef_out_dev = &d->coef,
+                             .flags = flags};
+}
+
+accel_status_t kc_step_run(accel_stream_t *s, const accel_adam_step_t *d) {
+  accel_status_t r = accel_memset_async(s, d->found_inf_dev, 0, sizeof(float));
+  if (r == ACCEL_OK) r = accel_adam_step_norm(s, d);
+  if (r == ACCEL_OK) r = accel_adam_step_update(s, d);
+  return r;
+}

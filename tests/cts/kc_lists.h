@@ -50,6 +50,22 @@ typedef struct kc_scalars {
 
 accel_status_t kc_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const void *init, size_t bytes);
 
+/* The fused step of the state-format cases (cases_state.c, cases_master_bf16.c): its device
+ * scalars, and the descriptor over n tensors of grads lp, params p and moments m, v with those
+ * scalars, a loss scale, the overflow check and a clip to norm 1 (flags added). */
+typedef struct kc_step_scalars {
+  accel_adam_args_t args;
+  float inv_scale, norm, coef, reserved;
+} kc_step_scalars_t;
+
+accel_status_t kc_step_scalars(cts_ctx_t *ctx, kc_scalars_t *S, const accel_adam_args_t *args,
+                               kc_step_scalars_t **out);
+accel_adam_step_t kc_step_desc(size_t n, const kc_list_t *lp, const kc_list_t *p,
+                               const kc_list_t *m, const kc_list_t *v, kc_step_scalars_t *d,
+                               uint32_t flags);
+/* On stream s: found_inf = 0, then both sweeps of d. */
+accel_status_t kc_step_run(accel_stream_t *s, const accel_adam_step_t *d);
+
 /* Checks every tensor of L on the device against want(L, t, i) (the bits element i of tensor t
  * must have; L's host copies still hold the values before the operation) bit for bit, NaN
  * matching any NaN. */
