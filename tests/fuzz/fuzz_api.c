@@ -584,8 +584,10 @@ static void op_cast(int s, accel_stream_t *h, accel_status_t hs) {
  * without a norm, F16 master weights, model weights on the master weights, a misaligned
  * gradient, has-gradient flags in host memory; the moments in any dtype (the state format: F32
  * or BF16, F16 refused by the update), the last tensor's second moment in the other format
- * (13) or its first moment one element short or long (14), both refused by the update; or the
- * per-tensor step counts (accel_step_counts) over the same arrays. */
+ * (13) or its first moment one element short or long (14), both refused by the update; the
+ * master weights F32 or BF16, with the generator or without (BF16 with U8 moments or model
+ * weights, and the generator with F32 ones, refused by the update); or the per-tensor step
+ * counts (accel_step_counts) over the same arrays. */
 static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   enum { NT_ = 2 };
   const size_t n = u8() % (NT_ + 1);
@@ -594,6 +596,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
   const int has_hp = (b >> 4) & 1, has_model = (b >> 5) & 1, has_vmax = (b >> 6) & 1;
   const int per_tensor = (b >> 7) & 1;
   const accel_dtype_t sdt = (accel_dtype_t)(u8() % 4); /* the moments' dtype: F32 .. U8 */
+  const unsigned master = u8() % 4u; /* bit 0: the generator; bit 1: BF16 master weights */
+  const int b16 = (master & 2u) != 0;
   accel_tensor_t L[7][NT_], scales[NT_];
   uint64_t chunks = 0;
   int invalid = 0;
@@ -601,7 +605,11 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
     const size_t numel = u8() % 65;
     chunks += numel > 0;
     for (int l = 0; l < 7; ++l) {
-      const accel_dtype_t dt = l == 0 ? gdt : l == 5 ? mdt : l == 3 || l == 4 ? sdt : ACCEL_F32;
+      const accel_dtype_t dt = l == 0                ? gdt
+                               : l == 5              ? mdt
+                               : l == 3 || l == 4    ? sdt
+                               : l == 2 && b16       ? ACCEL_BF16
+                                                     : ACCEL_F32;
       const size_t slot = l == 6 ? 7 : (size_t)l;
       L[l][i] = (accel_tensor_t){scratch + slot * SLOT_FLOATS + i * 128, numel, dt};
     }
@@ -642,7 +650,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
                          .clip_eps = 1e-6f, .coef_out_dev = sc + 10, .flags = flags,
                          .max_exp_avg_sq = has_vmax && n ? L[6] : NULL,
                          .steps_dev = per_tensor ? sc + 12 : NULL, .has_grad_dev = has_grad,
-                         .state_scales = n && (sdt == ACCEL_U8 || fault == 8) ? scales : NULL};
+                         .state_scales = n && (sdt == ACCEL_U8 || fault == 8) ? scales : NULL,
+                         .generator = (master & 1u) ? gen : NULL};
   if (fault == 5) d.struct_size = offsetof(accel_adam_step_t, flags);
   if (fault == 6) d.flags |= 0x80u;
   const int accumulate = (d.flags & ACCEL_ADAM_STEP_ACCUMULATE) != 0;
@@ -655,7 +664,8 @@ static void op_adam_step(int s, accel_stream_t *h, accel_status_t hs) {
                (fault == 9 && n > 0) || (fault == 10 && has_model && chunks > 0) ||
                (amsgrad != has_vmax && n > 0) || (sdt == ACCEL_F16 && n > 0) ||
                ((fault == 13 || fault == 14 || fault == 8) && n > 0) ||
-               (sdt == ACCEL_U8 && amsgrad && n > 0);
+               (sdt == ACCEL_U8 && amsgrad && n > 0) ||
+               (n > 0 && (master == 1u || (b16 && (sdt == ACCEL_U8 || has_model))));
   }
   int launches;
   if (call == 1) launches = chunks > 0 || (d.flags & ACCEL_ADAM_STEP_CLIP);
