@@ -31,7 +31,11 @@ static accel_status_t rand_body(const kop_req_t *r, kop_entry_t *e, const void *
   if (st != ACCEL_OK) return st;
   const uint64_t blocks = r->op == ACCEL_KERNEL_RAND_RAW ? (a->raw_words + 3u) / 4u
                                                          : (uint64_t)nc * ACC_RAND_CHUNK_BLOCKS;
-  const acc_rand_advance_params_t adv = {0, ADDR(a->gen->state), blocks, 0, 0};
+  return kop_rand_advance(r, a->gen->state, blocks);
+}
+
+accel_status_t kop_rand_advance(const kop_req_t *r, void *state, uint64_t blocks) {
+  const acc_rand_advance_params_t adv = {0, ADDR(state), blocks, 0, 0};
   return kop_launch(r, ACCEL_KERNEL_RAND_ADVANCE, 1, &adv, sizeof adv, NULL);
 }
 

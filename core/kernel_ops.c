@@ -429,9 +429,7 @@ static accel_status_t adam_step_body(const kop_req_t *r, kop_entry_t *e, const v
   accel_status_t s = kop_launch(r, ACCEL_KERNEL_ADAM_STEP, nc ? nc : 1, &p, sizeof p, e);
   if (s != ACCEL_OK || !st->generator || nc == 0) return s;
   /* the stochastic rounding's words: the counter moves past them (as accel_rand_uniform's) */
-  const acc_rand_advance_params_t adv = {0, ADDR(st->generator->state),
-                                         (uint64_t)nc * ACC_RAND_CHUNK_BLOCKS, 0, 0};
-  return kop_launch(r, ACCEL_KERNEL_RAND_ADVANCE, 1, &adv, sizeof adv, NULL);
+  return kop_rand_advance(r, st->generator->state, (uint64_t)nc * ACC_RAND_CHUNK_BLOCKS);
 }
 
 /* The master weights: F32, or BF16 (not with U8 moments); a generator only with BF16 ones

@@ -180,6 +180,9 @@ accel_status_t kop_prepare(kop_req_t *r);
  * launch's ranges. */
 accel_status_t kop_launch(const kop_req_t *r, uint32_t id, uint32_t num_blocks,
                           const void *params, uint32_t size, kop_entry_t *e);
+/* Launches RAND_ADVANCE for r's operation, after the launch that drew from the generator state
+ * `state`: its counter moves past those `blocks` in stream order (core/generator_ops.c). */
+accel_status_t kop_rand_advance(const kop_req_t *r, void *state, uint64_t blocks);
 /* Runs body(r, table, user) for the validated r; the call's table reference then goes to the
  * stream's memo (launches that were recorded hold their own). */
 typedef accel_status_t (*kop_body_fn)(const kop_req_t *r, kop_entry_t *e, const void *user);
