@@ -59,7 +59,7 @@ accel_status_t accel_capture_event_wait_locked(accel_stream_t *s, accel_capture_
 void accel_capture_invalidate(accel_capture_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Conditional regions (accel_graph_capture_if / _while; graph_cond.c) nest this deep at most. */
-#define ACCEL_CAPTURE_COND_DEPTH 8
+#define ACCEL_CAPTURE_COND_DEPTH ACCEL_COND_MAX_DEPTH
 /* Opens a conditional region on the capturing stream s (caller holds s->lock): pins the flag's
  * allocation and records begin (an ACCEL_CMD_COND_BEGIN). Every region of a capture is on one
  * stream. private_capture: the capture was begun for this region alone (graph_cond.c). */

@@ -2,15 +2,25 @@
  * accel_device_get_attribute: what a device really does (docs/API.md, "Device attributes").
  * The core answers what it decides itself (how graphs replay and update, whether streams are
  * lazy, the plugin's declared forms and DLPack type) and the info fields; the plugin's
- * device_attribute slot answers what only it knows (unified memory), with a core fallback.
+ * device_attribute slot answers what only it knows (unified memory; whether its conditional
+ * regions are native or predicated), with a core fallback.
  */
 #include "core_util.h"
 #include "device.h"
 #include "backend.h"
 
-/* Attributes the plugin may answer: the others follow from what the core does. */
-static bool plugin_answers(accel_device_attr_t attr) {
-  return attr == ACCEL_ATTR_UNIFIED_MEMORY;
+/* Attributes the plugin may answer, given the core's answer v: the others follow from what the
+ * core does. Conditional regions are the plugin's to describe only when it takes them (the
+ * core refuses the calls otherwise). */
+static bool plugin_answers(accel_device_attr_t attr, int64_t v) {
+  return attr == ACCEL_ATTR_UNIFIED_MEMORY ||
+         (attr == ACCEL_ATTR_CONDITIONALS && v != ACCEL_CONDITIONALS_NONE);
+}
+
+/* Whether the plugin's answer is one the attribute can take. */
+static bool plugin_answer_valid(accel_device_attr_t attr, int64_t v) {
+  return attr != ACCEL_ATTR_CONDITIONALS || v == ACCEL_CONDITIONALS_NATIVE ||
+         v == ACCEL_CONDITIONALS_PREDICATED;
 }
 
 static int64_t graph_kind(const accel_device_t *dev) {
@@ -65,8 +75,9 @@ accel_status_t accel_device_get_attribute(accel_device_t *dev, accel_device_attr
                            (int)attr, (int)ACCEL_ATTR_SUPPORTS_BF16);
   int64_t from_plugin = 0;
   const accel_backend_vtable_t *vt = dev->backend->vt;
-  if (plugin_answers(attr) && vt->device_attribute &&
-      vt->device_attribute(dev->impl, (uint32_t)attr, &from_plugin))
+  if (plugin_answers(attr, v) && vt->device_attribute &&
+      vt->device_attribute(dev->impl, (uint32_t)attr, &from_plugin) &&
+      plugin_answer_valid(attr, from_plugin))
     v = from_plugin;
   *value = v;
   return ACCEL_OK;

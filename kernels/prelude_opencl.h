@@ -16,6 +16,12 @@
  * Both give the same bits: each lane folds the same elements in the same order and the tree is
  * the same fixed tree.
  *
+ * Every kernel takes a second argument, a predicate (kernels/predicate.h): NULL, or an int in
+ * device memory that, when 0, makes ACC_FOR_BLOCKS run no block. The OpenCL backend points it
+ * at a slot of its stream for the work of a conditional region's body (docs/GRAPHS.md,
+ * "Branches on a device flag"); a kernel whose every store lies inside ACC_FOR_BLOCKS (all of
+ * the shared kernels) then does nothing when the region is not taken.
+ *
  * Device addresses are SVM pointers, so a 64-bit value cast to a __global pointer is valid.
  * Build with -cl-fp32-correctly-rounded-divide-sqrt: without it OpenCL allows 2.5/3 ulp
  * division/sqrt and the results would differ from the other backends.
@@ -49,13 +55,18 @@ typedef acc_u32 acc_idx;
 #define ACC_POWF(x, y) pow((x), (y))
 #define ACC_FABSF(x) fabs(x)
 
+/* Whether a launch predicated on pred runs its blocks: no predicate, or a nonzero one. */
+#define ACC_PRED_RUNS(pred) ((pred) == 0 || *(pred) != 0)
+
 #ifdef ACC_LANE_LOOPS
 
-#define ACC_KERNEL(name, T, P) \
-  __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(const T P)
+#define ACC_KERNEL(name, T, P)                                  \
+  __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name( \
+      const T P, __global const int *acc_pred_)
 
-#define ACC_FOR_BLOCKS(b, n) \
-  for (acc_u32 b = (acc_u32)get_global_id(0); b < (n); b += (acc_u32)get_global_size(0))
+#define ACC_FOR_BLOCKS(b, n)                                                                 \
+  for (acc_u32 b = (acc_u32)get_global_id(0), acc_n_ = ACC_PRED_RUNS(acc_pred_) ? (n) : 0u; \
+       b < acc_n_; b += (acc_u32)get_global_size(0))
 
 /* OpenCL's prefetch() builtin compiles to nothing on PoCL; clang's builtin takes a __global
  * pointer and gives the prefetch instruction. */
@@ -66,12 +77,14 @@ typedef acc_u32 acc_idx;
 
 #else
 
-#define ACC_KERNEL(name, T, P) \
-  __kernel __attribute__((reqd_work_group_size(ACC_BLOCK, 1, 1))) void name(const T P)
+#define ACC_KERNEL(name, T, P)                                          \
+  __kernel __attribute__((reqd_work_group_size(ACC_BLOCK, 1, 1))) void name( \
+      const T P, __global const int *acc_pred_)
 
 #define ACC_LANE_ID_ ((acc_u32)get_local_id(0))
-#define ACC_FOR_BLOCKS(b, n) \
-  for (acc_u32 b = (acc_u32)get_group_id(0); b < (n); b += (acc_u32)get_num_groups(0))
+#define ACC_FOR_BLOCKS(b, n)                                                                \
+  for (acc_u32 b = (acc_u32)get_group_id(0), acc_n_ = ACC_PRED_RUNS(acc_pred_) ? (n) : 0u; \
+       b < acc_n_; b += (acc_u32)get_num_groups(0))
 
 #define ACC_SHARED(T, name, n) __local T name[n]
 #define ACC_SHARED_ARG(T, name) __local T *name

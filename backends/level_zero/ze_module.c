@@ -125,6 +125,10 @@ static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
   if (!k) k = dev->kernels[launch->kernel_id];
   /* Argument values are captured at append time, so the kernel object can be reused. */
   ACCEL_ZE_TRY(api, zeKernelSetArgumentValue, k, 0, launch->params_size, launch->params);
+  /* The OpenCL C form's second argument, the predicate of conditional regions
+   * (prelude_opencl.h): NULL, as this plugin has no conditional regions. */
+  void *const no_predicate = NULL;
+  ACCEL_ZE_TRY(api, zeKernelSetArgumentValue, k, 1, sizeof no_predicate, &no_predicate);
   /* Kernels are grid-stride: fewer groups than num_blocks compute the same bits. */
   uint32_t groups = launch->num_blocks;
   if (dev->compute.maxGroupCountX && groups > dev->compute.maxGroupCountX)

@@ -230,6 +230,7 @@ static const accel_backend_vtable_t acl_vtable = {
   .kernel_count = ACCEL_KERNEL_COUNT,
   .device_attribute = acl_device_attribute,
   .graph_update = NULL, /* PoCL 3.1 lacks cl_khr_command_buffer_mutable_dispatch: emulated */
+  .conditionals = 1, /* predicated by submit_batch (acl_predicate.c; device_attribute says so) */
   .module_build = acl_module_build, /* clBuildProgram (acl_module.c) */
   .module_destroy = acl_module_destroy,
 };

@@ -94,9 +94,14 @@ void acl_device_close(accel_be_device_t *device) {
 }
 
 /* Device memory is the host's memory when any host pointer is device memory (fine-grained
- * system SVM) or the device is the host's CPU (PoCL) with fine-grained buffers. */
+ * system SVM) or the device is the host's CPU (PoCL) with fine-grained buffers. Conditional
+ * regions are predicated on the device (acl_predicate.c). */
 int acl_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {
   const acl_phys_t *p = ((const acl_device_t *)device)->phys;
+  if (attr == ACCEL_ATTR_CONDITIONALS) {
+    *value = ACCEL_CONDITIONALS_PREDICATED;
+    return 1;
+  }
   if (attr != ACCEL_ATTR_UNIFIED_MEMORY) return 0;
   *value = (p->svm_caps & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM) != 0 ||
            ((p->type & CL_DEVICE_TYPE_CPU) && (p->svm_caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER));

@@ -9,8 +9,8 @@
  * need no translation), each command waiting on the previous one's sync point. 0.9.0 has no
  * SVM copy/fill commands, so copies and fills address their SVM allocations through cl_mem
  * objects created over them with CL_MEM_USE_HOST_PTR (the SVM memory is the buffer's storage,
- * OpenCL 2.0 clCreateBuffer). Host functions and copies touching non-SVM host memory cannot be
- * recorded: such lists get UNSUPPORTED and the core uses its own recorder.
+ * OpenCL 2.0 clCreateBuffer). Host functions, conditional regions and copies touching non-SVM
+ * host memory are not recorded: such lists get UNSUPPORTED and the core uses its own recorder.
  *
  * The command buffer belongs to a private queue of the graph; a launch orders it after the
  * stream's earlier work (marker) and makes the stream's later work wait for it (barrier).
@@ -80,8 +80,8 @@ static accel_status_t record(acl_graph_t *g, const accel_cmd_t *c, cl_uint nwait
       }
       cl_kernel k;
       size_t global, local;
-      st = acl_kernel_prepare(g->dev, &g->kernel_sets[g->kernel_set_count++], &c->u.kernel, &k,
-                              &global, &local);
+      st = acl_kernel_prepare(g->dev, &g->kernel_sets[g->kernel_set_count++], &c->u.kernel, NULL,
+                              &k, &global, &local);
       if (st != ACCEL_OK) return st;
       err = f->ndrange(g->cb, NULL, NULL, k, 1, NULL, &global, &local, nwait, wait, sp, NULL);
       return err == CL_SUCCESS ? ACCEL_OK : acl_fail("clCommandNDRangeKernelKHR", err);
@@ -130,10 +130,14 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
                                "%s: graphs replay through plain enqueue (command buffers not "
                                "chosen; ACCEL_OPENCL_COMMAND_BUFFER=1 selects them)",
                                dev->phys->name);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     if (cmds[i].type == ACCEL_CMD_HOST_FUNC)
       return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                  "command buffer: host functions cannot be recorded");
+    if (cmds[i].type == ACCEL_CMD_COND_BEGIN) /* predicated by submit_batch (acl_predicate.c) */
+      return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                 "command buffer: conditional regions are not recorded");
+  }
   acl_graph_t *g = calloc(1, sizeof *g);
   if (g) g->wraps = calloc(2 * n + 1, sizeof *g->wraps);
   if (!g || !g->wraps) {

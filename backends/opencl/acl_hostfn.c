@@ -14,6 +14,10 @@
  *
  * If M fails (an earlier command failed), fn is skipped and U takes M's error status, so the
  * failure propagates to later work instead of being hidden.
+ *
+ * Inside a conditional region (acl_predicate.c) a copy of the region's predicate slot into the
+ * call goes before M: when M completes, the call knows whether the region is taken, as read in
+ * stream order on the device, and fn runs only if it is.
  */
 #include <stdlib.h>
 
@@ -26,6 +30,7 @@ typedef struct acl_host_call {
   void *user;
   cl_event done;  /* user event the barrier waits on */
   cl_int status;  /* M's completion status */
+  int32_t runs;   /* nonzero: fn runs (the region's predicate, copied before M) */
 } acl_host_call_t;
 
 struct acl_hostq {
@@ -46,7 +51,7 @@ static void *hostq_main(void *arg) {
     q->head = call->next;
     if (!q->head) q->tail = NULL;
     pthread_mutex_unlock(&q->lock);
-    if (call->status == CL_COMPLETE) call->fn(call->user);
+    if (call->status == CL_COMPLETE && call->runs) call->fn(call->user);
     clSetUserEventStatus(call->done, call->status); /* CL_COMPLETE or M's error */
     clReleaseEvent(call->done);
     free(call);
@@ -102,7 +107,16 @@ static void CL_CALLBACK marker_done(cl_event marker, cl_int status, void *data) 
   pthread_mutex_unlock(&q->lock);
 }
 
-accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user) {
+/* Frees a call that was never handed to the callback. A predicate copy into it may be queued
+ * already: it completes before the call's memory goes. */
+static void call_drop(acl_stream_t *s, acl_host_call_t *call, const int32_t *pred) {
+  if (pred) clFinish(s->queue);
+  clReleaseEvent(call->done);
+  free(call);
+}
+
+accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user,
+                                     const int32_t *pred) {
   acl_hostq_t *q = NULL;
   accel_status_t st = hostq_get(s, &q);
   if (st != ACCEL_OK) return st;
@@ -111,26 +125,32 @@ accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *
   call->q = q;
   call->fn = fn;
   call->user = user;
+  call->runs = 1;
   cl_int err = CL_SUCCESS;
   call->done = clCreateUserEvent(s->dev->ctx, &err);
   if (err != CL_SUCCESS) {
     free(call);
     return acl_fail("clCreateUserEvent", err);
   }
+  const char *what = "clEnqueueSVMMemcpy(predicate)";
+  if (pred)
+    err = clEnqueueSVMMemcpy(s->queue, CL_FALSE, &call->runs, pred, sizeof call->runs, 0, NULL,
+                             NULL);
   cl_event marker = NULL;
-  err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
+  if (err == CL_SUCCESS) {
+    what = "clEnqueueMarkerWithWaitList";
+    err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &marker);
+  }
   if (err != CL_SUCCESS) {
-    clReleaseEvent(call->done);
-    free(call);
-    return acl_fail("clEnqueueMarkerWithWaitList", err);
+    call_drop(s, call, pred);
+    return acl_fail(what, err);
   }
   cl_event barrier = NULL;
   err = clEnqueueBarrierWithWaitList(s->queue, 1, &call->done, &barrier);
   if (err != CL_SUCCESS) {
     /* The marker is queued but harmless without a callback; fn is not run. */
-    clReleaseEvent(call->done);
     clReleaseEvent(marker);
-    free(call);
+    call_drop(s, call, pred);
     return acl_fail("clEnqueueBarrierWithWaitList", err);
   }
   acl_stream_set_last(s, barrier);
@@ -139,9 +159,8 @@ accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *
   if (err != CL_SUCCESS) {
     /* Unblock the barrier with an error so later work does not hang and the failure shows. */
     clSetUserEventStatus(call->done, CL_INVALID_OPERATION);
-    clReleaseEvent(call->done);
     clReleaseEvent(marker);
-    free(call);
+    call_drop(s, call, pred);
     return acl_fail("clSetEventCallback", err);
   }
   return ACCEL_OK;
@@ -149,5 +168,5 @@ accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *
 
 accel_status_t acl_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t fn, void *user) {
   acl_stream_t *s = stream;
-  return acl_stream_flush(s, acl_enqueue_host_func(s, fn, user));
+  return acl_stream_flush(s, acl_enqueue_host_func(s, fn, user, NULL));
 }

@@ -123,6 +123,7 @@ typedef struct acl_kernel_set {
 } acl_kernel_set_t;
 
 typedef struct acl_hostq acl_hostq_t; /* host-function thread of a stream (acl_hostfn.c) */
+typedef struct acl_pred acl_pred_t;   /* a stream's predicate slots (acl_predicate.c) */
 
 /* Most commands are enqueued without a cl_event and without a clFlush (acl_stream.c explains
  * the flush rule and how stream_query works without per-command events). */
@@ -148,6 +149,7 @@ typedef struct acl_stream {
   atomic_uint_fast64_t seq;
   atomic_uint_fast64_t idle_at;
   acl_kernel_set_t kernels;
+  acl_pred_t *pred; /* created by the first conditional region */
 } acl_stream_t;
 
 typedef struct acl_event {
@@ -186,11 +188,12 @@ int acl_alloc_lookup(acl_device_t *dev, const void *ptr, size_t size, acl_alloc_
 /* --- program.c ----------------------------------------------------------------------------- */
 /* Builds (or loads from the caches) the kernel program on first use. */
 accel_status_t acl_program_get(acl_device_t *dev, cl_program *out);
-/* Prepares set->k[launch->kernel_id] for launch: kernel object, SVM pointer list, argument;
+/* Prepares set->k[launch->kernel_id] for launch: kernel object, SVM pointer list, arguments
+ * (the parameters, and pred: the predicate slot of a conditional region's body, or NULL);
  * computes the NDRange. */
 accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
-                                  const accel_kernel_launch_t *launch, cl_kernel *kernel,
-                                  size_t *global, size_t *local);
+                                  const accel_kernel_launch_t *launch, const int32_t *pred,
+                                  cl_kernel *kernel, size_t *global, size_t *local);
 void acl_kernel_set_release(acl_kernel_set_t *set);
 /* A program from a device binary built with options; NULL if the binary is rejected. */
 cl_program acl_program_from_binary(acl_device_t *dev, const unsigned char *bin, size_t size,
@@ -234,9 +237,28 @@ accel_status_t acl_stream_use_profiling(acl_stream_t *s);
  * names what) when the command or one it waited for failed. */
 accel_status_t acl_event_status(cl_event ev, const char *what);
 
+/* --- predicate.c: conditional regions by predication ---------------------------------------- */
+/* The predicate of the commands at depth (inside that many regions): NULL at depth 0. */
+const int32_t *acl_pred_slot(acl_stream_t *s, uint32_t depth);
+/* Enqueues the start of a region's pass at depth (>= 1): its slot = (first ? the enclosing
+ * region's slot : its own) && *flag != 0, on the device. */
+accel_status_t acl_pred_enter(acl_stream_t *s, uint32_t depth, int first, const int32_t *flag);
+/* A copy / a fill that runs iff *pred != 0 (both ends must be memory kernels reach). */
+accel_status_t acl_pred_copy(acl_stream_t *s, const int32_t *pred, void *dst, const void *src,
+                             size_t size);
+accel_status_t acl_pred_fill(acl_stream_t *s, const int32_t *pred, void *dst, uint8_t value,
+                             size_t size);
+/* The index of the COND_END closing the region that cmds[begin] (a COND_BEGIN) opens; n when
+ * none does. */
+size_t acl_pred_region_end(const accel_cmd_t *cmds, size_t begin, size_t n);
+/* Frees a stream's slots and kernels (its queue drained). NULL: no-op. */
+void acl_pred_destroy(acl_device_t *dev, acl_pred_t *p);
+
 /* --- hostfn.c ------------------------------------------------------------------------------ */
-/* acl_launch_host_func without the final clFlush (for submit_batch). */
-accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user);
+/* acl_launch_host_func without the final clFlush (for submit_batch); with pred (a region's
+ * slot, or NULL) fn runs only when the slot is nonzero as the stream reaches it. */
+accel_status_t acl_enqueue_host_func(acl_stream_t *s, accel_host_fn_t fn, void *user,
+                                     const int32_t *pred);
 /* Stops and joins a stream's host-function thread (its queue must be drained). NULL: no-op. */
 void acl_hostq_destroy(acl_hostq_t *q);
 

@@ -190,8 +190,8 @@ static accel_status_t update_svm_ptrs(acl_device_t *dev, cl_kernel k, uint64_t *
 }
 
 accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
-                                  const accel_kernel_launch_t *launch, cl_kernel *kernel,
-                                  size_t *global, size_t *local) {
+                                  const accel_kernel_launch_t *launch, const int32_t *pred,
+                                  cl_kernel *kernel, size_t *global, size_t *local) {
   const uint32_t id = launch->kernel_id;
   cl_kernel *k = &set->k[id < ACCEL_KERNEL_COUNT ? id : 0];
   uint64_t *gen = &set->svm_generation[id < ACCEL_KERNEL_COUNT ? id : 0];
@@ -208,6 +208,8 @@ accel_status_t acl_kernel_prepare(acl_device_t *dev, acl_kernel_set_t *set,
   if (st == ACCEL_OK && !dev->fine_grain_system) st = update_svm_ptrs(dev, *k, gen);
   if (st != ACCEL_OK) return st;
   cl_int err = clSetKernelArg(*k, 0, launch->params_size, launch->params);
+  if (err == CL_SUCCESS) /* the predicate (prelude_opencl.h): NULL outside regions */
+    err = pred ? clSetKernelArgSVMPointer(*k, 1, pred) : clSetKernelArg(*k, 1, sizeof(cl_mem), NULL);
   if (err != CL_SUCCESS) return acl_fail("clSetKernelArg", err);
   *kernel = *k;
   acc_cl_ndrange(dev->form, launch->num_blocks, dev->max_blocks, global, local);

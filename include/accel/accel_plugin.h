@@ -166,6 +166,8 @@ typedef enum accel_cmd_type {
 /* accel_cmd_t.u.cond.kind */
 #define ACCEL_COND_IF 0u
 #define ACCEL_COND_WHILE 1u
+/* The core never hands a plugin conditional regions nested deeper than this. */
+#define ACCEL_COND_MAX_DEPTH 8u
 
 typedef struct accel_cmd {
   uint32_t type;         /* accel_cmd_type_t */
@@ -386,8 +388,10 @@ typedef struct accel_backend_vtable {
   accel_status_t (*graph_update)(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
   /* Nonzero: submit_batch and graph_instantiate (and graph_update) accept ACCEL_CMD_COND_BEGIN
    * / COND_END, nested, and evaluate the flag on the device in stream order
-   * (ACCEL_ATTR_CONDITIONALS = ACCEL_CONDITIONALS_NATIVE). Zero: accel_graph_capture_if and
-   * _while answer ACCEL_ERROR_UNSUPPORTED on the backend's devices. */
+   * (ACCEL_ATTR_CONDITIONALS = ACCEL_CONDITIONALS_NATIVE; a plugin that predicates the body's
+   * commands on the device instead answers ACCEL_CONDITIONALS_PREDICATED from
+   * device_attribute). Zero: accel_graph_capture_if and _while answer
+   * ACCEL_ERROR_UNSUPPORTED on the backend's devices. */
   uintptr_t conditionals;
 
   /* --- user kernels (accel_module.h; read only when struct_size covers them; NULL: modules are

@@ -69,6 +69,7 @@ void run_cl(int form, uint32_t id, const void *params, size_t psize, uint32_t bl
   KT_CHECK(err == CL_SUCCESS, "clCreateKernel %s: %d", accel_kernel_names[id], err);
   if (err) return;
   err = clSetKernelArg(k, 0, psize, params);
+  if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof(cl_mem), NULL); /* no predicate */
   KT_CHECK(err == CL_SUCCESS, "clSetKernelArg: %d", err);
   size_t local, global;
   acc_cl_ndrange(kForms[form], blocks, blocks, &global, &local);

@@ -102,6 +102,11 @@ static int build(bench_cl_host_t *h, char *why, size_t cap) {
   h->fill = clCreateKernel(h->program, "accel_k_fill", &err);
   if (err == CL_SUCCESS) h->scale = clCreateKernel(h->program, "accel_k_scale", &err);
   if (err != CL_SUCCESS) return bench_why(why, cap, "clCreateKernel: error %d", (int)err);
+  /* no predicate (the kernels' second argument, prelude_opencl.h), as the backend outside a
+   * conditional region */
+  err = clSetKernelArg(h->fill, 1, sizeof(cl_mem), NULL);
+  if (err == CL_SUCCESS) err = clSetKernelArg(h->scale, 1, sizeof(cl_mem), NULL);
+  if (err != CL_SUCCESS) return bench_why(why, cap, "clSetKernelArg(1, NULL): error %d", (int)err);
   if (h->fine_grain_system) {
     cl_bool yes = CL_TRUE;
     err = clSetKernelExecInfo(h->fill, CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM, sizeof yes, &yes);
