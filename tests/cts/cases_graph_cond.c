@@ -4,25 +4,17 @@
  * and replayed; in eager and lazy modes each region is captured privately and replayed when it
  * closes. The flag is written in stream order by the body itself (a memset, or a kernel:
  * accel_step_count adds 1 to a flag that starts at -k, so a WHILE runs k passes), never read by
- * the host. On a device whose ACCEL_ATTR_CONDITIONALS is NONE every case checks instead that
+ * the host; a host function in the WHILE's body counts the passes it ran in. On a device whose ACCEL_ATTR_CONDITIONALS is NONE every case checks instead that
  * the calls are refused with UNSUPPORTED (cond_refused).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cts.h"
+#include "cts_cond.h"
 #include "cts_internal.h"
 
-#define COND_N 64
-
-typedef struct cond_fix {
-  int32_t *flag, *flag2;
-  float *value, *dst, *two;
-  int byte;            /* IF: the flag's bytes (0: not taken) */
-  uint32_t max;        /* WHILE: max_iterations */
-} cond_fix_t;
-
-static accel_status_t cond_supported(cts_ctx_t *ctx, int *yes) {
+accel_status_t cond_supported(cts_ctx_t *ctx, int *yes) {
   int64_t v = 0;
   accel_status_t st = accel_device_get_attribute(ctx->dev, ACCEL_ATTR_CONDITIONALS, &v);
   *yes = v == ACCEL_CONDITIONALS_NATIVE || v == ACCEL_CONDITIONALS_PREDICATED;
@@ -61,7 +53,13 @@ static accel_status_t if_body(accel_stream_t *s, void *user) {
   return st != ACCEL_OK ? st : end;
 }
 
-/* value = 1; while (flag, max) { value *= 2; flag += 1 } with flag uploaded as -k before. */
+static void count_pass(void *user) {
+  cond_fix_t *f = user;
+  __atomic_add_fetch(&f->host_calls, 1, __ATOMIC_RELAXED);
+}
+
+/* value = 1; while (flag, max) { value *= 2; flag += 1; a host function counts the pass }
+ * with flag uploaded as -k before. */
 static accel_status_t while_body(accel_stream_t *s, void *user) {
   cond_fix_t *f = user;
   accel_tensor_t t = {f->value, COND_N, ACCEL_F32};
@@ -69,6 +67,7 @@ static accel_status_t while_body(accel_stream_t *s, void *user) {
   if (st == ACCEL_OK) st = accel_graph_capture_while(s, f->flag, f->max);
   if (st == ACCEL_OK) st = accel_scale(s, &t, 1, f->two);
   if (st == ACCEL_OK) st = accel_step_count(s, (uint32_t *)(void *)f->flag, NULL);
+  if (st == ACCEL_OK) st = accel_launch_host_func(s, count_pass, f);
   accel_status_t end = st == ACCEL_OK ? accel_graph_capture_end_while(s) : st;
   return st != ACCEL_OK ? st : end;
 }
@@ -110,7 +109,7 @@ static const char *expect(cts_ctx_t *ctx, const cond_fix_t *f, float want, float
 
 /* ACCEL_ATTR_CONDITIONALS NONE: every case checks instead that the calls are refused with
  * UNSUPPORTED and a message naming the attribute, and that nothing was left open. */
-static cts_result_t cond_refused(cts_ctx_t *ctx) {
+cts_result_t cond_refused(cts_ctx_t *ctx) {
   cond_fix_t f;
   accel_stream_t *s = NULL;
   CTS_OK(fix_make(ctx, &f));
@@ -131,16 +130,14 @@ static cts_result_t cond_refused(cts_ctx_t *ctx) {
   return CTS_PASS;
 }
 
-/* What a case checks on a fixture: NULL when it holds, else why (or *st set). */
-typedef const char *(*cond_run_fn)(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st);
-
-/* Skips where the device has no regions; runs `run` on a fresh fixture. */
-static cts_result_t cond_case(cts_ctx_t *ctx, cond_run_fn run) {
+/* Checks the refusal where the device has no regions; runs `run` on a fresh fixture. */
+cts_result_t cond_case(cts_ctx_t *ctx, cond_run_fn run, void *user) {
   int yes = 0;
   CTS_OK(cond_supported(ctx, &yes));
   if (!yes) return cond_refused(ctx);
   cond_fix_t f;
   accel_status_t st = fix_make(ctx, &f);
+  f.user = user;
   const char *why = st == ACCEL_OK ? run(ctx, &f, &st) : NULL;
   char msg[256];
   snprintf(msg, sizeof msg, "%s", st != ACCEL_OK ? accel_last_error() : why ? why : "");
@@ -159,12 +156,15 @@ static const char *if_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
   return why;
 }
 
-CTS_CASE(graph_cond_if_taken_and_skipped, CTS_TAG_KERNELS) { return cond_case(ctx, if_run); }
+CTS_CASE(graph_cond_if_taken_and_skipped, CTS_TAG_KERNELS) {
+  return cond_case(ctx, if_run, NULL);
+}
 
 /* The WHILE against a host loop: k passes for a flag of -k, at most max. */
 static const char *run_while(cts_ctx_t *ctx, cond_fix_t *f, cts_body_fn body, int32_t k,
                              uint32_t max, int outer, accel_status_t *st) {
   f->max = max;
+  __atomic_store_n(&f->host_calls, 0, __ATOMIC_RELAXED);
   int32_t init = -k, one = outer ? 1 : 0;
   *st = cts_upload(ctx, f->flag, &init, sizeof init);
   if (*st == ACCEL_OK) *st = cts_upload(ctx, f->flag2, &one, sizeof one);
@@ -173,9 +173,17 @@ static const char *run_while(cts_ctx_t *ctx, cond_fix_t *f, cts_body_fn body, in
   if (!outer && body == nested_body) return NULL; /* the caller checks that nothing ran */
   float want = 1.0f; /* the host loop */
   int32_t flag = init;
-  for (uint32_t pass = 0; pass < max && flag != 0; ++pass) {
+  int passes = 0;
+  for (uint32_t pass = 0; pass < max && flag != 0; ++pass, ++passes) {
     want *= 2.0f;
     flag += 1;
+  }
+  const int calls = __atomic_load_n(&f->host_calls, __ATOMIC_RELAXED);
+  if (calls != passes) {
+    static char why[96];
+    snprintf(why, sizeof why, "the body's host function ran %d times for %d passes", calls,
+             passes);
+    return why;
   }
   return expect(ctx, f, want, 0.0f, &flag, st);
 }
@@ -195,7 +203,7 @@ static const char *while_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) 
 }
 
 CTS_CASE(graph_cond_while_counts_on_device, CTS_TAG_KERNELS) {
-  return cond_case(ctx, while_run);
+  return cond_case(ctx, while_run, NULL);
 }
 
 /* A WHILE nested in an IF: runs when the outer flag is set, is skipped whole otherwise. */
@@ -213,7 +221,7 @@ static const char *nested_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st)
   return why;
 }
 
-CTS_CASE(graph_cond_nested, CTS_TAG_KERNELS) { return cond_case(ctx, nested_run); }
+CTS_CASE(graph_cond_nested, CTS_TAG_KERNELS) { return cond_case(ctx, nested_run, NULL); }
 
 /* if (flag) value = v, captured into *g on s. */
 static accel_status_t if_graph(cts_ctx_t *ctx, accel_stream_t *s, const int32_t *flag,
@@ -269,7 +277,7 @@ static const char *update_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st)
   return why;
 }
 
-CTS_CASE(graph_cond_update, CTS_TAG_KERNELS) { return cond_case(ctx, update_run); }
+CTS_CASE(graph_cond_update, CTS_TAG_KERNELS) { return cond_case(ctx, update_run, NULL); }
 
 /* Refusals: bad flags and bounds, ends without a start or of the other kind, an event record in
  * a region, a synchronize in a region opened outside a capture, a capture ended with a region
@@ -369,4 +377,6 @@ static const char *host_run(cts_ctx_t *ctx, cond_fix_t *f, accel_status_t *st) {
   return bad ? why : NULL;
 }
 
-CTS_CASE(graph_cond_from_host_function, CTS_TAG_KERNELS) { return cond_case(ctx, host_run); }
+CTS_CASE(graph_cond_from_host_function, CTS_TAG_KERNELS) {
+  return cond_case(ctx, host_run, NULL);
+}
