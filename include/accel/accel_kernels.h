@@ -225,7 +225,8 @@ typedef struct accel_adam_step {
                                          the new moments before either rounding
                                          (docs/KERNELS.md, "State formats") */
   const accel_tensor_t *model_params; /* NULL, or any dtype: = params rounded after the update
-                                         (skipped on overflow) */
+                                         (skipped on overflow). With BF16 params it must be
+                                         NULL: they are the model's weights themselves */
   const accel_adam_args_t *args_dev;  /* hyper-parameters, step; the update is skipped when
                                          args_dev->found_inf != 0 */
   const float *inv_scale_dev;         /* NULL: no loss scale; else gradients *= inv_scale */
