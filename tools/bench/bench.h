@@ -42,6 +42,7 @@ int bench_overhead(const bench_opts_t *o);
 int bench_graph(const bench_opts_t *o);
 int bench_memview(const bench_opts_t *o);
 int bench_graph_update(const bench_opts_t *o);
+int bench_graph_cond(const bench_opts_t *o);
 int bench_kernels(const bench_opts_t *o);
 int bench_optstep(const bench_opts_t *o);
 int bench_opencl(const bench_opts_t *o); /* built with the OpenCL ICD loader only */

@@ -29,6 +29,9 @@ static const struct {
      "new arguments for a captured chain of 10..1000 fills: reset + re-capture vs capture +\n"
      "                  accel_graph_update vs update alone, each + replay, paired rounds\n"
      "                  [--repeat N (30)]"},
+    {"graph-cond", bench_graph_cond,
+     "a conditional region's cost: chains of 10..1000 fills replayed plain vs inside an IF\n"
+     "                  taken / skipped, paired rounds, per node [--repeat N (30)]"},
     {"kernels", bench_kernels,
      "norm / lp->hp grads / AdamW vs their bounds, norm+clip vs PyTorch, paired\n"
      "                  rounds [--size-mb MB (1024)] [--repeat N (7)] [--no-torch]"},
