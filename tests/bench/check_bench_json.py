@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Small runs of `accel-bench kernels`, `optstep` and `graph` with --json; checks their schema
-and the bound rule of issue 23.
+"""Small runs of `accel-bench kernels`, `optstep`, `graph` and `graph-cond` with --json; checks
+their schema and the bound rule of issue 23.
 
 usage: check_bench_json.py ACCEL_BENCH [extra accel-bench arguments, e.g. --device opencl]
 
@@ -153,6 +153,20 @@ def graph(doc, problems, over):
         check_stats(f"{where}: replay_over_eager", row.get("replay_over_eager"), problems)
 
 
+def graph_cond(doc, problems):
+    """graph-cond: per length, the three ways' ms and ratio to plain, then the region's cost
+    per node (a difference of medians' rounds: it may be negative)."""
+    if doc.get("conditionals") not in ("native", "predicated"):
+        problems.append(f"graph-cond: conditionals {doc.get('conditionals')!r}")
+    for row in machine_and_rows(doc, "graph-cond", "rows", 12, problems):
+        where = f"graph-cond {row.get('way')} N={row.get('n')}"
+        if row.get("way") == "region-per-node-us":
+            check_stats(f"{where}: us", row.get("us"), problems, positive=False)
+            continue
+        check_stats(f"{where}: ms", row.get("ms"), problems)
+        check_stats(f"{where}: over_plain", row.get("over_plain"), problems)
+
+
 def attempt(bench, extra):
     problems, over = [], []
     want_kind = extra[extra.index("--bound") + 1] if "--bound" in extra else None
@@ -162,6 +176,7 @@ def attempt(bench, extra):
     optstep(run(bench, ["optstep", "--preset", "tiny", "--steps", "6"], extra), problems, over,
             want_kind)
     graph(run(bench, ["graph", "--repeat", "3"], extra), problems, over)
+    graph_cond(run(bench, ["graph-cond", "--repeat", "3"], extra), problems)
     return problems, over
 
 
