@@ -16,13 +16,15 @@
  * optimizer step has up to 7 lists: its gradients, hp, the three of Adam, AMSGrad's maximum
  * and the model weights). 3: ACC_DT_U8 and the fused update's eighth list, the 8-bit state's
  * block scales (a plugin built before would read U8 moments as F32). 4: the fused update's
- * BF16 master weights (param_dtype, rng). A plugin
+ * BF16 master weights (param_dtype, rng). 5: every kernel of the OpenCL C form (and its
+ * SPIR-V) takes a second argument, the predicate of conditional regions (prelude_opencl.h;
+ * NULL outside them): a plugin that sets only the first gets CL_INVALID_KERNEL_ARGS. A plugin
  * declares the version it was built with in its vtable (kernel_abi_version) and the loader
  * refuses one that differs from libaccel's (docs/PLUGINS.md, "The kernel ABI handshake").
  * Guarded, so that a build may state another value (-DACCEL_KERNEL_ABI_VERSION=4243u; the
  * loader tests build such a plugin). */
 #ifndef ACCEL_KERNEL_ABI_VERSION
-#define ACCEL_KERNEL_ABI_VERSION 4u
+#define ACCEL_KERNEL_ABI_VERSION 5u
 #endif
 
 /* Alignment a copy of a kernel's parameter block needs to be read as its struct (the largest
