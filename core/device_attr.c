@@ -3,7 +3,8 @@
  * The core answers what it decides itself (how graphs replay and update, whether streams are
  * lazy, the plugin's declared forms and DLPack type) and the info fields; the plugin's
  * device_attribute slot answers what only it knows (unified memory; whether its conditional
- * regions are native or predicated), with a core fallback.
+ * regions are native or predicated; an update in place its driver cannot make), with a core
+ * fallback.
  */
 #include "core_util.h"
 #include "device.h"
@@ -14,13 +15,19 @@
  * core refuses the calls otherwise). */
 static bool plugin_answers(accel_device_attr_t attr, int64_t v) {
   return attr == ACCEL_ATTR_UNIFIED_MEMORY ||
-         (attr == ACCEL_ATTR_CONDITIONALS && v != ACCEL_CONDITIONALS_NONE);
+         (attr == ACCEL_ATTR_CONDITIONALS && v != ACCEL_CONDITIONALS_NONE) ||
+         (attr == ACCEL_ATTR_GRAPH_UPDATE && v == ACCEL_GRAPH_UPDATE_NATIVE);
 }
 
-/* Whether the plugin's answer is one the attribute can take. */
+/* Whether the plugin's answer is one the attribute can take: regions native or predicated;
+ * an update in place may only be downgraded (the driver lacks the call). */
 static bool plugin_answer_valid(accel_device_attr_t attr, int64_t v) {
-  return attr != ACCEL_ATTR_CONDITIONALS || v == ACCEL_CONDITIONALS_NATIVE ||
-         v == ACCEL_CONDITIONALS_PREDICATED;
+  switch (attr) {
+    case ACCEL_ATTR_CONDITIONALS:
+      return v == ACCEL_CONDITIONALS_NATIVE || v == ACCEL_CONDITIONALS_PREDICATED;
+    case ACCEL_ATTR_GRAPH_UPDATE: return v == ACCEL_GRAPH_UPDATE_EMULATED;
+    default: return true;
+  }
 }
 
 static int64_t graph_kind(const accel_device_t *dev) {

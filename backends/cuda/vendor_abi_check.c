@@ -4,6 +4,7 @@
  * compiled (into a static library nothing links), never run; a mismatch fails the build.
  */
 #include <cuda.h>
+#include <stddef.h>
 
 #include "vendor_cuda.h"
 
@@ -93,6 +94,20 @@ SAME_PROTO(GraphInstantiate, cuGraphInstantiateWithFlags);
 SAME_PROTO(GraphLaunch, cuGraphLaunch);
 SAME_PROTO(GraphExecDestroy, cuGraphExecDestroy);
 SAME_PROTO(GraphDestroy, cuGraphDestroy);
+/* cuGraphExecUpdate's result info is the shim's own struct of the same layout. */
+SAME_TYPE(gpuGraphNode_t, CUgraphNode);
+SAME_TYPE(gpu_pfn_GraphExecUpdate, gpuError_t (*)(CUgraphExec, CUgraph, gpuGraphExecUpdateInfo_t *));
+SAME_TYPE(__typeof__(&cuGraphExecUpdate),
+          CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *));
+SAME_VALUE(sizeof(gpuGraphExecUpdateInfo_t), sizeof(CUgraphExecUpdateResultInfo));
+SAME_VALUE(offsetof(gpuGraphExecUpdateInfo_t, result),
+           offsetof(CUgraphExecUpdateResultInfo, result));
+SAME_VALUE(offsetof(gpuGraphExecUpdateInfo_t, error_node),
+           offsetof(CUgraphExecUpdateResultInfo, errorNode));
+SAME_VALUE(offsetof(gpuGraphExecUpdateInfo_t, error_from_node),
+           offsetof(CUgraphExecUpdateResultInfo, errorFromNode));
+SAME_VALUE(sizeof(((gpuGraphExecUpdateInfo_t *)0)->result),
+           sizeof(((CUgraphExecUpdateResultInfo *)0)->result));
 SAME_PROTO(GetErrorName, cuGetErrorName);
 SAME_PROTO(CtxGetDevice, cuCtxGetDevice);
 SAME_PROTO(PrimaryCtxGetState, cuDevicePrimaryCtxGetState);

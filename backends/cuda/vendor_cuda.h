@@ -44,6 +44,13 @@ typedef struct CUfunc_st *gpuFunction_t;
 typedef struct CUgraph_st *gpuGraph_t;
 typedef struct CUgraphExec_st *gpuGraphExec_t;
 typedef void (*gpuHostFn_t)(void *user);
+typedef struct CUgraphNode_st *gpuGraphNode_t;
+/* CUgraphExecUpdateResultInfo (cuGraphExecUpdate since CUDA 12.0): same layout, checked by
+ * vendor_abi_check.c (cuda.h's own struct cannot be named here). */
+typedef struct gpu_graph_update_info {
+  unsigned result; /* CUgraphExecUpdateResult */
+  gpuGraphNode_t error_node, error_from_node;
+} gpuGraphExecUpdateInfo_t;
 
 #define GPU_SUCCESS 0                    /* CUDA_SUCCESS */
 #define GPU_ERROR_OUT_OF_MEMORY 2        /* CUDA_ERROR_OUT_OF_MEMORY */
@@ -144,6 +151,9 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(GraphExecDestroy, "cuGraphExecDestroy", "cuGraphExecDestroy", gpuError_t,                  \
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "cuGraphDestroy", "cuGraphDestroy", gpuError_t, (gpuGraph_t graph))          \
+  /* in-place update (gpu_graph_update); 12.0's is the one with a result-info struct */         \
+  OPT(GraphExecUpdate, "cuGraphExecUpdate", "cuGraphExecUpdate", gpuError_t,                     \
+      (gpuGraphExec_t exec, gpuGraph_t graph, gpuGraphExecUpdateInfo_t * info))                  \
   OPT(GetErrorName, "cuGetErrorName", "cuGetErrorName", gpuError_t,                              \
       (gpuError_t error, const char **name))                                                     \
   OPT(PointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute", gpuError_t,         \
@@ -165,6 +175,8 @@ typedef void (*gpuHostFn_t)(void *user);
       (gpuStream_t stream, gpuDevicePtr_t addr, uint32_t value, unsigned flags))
 
 /* Calls whose shape differs between vendors. */
+#define GPU_GRAPH_EXEC_UPDATE(api, exec, graph) \
+  (api)->GraphExecUpdate((exec), (graph), &(gpuGraphExecUpdateInfo_t){0, NULL, NULL})
 #define GPU_DPTR(p) ((gpuDevicePtr_t)(uintptr_t)(p))
 #define GPU_VPTR(d) ((void *)(uintptr_t)(d))
 #define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \

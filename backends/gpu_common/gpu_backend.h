@@ -189,6 +189,8 @@ ACCEL_BACKEND_DECLARE_DEVICES(gpu);
  * d's context reference (if primary) is released and d freed. */
 accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out);
 accel_status_t gpu_device_synchronize(accel_be_device_t *device);
+/* ACCEL_ATTR_GRAPH_UPDATE: in place only where the driver has the update call. */
+int gpu_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value);
 
 ACCEL_BACKEND_DECLARE_MEMORY(gpu);
 /* accel_memory_register: memory the device's context reaches at the same address. */
@@ -199,6 +201,8 @@ ACCEL_BACKEND_DECLARE_STREAMS(gpu);
 ACCEL_BACKEND_DECLARE_COMMANDS(gpu);
 ACCEL_BACKEND_DECLARE_EVENTS(gpu);
 ACCEL_BACKEND_DECLARE_GRAPHS(gpu);
+/* The graph_update slot: cuGraphExecUpdate / hipGraphExecUpdate (gpu_graph.c). */
+accel_status_t gpu_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
 ACCEL_BACKEND_DECLARE_NATIVE(gpu);
 
 #endif /* ACCEL_GPU_BACKEND_H */

@@ -94,6 +94,14 @@ void gpu_device_close(accel_be_device_t *device) {
   free(d);
 }
 
+int gpu_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {
+  const gpu_device_t *d = device;
+  if (attr != ACCEL_ATTR_GRAPH_UPDATE) return 0;
+  *value = d->backend->api.GraphExecUpdate ? ACCEL_GRAPH_UPDATE_NATIVE
+                                           : ACCEL_GRAPH_UPDATE_EMULATED;
+  return 1;
+}
+
 accel_status_t gpu_device_synchronize(accel_be_device_t *device) {
   gpu_device_t *d = device;
   GPU_ENTER(st, d);

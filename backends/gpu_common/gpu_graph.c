@@ -132,43 +132,45 @@ static void graph_free(gpu_graph_t *g) {
   free(g);
 }
 
-/* Keeps the work commands of cmds (kernel parameters copied) for launches into a capture the
- * runtime runs (gpu_graph_launch). */
-static accel_status_t keep_commands(gpu_graph_t *g, const accel_cmd_t *cmds, size_t n) {
+/* The work commands of cmds (kernel parameters copied into *params) for launches into a
+ * capture the runtime runs (gpu_graph_launch). */
+static accel_status_t keep_commands(const accel_cmd_t *cmds, size_t n, accel_cmd_t **kept,
+                                    size_t *nkept, unsigned char **params) {
   size_t bytes = 0;
   for (size_t i = 0; i < n; i++)
     if (cmds[i].type == ACCEL_CMD_KERNEL) bytes += (cmds[i].u.kernel.params_size + 15u) & ~15u;
-  g->cmds = calloc(n ? n : 1, sizeof *g->cmds);
-  g->params = malloc(bytes ? bytes : 1);
-  if (!g->cmds || !g->params)
+  *nkept = 0;
+  *kept = calloc(n ? n : 1, sizeof **kept);
+  *params = malloc(bytes ? bytes : 1);
+  if (!*kept || !*params) {
+    free(*kept);
+    free(*params);
+    *kept = NULL;
+    *params = NULL;
     return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph command copy",
                                GPU_BACKEND_NAME);
+  }
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     if (cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT)
       continue; /* list order is a valid order for one stream */
-    accel_cmd_t *c = &g->cmds[g->ncmds++];
+    accel_cmd_t *c = &(*kept)[(*nkept)++];
     *c = cmds[i];
     if (c->type == ACCEL_CMD_KERNEL) {
-      memcpy(g->params + at, c->u.kernel.params, c->u.kernel.params_size);
-      c->u.kernel.params = g->params + at;
+      memcpy(*params + at, c->u.kernel.params, c->u.kernel.params_size);
+      c->u.kernel.params = *params + at;
       at += (c->u.kernel.params_size + 15u) & ~15u;
     }
   }
   return ACCEL_OK;
 }
 
-accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
-                                     size_t n, accel_be_graph_t **out) {
-  gpu_device_t *d = device;
-  gpu_backend_t *be = d->backend;
-  gpu_graph_t *g = calloc(1, sizeof *g);
-  if (!g) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph", GPU_BACKEND_NAME);
-  capture_t c = {.device = d, .graph = g};
-  g->device = d;
-  GPU_ENTER(st, d);
-  if (st == ACCEL_OK) st = hostfn_alloc(g, cmds, n);
-  if (st == ACCEL_OK) st = capture_alloc(&c, cmds, n);
+/* cmds replayed into a vendor capture: *out, the graph to instantiate (or to update from). */
+static accel_status_t capture_graph(gpu_graph_t *g, const accel_cmd_t *cmds, size_t n,
+                                    gpuGraph_t *out) {
+  gpu_backend_t *be = g->device->backend;
+  capture_t c = {.device = g->device, .graph = g};
+  accel_status_t st = capture_alloc(&c, cmds, n);
   if (st == ACCEL_OK)
     st = GPU_TRY(be, StreamBeginCapture, c.streams[0], GPU_CAPTURE_MODE_THREAD_LOCAL);
   if (st == ACCEL_OK) {
@@ -178,12 +180,29 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
      * is the one reported. */
     accel_status_t join = capture_edges(&c, 1);
     if (st == ACCEL_OK) st = join;
-    gpuError_t err = be->api.StreamEndCapture(c.streams[0], &g->graph);
+    gpuError_t err = be->api.StreamEndCapture(c.streams[0], out);
     if (st == ACCEL_OK) st = gpu_check(be, err, gpu_api_names.StreamEndCapture);
   }
-  if (st == ACCEL_OK) st = GPU_TRY(be, GraphInstantiate, &g->exec, g->graph, 0ull);
-  if (st == ACCEL_OK) st = keep_commands(g, cmds, n);
   capture_free(&c);
+  if (st != ACCEL_OK && *out) {
+    GPU_WARN(be, GraphDestroy, *out);
+    *out = NULL;
+  }
+  return st;
+}
+
+accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_t *cmds,
+                                     size_t n, accel_be_graph_t **out) {
+  gpu_device_t *d = device;
+  gpu_backend_t *be = d->backend;
+  gpu_graph_t *g = calloc(1, sizeof *g);
+  if (!g) return gpu_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "%s: graph", GPU_BACKEND_NAME);
+  g->device = d;
+  GPU_ENTER(st, d);
+  if (st == ACCEL_OK) st = hostfn_alloc(g, cmds, n);
+  if (st == ACCEL_OK) st = capture_graph(g, cmds, n, &g->graph);
+  if (st == ACCEL_OK) st = GPU_TRY(be, GraphInstantiate, &g->exec, g->graph, 0ull);
+  if (st == ACCEL_OK) st = keep_commands(cmds, n, &g->cmds, &g->ncmds, &g->params);
   if (st != ACCEL_OK) {
     if (g->exec) GPU_WARN(be, GraphExecDestroy, g->exec);
     if (g->graph) GPU_WARN(be, GraphDestroy, g->graph);
@@ -191,6 +210,50 @@ accel_status_t gpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     return st;
   }
   *out = g;
+  return ACCEL_OK;
+}
+
+/* In place (cuGraphExecUpdate / hipGraphExecUpdate): cmds captured into a new vendor graph,
+ * which the executable graph takes its node parameters from. The driver updates only future
+ * launches (cuda.h: "Already enqueued or running launches ... are not affected", said of the
+ * node setters). Any failure leaves the graph as it was and the core instantiates anew:
+ * a driver without the call, a graph with host functions (their jobs belong to the replays
+ * of this graph), or a change the driver refuses. */
+accel_status_t gpu_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n) {
+  gpu_graph_t *g = graph;
+  gpu_backend_t *be = g->device->backend;
+  if (!be->api.GraphExecUpdate)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: the driver has no %s",
+                               GPU_BACKEND_NAME, gpu_api_names.GraphExecUpdate);
+  int hostfns = g->nhostfns > 0;
+  for (size_t i = 0; i < n; i++) hostfns |= cmds[i].type == ACCEL_CMD_HOST_FUNC;
+  if (hostfns)
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "%s: a graph with host functions is instantiated anew",
+                               GPU_BACKEND_NAME);
+  accel_cmd_t *kept = NULL;
+  unsigned char *params = NULL;
+  size_t nkept = 0;
+  gpuGraph_t fresh = NULL;
+  GPU_ENTER(st, g->device);
+  if (st == ACCEL_OK) st = keep_commands(cmds, n, &kept, &nkept, &params);
+  if (st == ACCEL_OK) st = capture_graph(g, cmds, n, &fresh);
+  if (st == ACCEL_OK)
+    st = gpu_check(be, GPU_GRAPH_EXEC_UPDATE(&be->api, g->exec, fresh),
+                   gpu_api_names.GraphExecUpdate);
+  if (st != ACCEL_OK) {
+    if (fresh) GPU_WARN(be, GraphDestroy, fresh);
+    free(kept);
+    free(params);
+    return st;
+  }
+  GPU_WARN(be, GraphDestroy, g->graph);
+  g->graph = fresh;
+  free(g->cmds);
+  free(g->params);
+  g->cmds = kept;
+  g->ncmds = nkept;
+  g->params = params;
   return ACCEL_OK;
 }
 

@@ -15,6 +15,8 @@ static const accel_backend_vtable_t gpu_vtable = {
     .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
     .kernel_count = ACCEL_KERNEL_COUNT,
     .comm_engine = GPU_COMM_ENGINE,
+    .device_attribute = gpu_device_attribute,
+    .graph_update = gpu_graph_update, /* cuGraphExecUpdate / hipGraphExecUpdate */
     .module_build = gpu_module_build, /* NVRTC / hiprtc (gpu_user.c) */
     .module_destroy = gpu_module_destroy,
 };

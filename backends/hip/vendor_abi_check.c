@@ -87,6 +87,8 @@ SAME_PROTO(GraphInstantiate, hipGraphInstantiateWithFlags);
 SAME_PROTO(GraphLaunch, hipGraphLaunch);
 SAME_PROTO(GraphExecDestroy, hipGraphExecDestroy);
 SAME_PROTO(GraphDestroy, hipGraphDestroy);
+SAME_TYPE(gpuGraphNode_t, hipGraphNode_t);
+SAME_PROTO(GraphExecUpdate, hipGraphExecUpdate);
 SAME_PROTO(GetErrorName, hipGetErrorName);
 SAME_PROTO(StreamIsCapturing, hipStreamIsCapturing);
 SAME_PROTO(GetDevice, hipGetDevice);

@@ -37,6 +37,7 @@ typedef struct ihipModuleSymbol_t *gpuFunction_t;
 typedef struct ihipGraph *gpuGraph_t;
 typedef struct hipGraphExec *gpuGraphExec_t;
 typedef void (*gpuHostFn_t)(void *user);
+typedef struct hipGraphNode *gpuGraphNode_t;
 
 #define GPU_SUCCESS 0                    /* hipSuccess */
 #define GPU_ERROR_OUT_OF_MEMORY 2        /* hipErrorOutOfMemory */
@@ -133,6 +134,9 @@ typedef void (*gpuHostFn_t)(void *user);
   REQ(GraphExecDestroy, "hipGraphExecDestroy", "hipGraphExecDestroy", gpuError_t,                \
       (gpuGraphExec_t exec))                                                                     \
   REQ(GraphDestroy, "hipGraphDestroy", "hipGraphDestroy", gpuError_t, (gpuGraph_t graph))        \
+  /* in-place update (gpu_graph_update) */                                                      \
+  OPT(GraphExecUpdate, "hipGraphExecUpdate", "hipGraphExecUpdate", gpuError_t,                   \
+      (gpuGraphExec_t exec, gpuGraph_t graph, gpuGraphNode_t * error_node, unsigned *result))    \
   OPT(GetErrorName, "hipGetErrorName", "hipGetErrorName", const char *, (gpuError_t error))     \
   OPT(PointerGetAttribute, "hipPointerGetAttribute", "hipPointerGetAttribute", gpuError_t,      \
       (void *data, unsigned attribute, gpuDevicePtr_t ptr))                                      \
@@ -150,6 +154,8 @@ typedef void (*gpuHostFn_t)(void *user);
 #define GPU_VPTR(d) ((void *)(d))
 #define GPU_MEMCPY_ASYNC(api, dst, src, size, stream) \
   (api)->MemcpyAsync((dst), (src), (size), GPU_MEMCPY_DEFAULT, (stream))
+#define GPU_GRAPH_EXEC_UPDATE(api, exec, graph) \
+  (api)->GraphExecUpdate((exec), (graph), &(gpuGraphNode_t){NULL}, &(unsigned){0})
 #define GPU_STREAM_WAIT_VALUE32(api, stream, ptr, value) \
   (api)->StreamWaitValue32((stream), (ptr), (value), GPU_WAIT_VALUE_EQ, 0xffffffffu)
 #define GPU_STREAM_WRITE_VALUE32(api, stream, ptr, value) \

@@ -45,7 +45,7 @@ static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;  /* any progress of an
 
 typedef struct graph graph_t;
 struct graph { op_t *head, *tail; int invalid; };
-struct CUgraphExec_st { graph_t *graph; };
+struct CUgraphExec_st { graph_t own; }; /* its own copy of the graph's commands */
 
 struct CUstream_st {
   pthread_t thread;
@@ -124,6 +124,10 @@ static void append(op_t **head, op_t **tail, op_t *o) {
   if (*tail) (*tail)->next = o;
   else *head = o;
   *tail = o;
+}
+
+static void free_ops(op_t *o) {
+  for (op_t *n; o; o = n) n = o->next, free(o);
 }
 
 /* Queues o on s, or records it into the capture s belongs to (lock held). */
@@ -376,7 +380,7 @@ gpuError_t fake_StreamEndCapture(gpuStream_t s, gpuGraph_t *out) {
     if (t->capture == g) t->capture = NULL;
   pthread_mutex_unlock(&lock);
   if (g->invalid) {
-    for (op_t *o = g->head, *n; o; o = n) n = o->next, free(o);
+    free_ops(g->head);
     free(g);
     *out = NULL;
     return GPU_ERROR_CAPTURE_INVALIDATED;
@@ -384,28 +388,87 @@ gpuError_t fake_StreamEndCapture(gpuStream_t s, gpuGraph_t *out) {
   *out = (gpuGraph_t)g;
   return GPU_SUCCESS;
 }
+/* The executable graph keeps its own copy of the graph's commands, as a driver does: the
+ * graph may be destroyed or updated from another one afterwards. */
 gpuError_t fake_GraphInstantiate(gpuGraphExec_t *exec, gpuGraph_t graph,
                                         unsigned long long flags) {
   NEED_CONTEXT();
   (void)flags;
   *exec = calloc(1, sizeof **exec);
   if (!*exec) return 2u;
-  (*exec)->graph = (graph_t *)graph;
+  for (const op_t *o = ((graph_t *)graph)->head; o; o = o->next) {
+    op_t *c = malloc(sizeof *c);
+    if (!c) {
+      free_ops((*exec)->own.head);
+      free(*exec);
+      return 2u;
+    }
+    *c = *o;
+    append(&(*exec)->own.head, &(*exec)->own.tail, c);
+  }
   return GPU_SUCCESS;
 }
+
+/* 0 when graph's commands pair with exec's one for one (same kinds, kernels and events). */
+static unsigned update_mismatch(const graph_t *have, const graph_t *want) {
+  const op_t *a = have->head, *b = want->head;
+  for (; a && b; a = a->next, b = b->next) {
+    if (a->kind != b->kind) return 3u; /* NODE_TYPE_CHANGED */
+    if (a->kernel != b->kernel) return 4u; /* FUNCTION_CHANGED */
+    if (a->event != b->event) return 5u; /* PARAMETERS_CHANGED */
+  }
+  return a || b ? 2u : 0u; /* TOPOLOGY_CHANGED */
+}
+
+/* cuGraphExecUpdate / hipGraphExecUpdate: exec takes graph's arguments when they pair, and
+ * is left as it was otherwise (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE). Launches already queued
+ * hold copies of the commands, so they keep the old arguments. FAKE_REFUSE_GRAPH_UPDATE=1
+ * refuses every update (NOT_SUPPORTED), as a driver may: the plugin's fallback's test. */
+static gpuError_t exec_update(gpuGraphExec_t exec, gpuGraph_t graph, unsigned *result) {
+  const graph_t *g = (const graph_t *)graph;
+  const char *refuse = getenv("FAKE_REFUSE_GRAPH_UPDATE");
+  *result = refuse && strcmp(refuse, "1") == 0 ? 6u : g ? update_mismatch(&exec->own, g) : 1u;
+  if (*result) return 910u;
+  for (op_t *a = exec->own.head, *b = g->head; a; a = a->next, b = b->next) {
+    op_t *next = a->next;
+    *a = *b;
+    a->next = next;
+  }
+  return GPU_SUCCESS;
+}
+#if GPU_VENDOR_HIP
+gpuError_t fake_GraphExecUpdate(gpuGraphExec_t exec, gpuGraph_t graph, gpuGraphNode_t *node,
+                                unsigned *result) {
+  NEED_CONTEXT();
+  *node = NULL;
+  return exec_update(exec, graph, result);
+}
+#else
+gpuError_t fake_GraphExecUpdate(gpuGraphExec_t exec, gpuGraph_t graph,
+                                gpuGraphExecUpdateInfo_t *info) {
+  NEED_CONTEXT();
+  info->error_node = info->error_from_node = NULL;
+  return exec_update(exec, graph, &info->result);
+}
+#endif
 gpuError_t fake_GraphLaunch(gpuGraphExec_t exec, gpuStream_t s) {
   NEED_CONTEXT();
-  for (op_t *o = exec->graph->head; o; o = o->next) {
+  for (op_t *o = exec->own.head; o; o = o->next) {
     gpuError_t r = fake_submit(s, *o);
     if (r != GPU_SUCCESS) return r;
   }
   return GPU_SUCCESS;
 }
-gpuError_t fake_GraphExecDestroy(gpuGraphExec_t exec) { NEED_CONTEXT(); free(exec); return GPU_SUCCESS; }
+gpuError_t fake_GraphExecDestroy(gpuGraphExec_t exec) {
+  NEED_CONTEXT();
+  free_ops(exec->own.head);
+  free(exec);
+  return GPU_SUCCESS;
+}
 gpuError_t fake_GraphDestroy(gpuGraph_t graph) {
   NEED_CONTEXT();
   graph_t *g = (graph_t *)graph;
-  for (op_t *o = g->head, *n; o; o = n) n = o->next, free(o);
+  free_ops(g->head);
   free(g);
   return GPU_SUCCESS;
 }
