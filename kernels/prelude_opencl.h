@@ -57,6 +57,10 @@ typedef acc_u32 acc_idx;
 
 /* Whether a launch predicated on pred runs its blocks: no predicate, or a nonzero one. */
 #define ACC_PRED_RUNS(pred) ((pred) == 0 || *(pred) != 0)
+/* Plain entry points (kernels/predicate.h). */
+#define ACC_PLAIN_KERNEL(name) __kernel void name
+#define ACC_GLOBAL_ID ((acc_u64)get_global_id(0))
+#define ACC_GLOBAL_SIZE ((acc_u64)get_global_size(0))
 
 #ifdef ACC_LANE_LOOPS
 

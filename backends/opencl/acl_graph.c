@@ -134,10 +134,10 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     if (cmds[i].type == ACCEL_CMD_HOST_FUNC)
       return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                  "command buffer: host functions cannot be recorded");
-    if (cmds[i].type == ACCEL_CMD_COND_BEGIN) /* predicated by submit_batch (acl_predicate.c) */
-      return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                                 "command buffer: conditional regions are not recorded");
   }
+  if (accel_cond_any(cmds, n)) /* predicated by submit_batch (acl_predicate.c) */
+    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "command buffer: conditional regions are not recorded");
   acl_graph_t *g = calloc(1, sizeof *g);
   if (g) g->wraps = calloc(2 * n + 1, sizeof *g->wraps);
   if (!g || !g->wraps) {

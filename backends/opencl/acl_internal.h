@@ -20,6 +20,7 @@
 #include "accel/accel_plugin.h"
 #include "accel_kernel_ids.h"
 #include "backend_slots.h"
+#include "cond_walk.h"
 #include "kernel_cache.h"
 #include "opencl/accel_cl_launch.h"
 
@@ -248,9 +249,6 @@ accel_status_t acl_pred_copy(acl_stream_t *s, const int32_t *pred, void *dst, co
                              size_t size);
 accel_status_t acl_pred_fill(acl_stream_t *s, const int32_t *pred, void *dst, uint8_t value,
                              size_t size);
-/* The index of the COND_END closing the region that cmds[begin] (a COND_BEGIN) opens; n when
- * none does. */
-size_t acl_pred_region_end(const accel_cmd_t *cmds, size_t begin, size_t n);
 /* Frees a stream's slots and kernels (its queue drained). NULL: no-op. */
 void acl_pred_destroy(acl_device_t *dev, acl_pred_t *p);
 

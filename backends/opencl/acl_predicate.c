@@ -1,8 +1,8 @@
 /*
  * Conditional regions by predication (docs/GRAPHS.md, "Branches on a device flag";
  * ACCEL_ATTR_CONDITIONALS = ACCEL_CONDITIONALS_PREDICATED). OpenCL has no control flow between
- * commands, so submit_batch enqueues every command of a region's body, each predicated on the
- * region's slot in a small device array of the stream:
+ * commands, so submit_batch (common/cond_walk.c's walk) enqueues every command of a region's
+ * body, each predicated on the region's slot in a small device array of the stream:
  *
  *   COND_BEGIN(flag)  ->  accel_k_pred_enter: slot[d + 1] = slot[d] && *flag != 0
  *   a kernel          ->  the kernel with slot[d + 1] as its predicate (ACC_FOR_BLOCKS runs
@@ -13,7 +13,7 @@
  *
  * A WHILE is unrolled to max_iterations passes; pass k > 0 enters with slot[d + 1] && *flag,
  * so the passes after the flag first reads 0 run nothing. The flag is only ever read on the
- * device, when the queue reaches the region. kernels/opencl/predicate.cl has the kernels.
+ * device, when the queue reaches the region. kernels/predicate.h has the kernels.
  */
 #include <string.h>
 
@@ -143,13 +143,4 @@ accel_status_t acl_pred_fill(acl_stream_t *s, const int32_t *pred, void *dst, ui
   if (err == CL_SUCCESS) err = clSetKernelArg(p->fill, 3, sizeof n, &n);
   if (err == CL_SUCCESS) err = clSetKernelArg(p->fill, 4, sizeof words, &words);
   return enqueue(s, p->fill, err, words ? size / 4 : size);
-}
-
-size_t acl_pred_region_end(const accel_cmd_t *cmds, size_t begin, size_t n) {
-  size_t open = 0;
-  for (size_t i = begin; i < n; i++) {
-    if (cmds[i].type == ACCEL_CMD_COND_BEGIN) open++;
-    if (cmds[i].type == ACCEL_CMD_COND_END && --open == 0) return i;
-  }
-  return n;
 }

@@ -267,72 +267,38 @@ accel_status_t acl_launch_kernel(accel_be_stream_t *stream, const accel_kernel_l
   return flush_if_due(s, enqueue_kernel(s, launch, NULL));
 }
 
-static accel_status_t submit_range(acl_stream_t *s, const accel_cmd_t *cmds, size_t n,
-                                   uint32_t depth);
-
-/* The region that cmds[0] opens, at depth (acl_predicate.c): each pass enters its slot, then
- * submits the body predicated on it. *end: the index of its COND_END. */
-static accel_status_t submit_region(acl_stream_t *s, const accel_cmd_t *cmds, size_t n,
-                                    uint32_t depth, size_t *end) {
-  *end = acl_pred_region_end(cmds, 0, n);
-  if (*end == n)
-    return acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                               "submit_batch: a conditional region is not closed");
-  if (depth >= ACCEL_COND_MAX_DEPTH)
-    return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                               "submit_batch: conditional regions nest %u deep at most",
-                               ACCEL_COND_MAX_DEPTH);
-  const uint32_t passes = cmds[0].u.cond.kind == ACCEL_COND_WHILE ? cmds[0].u.cond.max_iterations
-                                                                  : 1u;
-  accel_status_t st = ACCEL_OK;
-  for (uint32_t p = 0; p < passes && st == ACCEL_OK; p++) {
-    st = acl_pred_enter(s, depth + 1, p == 0, cmds[0].u.cond.flag);
-    if (st == ACCEL_OK) st = submit_range(s, cmds + 1, *end - 1, depth + 1);
-  }
-  return st;
-}
-
-/* cmds[0..n) at depth: predicated on the innermost region's slot when depth > 0. */
-static accel_status_t submit_range(acl_stream_t *s, const accel_cmd_t *cmds, size_t n,
-                                   uint32_t depth) {
+/* One command at depth (cond_walk.h): predicated on the innermost region's slot when
+ * depth > 0. */
+static accel_status_t issue(void *ctx, const accel_cmd_t *c, uint32_t depth) {
+  acl_stream_t *s = ctx;
   const int32_t *pred = acl_pred_slot(s, depth);
-  accel_status_t st = ACCEL_OK;
-  for (size_t i = 0; i < n && st == ACCEL_OK; i++) {
-    const accel_cmd_t *c = &cmds[i];
-    switch (c->type) {
-      case ACCEL_CMD_KERNEL: st = enqueue_kernel(s, &c->u.kernel, pred); break;
-      case ACCEL_CMD_MEMCPY:
-        if (c->u.memcpy.size == 0) break;
-        st = pred ? acl_pred_copy(s, pred, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size)
+  switch (c->type) {
+    case ACCEL_CMD_KERNEL: return enqueue_kernel(s, &c->u.kernel, pred);
+    case ACCEL_CMD_MEMCPY:
+      if (c->u.memcpy.size == 0) return ACCEL_OK;
+      return pred ? acl_pred_copy(s, pred, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size)
                   : enqueue_memcpy(s, c->u.memcpy.dst, c->u.memcpy.src, c->u.memcpy.size);
-        break;
-      case ACCEL_CMD_MEMSET:
-        if (c->u.memset.size == 0) break;
-        st = pred ? acl_pred_fill(s, pred, c->u.memset.dst, (uint8_t)c->u.memset.value,
+    case ACCEL_CMD_MEMSET:
+      if (c->u.memset.size == 0) return ACCEL_OK;
+      return pred ? acl_pred_fill(s, pred, c->u.memset.dst, (uint8_t)c->u.memset.value,
                                   c->u.memset.size)
                   : enqueue_memset(s, c->u.memset.dst, (uint8_t)c->u.memset.value,
                                    c->u.memset.size);
-        break;
-      case ACCEL_CMD_HOST_FUNC:
-        st = acl_enqueue_host_func(s, c->u.host_func.fn, c->u.host_func.user, pred);
-        break;
-      case ACCEL_CMD_COND_BEGIN: {
-        size_t end = 0;
-        st = submit_region(s, c, n - i, depth, &end);
-        i += end;
-        break;
-      }
-      default:
-        st = acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                                 "submit_batch: command %zu has type %u (not allowed here)", i,
-                                 c->type);
-    }
+    case ACCEL_CMD_HOST_FUNC:
+      return acl_enqueue_host_func(s, c->u.host_func.fn, c->u.host_func.user, pred);
+    default:
+      return acl_host->set_error(ACCEL_ERROR_INVALID_ARGUMENT,
+                                 "submit_batch: command type %u is not allowed here", c->type);
   }
-  return st;
+}
+
+static accel_status_t enter(void *ctx, uint32_t depth, int first, const int32_t *flag) {
+  return acl_pred_enter(ctx, depth, first, flag);
 }
 
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
   acl_stream_t *s = stream;
+  const accel_cond_walk_t walk = {acl_host, "opencl submit_batch", s, enter, issue};
   /* Flush what was enqueued even when a later command failed: it must still run. */
-  return acl_stream_flush(s, submit_range(s, cmds, n, 0));
+  return acl_stream_flush(s, accel_cond_walk(&walk, cmds, n));
 }

@@ -5,4 +5,4 @@
  */
 #include "../prelude_opencl.h"
 #include "../accel_kernels_all.h"
-#include "predicate.cl"
+#include "../predicate.h"
