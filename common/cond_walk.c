@@ -28,7 +28,7 @@ static accel_status_t walk_region(const accel_cond_walk_t *w, const accel_cmd_t 
       cmds[0].u.cond.kind == ACCEL_COND_WHILE ? cmds[0].u.cond.max_iterations : 1u;
   accel_status_t st = ACCEL_OK;
   for (uint32_t p = 0; p < passes && st == ACCEL_OK; p++) {
-    st = w->enter(w->ctx, depth + 1, p == 0, cmds[0].u.cond.flag);
+    st = w->enter(w->ctx, &cmds[0], depth + 1, p == 0);
     if (st == ACCEL_OK) st = walk_at(w, cmds + 1, *end - 1, depth + 1);
   }
   return st;

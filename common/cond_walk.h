@@ -20,8 +20,8 @@ typedef struct accel_cond_walk {
   const char *who;              /* "opencl submit_batch": names the caller in messages */
   void *ctx;
   /* The slot of depth (>= 1) = (first ? the slot of depth - 1 (none at 0: true) : its own)
-   * && *flag != 0, evaluated in stream order. */
-  accel_status_t (*enter)(void *ctx, uint32_t depth, int first, const int32_t *flag);
+   * && *begin->u.cond.flag != 0, evaluated in stream order (on begin's stream slot). */
+  accel_status_t (*enter)(void *ctx, const accel_cmd_t *begin, uint32_t depth, int first);
   /* One command (never COND_BEGIN / COND_END), to run iff the slot of depth is nonzero
    * (depth 0: always). */
   accel_status_t (*issue)(void *ctx, const accel_cmd_t *cmd, uint32_t depth);

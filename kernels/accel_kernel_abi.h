@@ -17,8 +17,9 @@
  * and the model weights). 3: ACC_DT_U8 and the fused update's eighth list, the 8-bit state's
  * block scales (a plugin built before would read U8 moments as F32). 4: the fused update's
  * BF16 master weights (param_dtype, rng). 5: every kernel of the OpenCL C form (and its
- * SPIR-V) takes a second argument, the predicate of conditional regions (prelude_opencl.h;
- * NULL outside them): a plugin that sets only the first gets CL_INVALID_KERNEL_ARGS. A plugin
+ * SPIR-V) and of the CUDA / HIP form takes a second argument, the predicate of conditional
+ * regions (prelude_opencl.h, prelude_gpu.h; NULL outside them): a plugin that passes only the
+ * first gets CL_INVALID_KERNEL_ARGS, or a kernel reading garbage on CUDA and HIP. A plugin
  * declares the version it was built with in its vtable (kernel_abi_version) and the loader
  * refuses one that differs from libaccel's (docs/PLUGINS.md, "The kernel ABI handshake").
  * Guarded, so that a build may state another value (-DACCEL_KERNEL_ABI_VERSION=4243u; the

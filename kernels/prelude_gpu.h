@@ -34,11 +34,21 @@ typedef acc_u32 acc_idx; /* element index inside a chunk */
 #define ACC_POWF(x, y) powf((x), (y))
 #define ACC_FABSF(x) fabsf(x)
 
+/* Every kernel takes a second argument, the predicate of conditional regions
+ * (kernels/predicate.h): NULL, or an int the device reaches that, when 0, makes ACC_FOR_BLOCKS
+ * run no block (the CUDA/HIP plugin points it at a region's slot for the body's work). */
+#define ACC_PRED_RUNS(pred) ((pred) == 0 || *(pred) != 0)
 #define ACC_KERNEL(name, T, P) \
-  extern "C" __global__ void __launch_bounds__(ACC_BLOCK) name(const T P)
+  extern "C" __global__ void __launch_bounds__(ACC_BLOCK) name(const T P, const int *acc_pred_)
+/* Plain entry points (kernels/predicate.h). */
+#define ACC_PLAIN_KERNEL(name) extern "C" __global__ void name
+#define ACC_GLOBAL_ID ((acc_u64)blockIdx.x * blockDim.x + threadIdx.x)
+#define ACC_GLOBAL_SIZE ((acc_u64)gridDim.x * blockDim.x)
 
 #define ACC_LANE_ID_ ((acc_u32)threadIdx.x)
-#define ACC_FOR_BLOCKS(b, n) for (acc_u32 b = (acc_u32)blockIdx.x; b < (n); b += (acc_u32)gridDim.x)
+#define ACC_FOR_BLOCKS(b, n)                                                               \
+  for (acc_u32 b = (acc_u32)blockIdx.x, acc_n_ = ACC_PRED_RUNS(acc_pred_) ? (n) : 0u; \
+       b < acc_n_; b += (acc_u32)gridDim.x)
 
 #define ACC_SHARED(T, name, n) __shared__ T name[n]
 #define ACC_SHARED_ARG(T, name) T *name

@@ -44,6 +44,9 @@ typedef struct gpu_backend {
   int driver_version;
 } gpu_backend_t;
 
+/* The predication kernels of conditional regions (gpu_predicate.c). */
+enum { GPU_PRED_ENTER, GPU_PRED_COPY, GPU_PRED_FILL, GPU_PRED_KERNELS };
+
 typedef struct gpu_device {
   gpu_backend_t *backend;
   int ordinal;
@@ -54,6 +57,8 @@ typedef struct gpu_device {
 #endif
   gpuModule_t module;   /* the embedded kernels; NULL when built without them */
   gpuFunction_t functions[ACCEL_KERNEL_COUNT];
+  /* accel_k_pred_enter, _copy, _fill (kernels/predicate.h); NULL: regions refused */
+  gpuFunction_t pred_functions[GPU_PRED_KERNELS];
   struct accel_user_kernels *user; /* user kernels' modules and functions (gpu_user.c) */
   uint32_t max_grid;    /* cap on launched blocks (kernels are grid-stride) */
 } gpu_device_t;
@@ -64,6 +69,7 @@ typedef struct gpu_stream {
   int borrowed; /* a runtime's stream (stream_wrap_native): never destroyed here */
   int shared;   /* wrapped or handed out: native code may be capturing it */
   uint32_t *hostfn_flag; /* pinned, allocated at the first host function (gpu_hostfn.c) */
+  int32_t *pred_slots;   /* pinned, allocated at the first conditional region */
 } gpu_stream_t;
 
 /* A host function's hand-over to the plugin's thread (gpu_hostfn.c). */
@@ -87,6 +93,7 @@ typedef struct gpu_graph {
   gpu_hostfn_job_t **hostfns;
   uint32_t **hostfn_flags;
   size_t nhostfns;
+  int32_t *pred_slots; /* pinned, the slots of its conditional regions (replays serialise) */
 } gpu_graph_t;
 
 /* The accel status of a vendor error: OUT_OF_MEMORY, NOT_READY, the capture errors
@@ -166,6 +173,27 @@ void gpu_user_unload(gpu_device_t *device);
  * function uses job (a graph's) or, when job is NULL, a new job on flag (a stream's). */
 accel_status_t gpu_issue(gpu_device_t *device, gpuStream_t stream, const accel_cmd_t *cmd,
                          uint32_t *flag, gpu_hostfn_job_t *job);
+/* A kernel launch, predicated on pred (NULL: none; kernels/predicate.h). */
+accel_status_t gpu_launch(gpu_device_t *device, gpuStream_t stream,
+                          const accel_kernel_launch_t *launch, const int32_t *pred);
+
+/* Conditional regions by predication (gpu_predicate.c; common/cond_walk.h). A list is walked
+ * with its commands issued by `issue` at depth 0 and, inside regions, predicated on the slots
+ * at *slots (pinned, allocated by the first region), on the stream of each command's slot. */
+typedef struct gpu_pred_walk {
+  gpu_device_t *device;
+  const gpuStream_t *streams; /* by stream slot */
+  int32_t **slots;
+  /* a command outside regions (pred NULL), or a host function inside one (pred its slot):
+   * gpu_issue / gpu_hostfn_issue_pred with the caller's host-function flag or job */
+  accel_status_t (*issue)(void *ctx, const accel_cmd_t *cmd, const int32_t *pred);
+  void *ctx;
+} gpu_pred_walk_t;
+accel_status_t gpu_pred_run(gpu_pred_walk_t *w, const accel_cmd_t *cmds, size_t n);
+/* The pinned slots, allocated unless *slots has them: before any capture begins (an
+ * allocation would invalidate it); and their release (NULL is a no-op). */
+accel_status_t gpu_pred_slots_ensure(gpu_device_t *device, int32_t **slots);
+void gpu_pred_slots_free(gpu_device_t *device, int32_t *slots);
 
 /* Host functions (gpu_hostfn.c): 1 when the runtime has the stream memory operations. */
 int gpu_hostfn_has_flags(const gpu_backend_t *backend);
@@ -180,6 +208,11 @@ void gpu_hostfn_job_free(gpu_hostfn_job_t *job);
  * operations (or without a flag), fn runs on the driver's thread (warned once). */
 accel_status_t gpu_hostfn_issue(gpu_device_t *device, gpuStream_t stream, accel_host_fn_t fn,
                                 void *user, uint32_t *flag, gpu_hostfn_job_t *job);
+/* The same inside a conditional region: fn runs iff *pred (pinned, written in stream order
+ * before) is nonzero when the stream reaches it. Needs the stream memory operations. */
+accel_status_t gpu_hostfn_issue_pred(gpu_device_t *device, gpuStream_t stream,
+                                     accel_host_fn_t fn, void *user, uint32_t *flag,
+                                     gpu_hostfn_job_t *job, const int32_t *pred);
 /* Lets idle worker threads exit (backend shutdown). */
 void gpu_hostfn_shutdown(void);
 
@@ -189,7 +222,8 @@ ACCEL_BACKEND_DECLARE_DEVICES(gpu);
  * d's context reference (if primary) is released and d freed. */
 accel_status_t gpu_device_finish(gpu_device_t *d, accel_be_device_t **out);
 accel_status_t gpu_device_synchronize(accel_be_device_t *device);
-/* ACCEL_ATTR_GRAPH_UPDATE: in place only where the driver has the update call. */
+/* ACCEL_ATTR_GRAPH_UPDATE: in place only where the driver has the update call;
+ * ACCEL_ATTR_CONDITIONALS: predicated. */
 int gpu_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value);
 
 ACCEL_BACKEND_DECLARE_MEMORY(gpu);

@@ -96,10 +96,16 @@ void gpu_device_close(accel_be_device_t *device) {
 
 int gpu_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {
   const gpu_device_t *d = device;
-  if (attr != ACCEL_ATTR_GRAPH_UPDATE) return 0;
-  *value = d->backend->api.GraphExecUpdate ? ACCEL_GRAPH_UPDATE_NATIVE
-                                           : ACCEL_GRAPH_UPDATE_EMULATED;
-  return 1;
+  switch (attr) {
+    case ACCEL_ATTR_GRAPH_UPDATE:
+      *value = d->backend->api.GraphExecUpdate ? ACCEL_GRAPH_UPDATE_NATIVE
+                                               : ACCEL_GRAPH_UPDATE_EMULATED;
+      return 1;
+    case ACCEL_ATTR_CONDITIONALS: /* gpu_predicate.c */
+      *value = ACCEL_CONDITIONALS_PREDICATED;
+      return 1;
+    default: return 0;
+  }
 }
 
 accel_status_t gpu_device_synchronize(accel_be_device_t *device) {

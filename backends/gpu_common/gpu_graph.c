@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cond_walk.h"
 #include "gpu_backend.h"
 
 typedef struct capture {
@@ -63,7 +64,10 @@ static accel_status_t capture_alloc(capture_t *c, const accel_cmd_t *cmds, size_
   return st;
 }
 
-static accel_status_t capture_cmd(capture_t *c, const accel_cmd_t *cmd) {
+/* One command into the capture; a host function inside a conditional region runs on pred
+ * (gpu_predicate.c). */
+static accel_status_t capture_cmd(void *ctx, const accel_cmd_t *cmd, const int32_t *pred) {
+  capture_t *c = ctx;
   gpu_backend_t *be = c->device->backend;
   gpuStream_t s = c->streams[cmd->stream_slot];
   uint32_t slot = cmd->u.event.event_slot;
@@ -80,7 +84,9 @@ static accel_status_t capture_cmd(capture_t *c, const accel_cmd_t *cmd) {
     case ACCEL_CMD_HOST_FUNC: {
       gpu_graph_t *g = c->graph;
       size_t k = c->next_hostfn++;
-      return gpu_issue(c->device, s, cmd, NULL, k < g->nhostfns ? g->hostfns[k] : NULL);
+      gpu_hostfn_job_t *job = k < g->nhostfns ? g->hostfns[k] : NULL;
+      return gpu_hostfn_issue_pred(c->device, s, cmd->u.host_func.fn, cmd->u.host_func.user,
+                                   NULL, job, pred);
     }
     default:
       return gpu_issue(c->device, s, cmd, NULL, NULL);
@@ -121,6 +127,7 @@ static accel_status_t hostfn_alloc(gpu_graph_t *g, const accel_cmd_t *cmds, size
 
 /* Frees the graph's host side (after its executable graph: no replay can run a job). */
 static void graph_free(gpu_graph_t *g) {
+  gpu_pred_slots_free(g->device, g->pred_slots);
   for (size_t i = 0; i < g->nhostfns; i++) {
     gpu_hostfn_job_free(g->hostfns[i]);
     gpu_hostfn_flag_free(g->device, g->hostfn_flags[i]);
@@ -156,6 +163,7 @@ static accel_status_t keep_commands(const accel_cmd_t *cmds, size_t n, accel_cmd
       continue; /* list order is a valid order for one stream */
     accel_cmd_t *c = &(*kept)[(*nkept)++];
     *c = cmds[i];
+    c->stream_slot = 0; /* issued on the one stream launched on */
     if (c->type == ACCEL_CMD_KERNEL) {
       memcpy(*params + at, c->u.kernel.params, c->u.kernel.params_size);
       c->u.kernel.params = *params + at;
@@ -171,11 +179,14 @@ static accel_status_t capture_graph(gpu_graph_t *g, const accel_cmd_t *cmds, siz
   gpu_backend_t *be = g->device->backend;
   capture_t c = {.device = g->device, .graph = g};
   accel_status_t st = capture_alloc(&c, cmds, n);
+  if (st == ACCEL_OK && accel_cond_any(cmds, n))
+    st = gpu_pred_slots_ensure(g->device, &g->pred_slots); /* not inside the capture */
   if (st == ACCEL_OK)
     st = GPU_TRY(be, StreamBeginCapture, c.streams[0], GPU_CAPTURE_MODE_THREAD_LOCAL);
   if (st == ACCEL_OK) {
     st = capture_edges(&c, 0);
-    for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = capture_cmd(&c, &cmds[i]);
+    gpu_pred_walk_t walk = {g->device, c.streams, &g->pred_slots, capture_cmd, &c};
+    if (st == ACCEL_OK) st = gpu_pred_run(&walk, cmds, n);
     /* Join even after a failure so that the capture can be ended cleanly; the first error
      * is the one reported. */
     accel_status_t join = capture_edges(&c, 1);
@@ -275,14 +286,10 @@ accel_status_t gpu_graph_launch(accel_be_graph_t *graph, accel_be_stream_t *stre
   GPU_ENTER(st, g->device);
   if (st != ACCEL_OK) return st;
   if (runtime_capturing(s, &st)) {
-    /* the graph's own jobs, in the same order (keep_commands keeps list order) */
-    size_t k = 0;
-    for (size_t i = 0; i < g->ncmds && st == ACCEL_OK; i++) {
-      gpu_hostfn_job_t *job = NULL;
-      if (g->cmds[i].type == ACCEL_CMD_HOST_FUNC && k < g->nhostfns) job = g->hostfns[k++];
-      st = gpu_issue(g->device, s->handle, &g->cmds[i], NULL, job);
-    }
-    return st;
+    /* the graph's own jobs and slots, in the same order (keep_commands keeps list order) */
+    capture_t c = {.device = g->device, .graph = g, .streams = &s->handle};
+    gpu_pred_walk_t walk = {g->device, &s->handle, &g->pred_slots, capture_cmd, &c};
+    return gpu_pred_run(&walk, g->cmds, g->ncmds);
   }
   return st != ACCEL_OK ? st : GPU_TRY(g->device->backend, GraphLaunch, g->exec, s->handle);
 }

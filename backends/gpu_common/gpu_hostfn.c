@@ -35,6 +35,7 @@
 struct gpu_hostfn_job {
   accel_host_fn_t fn;
   void *user;
+  const int32_t *pred; /* inside a conditional region: fn runs iff it reads nonzero */
   uint32_t *flag;  /* pinned: the stream waits until it reads 1 */
   int persistent;  /* a graph node's: kept for every replay, freed with the graph */
   gpu_hostfn_job_t *next;
@@ -49,6 +50,12 @@ static struct {
   int idle, threads, stopping;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
             NULL, NULL, 0, 0, 0, 0};
+
+/* fn(user), unless the job's region is not taken (its slot, written by the stream's kernels
+ * before this point of the stream, reads 0). */
+static void run_job(const gpu_hostfn_job_t *job) {
+  if (!job->pred || __atomic_load_n(job->pred, __ATOMIC_ACQUIRE) != 0) job->fn(job->user);
+}
 
 static void *worker_main(void *arg) {
   (void)arg;
@@ -69,7 +76,7 @@ static void *worker_main(void *arg) {
     if (!pool.head) pool.tail = NULL;
     pool.queued--;
     pthread_mutex_unlock(&pool.lock);
-    job->fn(job->user);
+    run_job(job);
     uint32_t *flag = job->flag;
     if (!job->persistent) free(job);
     __atomic_store_n(flag, 1u, __ATOMIC_SEQ_CST); /* releases the stream */
@@ -106,7 +113,7 @@ static void trampoline(void *arg) {
     pthread_mutex_unlock(&pool.lock);
     gpu_host->log(ACCEL_LOG_ERROR, GPU_BACKEND_NAME, "no host-function thread could be "
                   "started: running it on the driver's thread, where it must not call accel");
-    job->fn(job->user);
+    run_job(job);
     uint32_t *flag = job->flag;
     if (!job->persistent) free(job);
     __atomic_store_n(flag, 1u, __ATOMIC_SEQ_CST);
@@ -148,11 +155,22 @@ void gpu_hostfn_job_free(gpu_hostfn_job_t *job) { free(job); }
 
 accel_status_t gpu_hostfn_issue(gpu_device_t *d, gpuStream_t stream, accel_host_fn_t fn,
                                 void *user, uint32_t *flag, gpu_hostfn_job_t *job) {
+  return gpu_hostfn_issue_pred(d, stream, fn, user, flag, job, NULL);
+}
+
+accel_status_t gpu_hostfn_issue_pred(gpu_device_t *d, gpuStream_t stream, accel_host_fn_t fn,
+                                     void *user, uint32_t *flag, gpu_hostfn_job_t *job,
+                                     const int32_t *pred) {
   gpu_backend_t *be = d->backend;
   if (!be->api.LaunchHostFunc)
     return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: %s does not export %s",
                                GPU_BACKEND_NAME, be->library_path,
                                gpu_api_names.LaunchHostFunc);
+  if (pred && (!gpu_hostfn_has_flags(be) || (!flag && !job)))
+    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                               "%s: a host function inside a conditional region needs the "
+                               "stream memory operations, which %s lacks",
+                               GPU_BACKEND_NAME, be->library_path);
   if (!gpu_hostfn_has_flags(be) || (!flag && !job)) {
     static int warned;
     if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
@@ -168,6 +186,7 @@ accel_status_t gpu_hostfn_issue(gpu_device_t *d, gpuStream_t stream, accel_host_
   }
   job->fn = fn;
   job->user = user;
+  job->pred = pred;
   uint32_t *job_flag = job->flag;
   accel_status_t st = gpu_check(be, GPU_STREAM_WRITE_VALUE32(&be->api, stream, job_flag, 0u),
                                 gpu_api_names.StreamWriteValue32);

@@ -17,6 +17,7 @@ static const accel_backend_vtable_t gpu_vtable = {
     .comm_engine = GPU_COMM_ENGINE,
     .device_attribute = gpu_device_attribute,
     .graph_update = gpu_graph_update, /* cuGraphExecUpdate / hipGraphExecUpdate */
+    .conditionals = 1, /* predicated (gpu_predicate.c; device_attribute says so) */
     .module_build = gpu_module_build, /* NVRTC / hiprtc (gpu_user.c) */
     .module_destroy = gpu_module_destroy,
 };

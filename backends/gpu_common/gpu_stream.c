@@ -1,6 +1,7 @@
 /* Streams and the commands issued on them. */
 #include <stdlib.h>
 
+#include "cond_walk.h"
 #include "gpu_backend.h"
 
 accel_status_t gpu_stream_create(accel_be_device_t *device, accel_be_stream_t **out) {
@@ -27,6 +28,7 @@ void gpu_stream_destroy(accel_be_stream_t *stream) {
   if (current) {
     if (!s->borrowed) GPU_WARN(s->device->backend, StreamDestroy, s->handle);
     gpu_hostfn_flag_free(s->device, s->hostfn_flag);
+    gpu_pred_slots_free(s->device, s->pred_slots);
   }
   free(s);
 }
@@ -54,15 +56,15 @@ accel_status_t gpu_stream_wait_event(accel_be_stream_t *stream, accel_be_event_t
                         : GPU_TRY(s->device->backend, StreamWaitEvent, s->handle, e->handle, 0u);
 }
 
-static accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
-                                 const accel_kernel_launch_t *launch) {
+accel_status_t gpu_launch(gpu_device_t *d, gpuStream_t stream,
+                          const accel_kernel_launch_t *launch, const int32_t *pred) {
   gpuFunction_t fn = NULL;
   accel_status_t st = gpu_module_function(d, launch, &fn);
   if (st != ACCEL_OK) return st;
   unsigned grid = launch->num_blocks < d->max_grid ? launch->num_blocks : d->max_grid;
-  /* The kernel's one argument is the by-value parameter struct; the driver copies
-   * params_size bytes from here before the call returns (also when capturing). */
-  void *args[1] = {(void *)launch->params};
+  /* The kernel's arguments are the by-value parameter struct and the predicate
+   * (prelude_gpu.h); the driver copies both before the call returns (also when capturing). */
+  void *args[2] = {(void *)launch->params, (void *)&pred};
   return GPU_TRY(d->backend, LaunchKernel, fn, grid, 1u, 1u, ACCEL_KERNEL_BLOCK, 1u, 1u, 0u,
                  stream, args, NULL);
 }
@@ -72,7 +74,7 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
   gpu_backend_t *be = d->backend;
   switch ((accel_cmd_type_t)cmd->type) {
     case ACCEL_CMD_KERNEL:
-      return gpu_launch(d, stream, &cmd->u.kernel);
+      return gpu_launch(d, stream, &cmd->u.kernel, NULL);
     case ACCEL_CMD_MEMCPY:
       /* Unified addressing: the runtime infers the direction from the pointers. */
       return gpu_check(be,
@@ -92,7 +94,7 @@ accel_status_t gpu_issue(gpu_device_t *d, gpuStream_t stream, const accel_cmd_t 
     }
     case ACCEL_CMD_EVENT_RECORD:
     case ACCEL_CMD_EVENT_WAIT:
-    case ACCEL_CMD_COND_BEGIN: /* never handed over: conditionals is 0 */
+    case ACCEL_CMD_COND_BEGIN: /* walked by gpu_pred_run (gpu_predicate.c) */
     case ACCEL_CMD_COND_END:
       break;
   }
@@ -130,19 +132,34 @@ accel_status_t gpu_launch_host_func(accel_be_stream_t *stream, accel_host_fn_t f
 accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_launch_t *launch) {
   gpu_stream_t *s = stream;
   GPU_ENTER(st, s->device);
-  return st != ACCEL_OK ? st : gpu_launch(s->device, s->handle, launch);
+  return st != ACCEL_OK ? st : gpu_launch(s->device, s->handle, launch, NULL);
 }
 
-/* Vendor streams already queue asynchronously, so a batch is the commands in order. The
- * stream's host-function flag is allocated with its first host function. */
+/* One command of a batch outside regions. The stream's host-function flag is allocated with
+ * its first host function. */
+static accel_status_t batch_issue(void *ctx, const accel_cmd_t *cmd, const int32_t *pred) {
+  gpu_stream_t *s = ctx;
+  accel_status_t st = ACCEL_OK;
+  if (cmd->type == ACCEL_CMD_HOST_FUNC && !s->hostfn_flag &&
+      gpu_hostfn_has_flags(s->device->backend))
+    st = gpu_hostfn_flag_alloc(s->device, &s->hostfn_flag);
+  if (st == ACCEL_OK && pred)
+    return gpu_hostfn_issue_pred(s->device, s->handle, cmd->u.host_func.fn,
+                                 cmd->u.host_func.user, s->hostfn_flag, NULL, pred);
+  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, cmd, s->hostfn_flag, NULL);
+}
+
+/* Vendor streams already queue asynchronously, so a batch is the commands in order (regions
+ * predicated: gpu_predicate.c). */
 accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
   gpu_stream_t *s = stream;
   GPU_ENTER(st, s->device);
-  for (size_t i = 0; i < n && st == ACCEL_OK; i++) {
-    if (cmds[i].type == ACCEL_CMD_HOST_FUNC && !s->hostfn_flag &&
-        gpu_hostfn_has_flags(s->device->backend))
-      st = gpu_hostfn_flag_alloc(s->device, &s->hostfn_flag);
-    if (st == ACCEL_OK) st = gpu_issue(s->device, s->handle, &cmds[i], s->hostfn_flag, NULL);
+  if (st != ACCEL_OK) return st;
+  if (!accel_cond_any(cmds, n)) {
+    for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = batch_issue(s, &cmds[i], NULL);
+    return st;
   }
-  return st;
+  gpu_pred_walk_t walk = {s->device, &s->handle, &s->pred_slots, batch_issue, s};
+  st = gpu_pred_slots_ensure(s->device, &s->pred_slots);
+  return st != ACCEL_OK ? st : gpu_pred_run(&walk, cmds, n);
 }

@@ -292,8 +292,8 @@ static accel_status_t issue(void *ctx, const accel_cmd_t *c, uint32_t depth) {
   }
 }
 
-static accel_status_t enter(void *ctx, uint32_t depth, int first, const int32_t *flag) {
-  return acl_pred_enter(ctx, depth, first, flag);
+static accel_status_t enter(void *ctx, const accel_cmd_t *begin, uint32_t depth, int first) {
+  return acl_pred_enter(ctx, depth, first, begin->u.cond.flag);
 }
 
 accel_status_t acl_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {

@@ -95,6 +95,7 @@ typedef struct op {
   uint64_t seq;
   accel_cpu_kernel_fn kernel; /* OP_KERNEL: its CPU build, run over params */
   fake_kernel_params_t params;
+  const int32_t *pred;        /* OP_KERNEL: the predicate argument; 0 there: no block runs */
   struct op *next;
 } op_t;
 
