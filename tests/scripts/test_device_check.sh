@@ -143,7 +143,7 @@ for step in cts-eager cts-graph cts-lazy memcheck kernel-digest bench-overhead b
   printf '%s\n' "$plan" | grep -q "^$step|" || fail "the plan has no step $step"
 done
 nobench=$(printf '%s\n' "$plan" | awk -F'|' '$7 ~ /accel-bench/' |
-          grep -Ev 'accel-bench"? (overhead|graph|kernels|optstep) ' | cut -d'|' -f1)
+          grep -Ev 'accel-bench"? (overhead|graph|graph-cond|graph-update|kernels|optstep) ' | cut -d'|' -f1)
 [ -z "$nobench" ] && ok "every accel-bench call names a scenario" ||
   fail "accel-bench without a scenario in: $nobench"
 printf '%s\n' "$plan" | grep -q 'nvidia_archs\|sm_' && fail "the plan names an arch itself"
