@@ -97,9 +97,10 @@ static accel_status_t pred_copy(gpu_device_t *d, gpuStream_t s, const int32_t *p
   void *dst = c->u.memcpy.dst;
   const void *src = c->u.memcpy.src;
   uint64_t n = c->u.memcpy.size;
+  if (n == 0) return ACCEL_OK;
   accel_status_t st = reachable(d, dst, "copy");
   if (st == ACCEL_OK) st = reachable(d, src, "copy");
-  if (st != ACCEL_OK || n == 0) return st;
+  if (st != ACCEL_OK) return st;
   uint32_t words = ((uintptr_t)dst | (uintptr_t)src | n) % 4u == 0u;
   void *args[5] = {&pred, &dst, &src, &n, &words};
   return pred_launch(d, s, GPU_PRED_COPY, words ? n / 4u : n, args);
@@ -110,8 +111,9 @@ static accel_status_t pred_fill(gpu_device_t *d, gpuStream_t s, const int32_t *p
   void *dst = c->u.memset.dst;
   uint64_t n = c->u.memset.size;
   uint32_t value = c->u.memset.value & 0xffu;
+  if (n == 0) return ACCEL_OK;
   accel_status_t st = reachable(d, dst, "fill");
-  if (st != ACCEL_OK || n == 0) return st;
+  if (st != ACCEL_OK) return st;
   uint32_t words = ((uintptr_t)dst | n) % 4u == 0u;
   void *args[5] = {&pred, &dst, &value, &n, &words};
   return pred_launch(d, s, GPU_PRED_FILL, words ? n / 4u : n, args);
