@@ -15,7 +15,7 @@
  * so the passes after the flag first reads 0 run nothing. The flag is only ever read on the
  * device, when the queue reaches the region. kernels/predicate.h has the kernels.
  */
-#include <string.h>
+#include <stdlib.h>
 
 #include "acl_internal.h"
 
