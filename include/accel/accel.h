@@ -455,9 +455,11 @@ enum {
 };
 /* Values of ACCEL_ATTR_CONDITIONALS. */
 enum {
-  ACCEL_CONDITIONALS_NONE = 0,
-  ACCEL_CONDITIONALS_PREDICATED = 1,
-  ACCEL_CONDITIONALS_NATIVE = 2
+  ACCEL_CONDITIONALS_NONE = 0,       /* accel_graph_capture_if / _while are UNSUPPORTED */
+  ACCEL_CONDITIONALS_PREDICATED = 1, /* every command of a body is launched and checks the
+                                        flag's slot on the device; a WHILE is unrolled to
+                                        max_iterations passes of launches */
+  ACCEL_CONDITIONALS_NATIVE = 2      /* the backend skips or repeats the body itself */
 };
 
 /* *value = the attribute of device. Unknown attr or NULL value: ACCEL_ERROR_INVALID_ARGUMENT. */
@@ -474,7 +476,8 @@ ACCEL_API accel_status_t accel_device_get_attribute(accel_device_t *device,
  * replayed on the stream at its end (eager and lazy streams alike). The capture rules hold in
  * a region, and a region's work stays on its stream: event records and waits, and work of
  * other streams of the capture, invalidate the capture. ACCEL_ATTR_CONDITIONALS says whether the
- * device supports it (ACCEL_ERROR_UNSUPPORTED otherwise). */
+ * device supports it (ACCEL_ERROR_UNSUPPORTED otherwise) and how. Close every region opened,
+ * also after a failure inside it: until then the stream is capturing. */
 ACCEL_API accel_status_t accel_graph_capture_if(accel_stream_t *stream, const int32_t *flag_dev);
 ACCEL_API accel_status_t accel_graph_capture_end_if(accel_stream_t *stream);
 ACCEL_API accel_status_t accel_graph_capture_while(accel_stream_t *stream, const int32_t *flag_dev,
