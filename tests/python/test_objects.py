@@ -222,6 +222,24 @@ def test_wrap_stream_refused_without_native_queues(dev):
 
 
 def test_conditional_regions(dev, stream):
+    _check_regions(dev, stream)
+
+
+def test_conditional_regions_opencl():
+    """The same on PoCL, where regions are predicated (ACCEL_CONDITIONALS_PREDICATED)."""
+    try:
+        d = accel.Device("opencl")
+    except accel.Error as e:
+        pytest.skip(f"no OpenCL device: {e.message}")
+    with d:
+        if not d.info.host_accessible:
+            pytest.skip("the OpenCL device's memory is not host-accessible (numpy views)")
+        assert d.attribute("conditionals") == accel.lib.ACCEL_CONDITIONALS_PREDICATED
+        with d.stream(lazy=False) as s:
+            _check_regions(d, s)
+
+
+def _check_regions(dev, stream):
     ffi, lib = accel.ffi, accel.lib
     if dev.attribute("conditionals") == lib.ACCEL_CONDITIONALS_NONE:
         with pytest.raises(accel.Unsupported):
