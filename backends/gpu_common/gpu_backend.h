@@ -194,6 +194,9 @@ accel_status_t gpu_pred_run(gpu_pred_walk_t *w, const accel_cmd_t *cmds, size_t 
  * allocation would invalidate it); and their release (NULL is a no-op). */
 accel_status_t gpu_pred_slots_ensure(gpu_device_t *device, int32_t **slots);
 void gpu_pred_slots_free(gpu_device_t *device, int32_t *slots);
+/* Looks the predication kernels up in the device's loaded image (gpu_module_load): looked up
+ * once, not inside a capture; a missing one is logged and makes regions refused. */
+void gpu_pred_functions_load(gpu_device_t *device);
 
 /* Host functions (gpu_hostfn.c): 1 when the runtime has the stream memory operations. */
 int gpu_hostfn_has_flags(const gpu_backend_t *backend);

@@ -29,6 +29,7 @@ accel_status_t gpu_module_load(gpu_device_t *d) {
       return st;
     }
   }
+  gpu_pred_functions_load(d);
   gpu_host->log(ACCEL_LOG_DEBUG, GPU_BACKEND_NAME, "loaded %zu-byte kernel image (sha256 %s)",
                 gpu_kernel_image_size, GPU_KERNEL_IMAGE_SHA256);
 #else

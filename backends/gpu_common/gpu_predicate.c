@@ -29,18 +29,22 @@ void gpu_pred_slots_free(gpu_device_t *d, int32_t *slots) {
   if (slots) GPU_WARN(d->backend, HostFree, slots);
 }
 
-/* The kernel k of the device's image (looked up at its first use). */
+void gpu_pred_functions_load(gpu_device_t *d) {
+  for (int k = 0; k < GPU_PRED_KERNELS; k++)
+    if (d->backend->api.ModuleGetFunction(&d->pred_functions[k], d->module, pred_names[k]) !=
+        GPU_SUCCESS) {
+      d->pred_functions[k] = NULL;
+      gpu_host->log(ACCEL_LOG_WARN, GPU_BACKEND_NAME, "kernel %s missing from the image: "
+                    "conditional regions will be refused", pred_names[k]);
+    }
+}
+
+/* The kernel k of the device's image (gpu_pred_functions_load). */
 static accel_status_t pred_function(gpu_device_t *d, int k, gpuFunction_t *fn) {
-  if (!d->module)
-    return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: plugin built without kernels: "
-                               "no conditional regions", GPU_BACKEND_NAME);
-  if (!d->pred_functions[k]) {
-    accel_status_t st = GPU_TRY(d->backend, ModuleGetFunction, &d->pred_functions[k],
-                                d->module, pred_names[k]);
-    if (st != ACCEL_OK) return st;
-  }
-  *fn = d->pred_functions[k];
-  return ACCEL_OK;
+  *fn = d->module ? d->pred_functions[k] : NULL;
+  if (*fn) return ACCEL_OK;
+  return gpu_host->set_error(ACCEL_ERROR_UNSUPPORTED, "%s: no %s in the kernel image: no "
+                             "conditional regions", GPU_BACKEND_NAME, pred_names[k]);
 }
 
 /* Launches predication kernel k over items work-items (blocks of ACCEL_KERNEL_BLOCK). */
