@@ -135,31 +135,28 @@ accel_status_t gpu_launch_kernel(accel_be_stream_t *stream, const accel_kernel_l
   return st != ACCEL_OK ? st : gpu_launch(s->device, s->handle, launch, NULL);
 }
 
-/* One command of a batch outside regions. The stream's host-function flag is allocated with
- * its first host function. */
+/* One command of a batch outside regions, or a host function inside one (on pred). The
+ * stream's host-function flag is allocated with its first host function. */
 static accel_status_t batch_issue(void *ctx, const accel_cmd_t *cmd, const int32_t *pred) {
   gpu_stream_t *s = ctx;
+  if (cmd->type != ACCEL_CMD_HOST_FUNC)
+    return gpu_issue(s->device, s->handle, cmd, s->hostfn_flag, NULL);
   accel_status_t st = ACCEL_OK;
-  if (cmd->type == ACCEL_CMD_HOST_FUNC && !s->hostfn_flag &&
-      gpu_hostfn_has_flags(s->device->backend))
+  if (!s->hostfn_flag && gpu_hostfn_has_flags(s->device->backend))
     st = gpu_hostfn_flag_alloc(s->device, &s->hostfn_flag);
-  if (st == ACCEL_OK && pred)
-    return gpu_hostfn_issue_pred(s->device, s->handle, cmd->u.host_func.fn,
-                                 cmd->u.host_func.user, s->hostfn_flag, NULL, pred);
-  return st != ACCEL_OK ? st : gpu_issue(s->device, s->handle, cmd, s->hostfn_flag, NULL);
+  return st != ACCEL_OK ? st
+                        : gpu_hostfn_issue_pred(s->device, s->handle, cmd->u.host_func.fn,
+                                                cmd->u.host_func.user, s->hostfn_flag, NULL,
+                                                pred);
 }
 
 /* Vendor streams already queue asynchronously, so a batch is the commands in order (regions
- * predicated: gpu_predicate.c). */
+ * predicated: gpu_predicate.c; their slots allocated by the first batch with one). */
 accel_status_t gpu_submit_batch(accel_be_stream_t *stream, const accel_cmd_t *cmds, size_t n) {
   gpu_stream_t *s = stream;
   GPU_ENTER(st, s->device);
-  if (st != ACCEL_OK) return st;
-  if (!accel_cond_any(cmds, n)) {
-    for (size_t i = 0; i < n && st == ACCEL_OK; i++) st = batch_issue(s, &cmds[i], NULL);
-    return st;
-  }
+  if (st == ACCEL_OK && accel_cond_any(cmds, n))
+    st = gpu_pred_slots_ensure(s->device, &s->pred_slots);
   gpu_pred_walk_t walk = {s->device, &s->handle, &s->pred_slots, batch_issue, s};
-  st = gpu_pred_slots_ensure(s->device, &s->pred_slots);
   return st != ACCEL_OK ? st : gpu_pred_run(&walk, cmds, n);
 }

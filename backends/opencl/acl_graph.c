@@ -130,11 +130,10 @@ accel_status_t acl_graph_instantiate(accel_be_device_t *device, const accel_cmd_
                                "%s: graphs replay through plain enqueue (command buffers not "
                                "chosen; ACCEL_OPENCL_COMMAND_BUFFER=1 selects them)",
                                dev->phys->name);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     if (cmds[i].type == ACCEL_CMD_HOST_FUNC)
       return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                  "command buffer: host functions cannot be recorded");
-  }
   if (accel_cond_any(cmds, n)) /* predicated by submit_batch (acl_predicate.c) */
     return acl_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                "command buffer: conditional regions are not recorded");
