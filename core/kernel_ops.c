@@ -214,81 +214,23 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
   return kop_run(&r, update_hp_body, &zero_lp);
 }
 
-static accel_status_t adam_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_adam_params_t p = {e->chunks_addr, ADDR(user), e->num_chunks,
-                               (acc_u32)r->lists[1][0].dtype};
-  return kop_launch(r, ACCEL_KERNEL_ADAM, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_fused_adam(accel_stream_t *stream, const accel_tensor_t *params,
-                                const accel_tensor_t *grads, const accel_tensor_t *exp_avg,
-                                const accel_tensor_t *exp_avg_sq, size_t n,
-                                const accel_adam_args_t *args_dev) {
-  kop_req_t r = {KOP_REQ(ADAM), .stream = stream,
-                 .lists = {params, grads, exp_avg, exp_avg_sq}, .n = n, .scalars = {args_dev}};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, adam_body, args_dev);
-}
-
-static accel_status_t fill_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const acc_fill_params_t p = {e->chunks_addr, e->num_chunks, (acc_u32)r->lists[0][0].dtype,
-                               *(const float *)user, 0};
-  return kop_launch(r, ACCEL_KERNEL_FILL, e->num_chunks, &p, sizeof p, e);
-}
-
-accel_status_t accel_fill(accel_stream_t *stream, const accel_tensor_t *tensors, size_t n,
-                          float value) {
-  kop_req_t r = {KOP_REQ(FILL), .stream = stream, .lists = {tensors}, .n = n};
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, fill_body, &value);
-}
-
-/* The one-block kernels of the mixed-precision step: two device scalars, no tensors. */
-static accel_status_t one_block_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  (void)e;
-  const acc_amp_begin_params_t p = {0, ADDR(r->scalars[0]), ADDR(r->scalars[1]), 0, 0};
-  _Static_assert(sizeof(acc_amp_update_params_t) == sizeof p &&
-                     sizeof(acc_step_count_params_t) == sizeof p,
-                 "the one-block kernels share one parameter layout");
-  return kop_launch(r, *(const uint32_t *)user, 1, &p, sizeof p, NULL);
-}
-
-static accel_status_t one_block_op(kop_req_t *r) {
-  accel_status_t st = kop_prepare(r);
-  if (st != ACCEL_OK) return st;
-  return kop_run(r, one_block_body, &r->op);
-}
-
-accel_status_t accel_amp_begin_step(accel_stream_t *stream, accel_loss_scaler_t *scaler_dev,
-                                    float *found_inf_dev) {
-  kop_req_t r = {KOP_REQ(AMP_BEGIN), .stream = stream, .scalars = {scaler_dev, found_inf_dev}};
-  return one_block_op(&r);
-}
-
-accel_status_t accel_amp_update_scale(accel_stream_t *stream, accel_loss_scaler_t *scaler_dev,
-                                      const float *found_inf_dev) {
-  kop_req_t r = {KOP_REQ(AMP_UPDATE), .stream = stream, .scalars = {scaler_dev, found_inf_dev}};
-  return one_block_op(&r);
-}
-
-accel_status_t accel_step_count(accel_stream_t *stream, uint32_t *step_dev,
-                                const float *skip_if_dev) {
-  kop_req_t r = {KOP_REQ(STEP_COUNT), .stream = stream, .scalars = {step_dev, skip_if_dev}};
-  return one_block_op(&r);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py):
  * one launch, filled from the layout
  * ------------------------------------------------------------------------------------------- */
 
+typedef struct row_call {
+  const kop_row_layout_t *layout;
+  const float *values; /* layout->nv of them */
+} row_call_t;
+
 static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *user) {
-  const kop_row_layout_t *l = user;
+  const row_call_t *c = user;
+  const kop_row_layout_t *l = c->layout;
   _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char p[KOP_ROW_PARAMS_MAX] = {0};
-  const acc_u64 chunks = e->chunks_addr;
-  const acc_u32 num_chunks = e->num_chunks;
+  /* A row without lists is one block with no chunk table (chunks and num_chunks 0). */
+  const acc_u64 chunks = e ? e->chunks_addr : 0u;
+  const acc_u32 num_chunks = e ? e->num_chunks : 0u;
   memcpy(p + l->chunks, &chunks, sizeof chunks);
   memcpy(p + l->num_chunks, &num_chunks, sizeof num_chunks);
   for (int k = 0; k < r->desc->nl; ++k) {
@@ -299,25 +241,27 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
     const acc_u64 addr = ADDR(r->scalars[s]);
     memcpy(p + l->scalar[s], &addr, sizeof addr);
   }
-  return kop_launch(r, r->op, num_chunks, p, l->size, e);
+  for (int v = 0; v < l->nv; ++v) memcpy(p + l->value[v], &c->values[v], sizeof(float));
+  return kop_launch(r, r->op, e ? num_chunks : 1u, p, l->size, e);
 }
 
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
-                          const void *const *scalars) {
-  return kop_row_run(&accel_kop_descs[id], id, layout, stream, NULL, lists, n, scalars);
+                          const void *const *scalars, const float *values) {
+  return kop_row_run(&accel_kop_descs[id], id, layout, stream, NULL, lists, n, scalars, values);
 }
 
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
                            accel_stream_t *stream, accel_device_t *dev,
                            const accel_tensor_t *const *lists, size_t n,
-                           const void *const *scalars) {
+                           const void *const *scalars, const float *values) {
   kop_req_t r = {.desc = desc, .op = id, .stream = stream, .dev = dev, .n = n};
-  memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
+  if (r.desc->nl > 0) memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
   if (r.desc->ns > 0) memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
   accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || r.num_chunks == 0) return st;
-  return kop_run(&r, row_body, layout);
+  if (st != ACCEL_OK || (r.desc->nl > 0 && r.num_chunks == 0)) return st;
+  const row_call_t call = {layout, values};
+  return kop_run(&r, row_body, &call);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -195,24 +195,28 @@ accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user);
  * row gen_kernel_rows.py generated (offsets; KOP_ROW_NONE: no field). */
 #define KOP_ROW_NONE UINT16_MAX
 #define KOP_ROW_PARAMS_MAX 128u
+#define KOP_ROW_MAX_VALUES 4
 typedef struct kop_row_layout {
   uint16_t size, chunks, num_chunks;   /* sizeof, the acc_u64 chunks and acc_u32 num_chunks */
   uint16_t dtype[KOP_MAX_LISTS];       /* acc_u32: list l's dtype (ACC_ANY_DT's field) */
   uint16_t scalar[KOP_MAX_SCALARS];    /* acc_u64: scalar s's address (its ACC_FIELD) */
+  uint16_t nv;                         /* host values (ACC_VALUE), after the scalars */
+  uint16_t value[KOP_ROW_MAX_VALUES];  /* acc_f32: value v (its ACC_FIELD) */
 } kop_row_layout_t;
 
 /* The public function of a generated row (its definition is generated): validates the call by
  * the row of kernel id (lists[0..nl), scalars[0..ns) in the row's order) and launches the kernel
- * once, one block per chunk, its parameters filled as layout says. */
+ * once, one block per chunk (one block and no chunk table for a row without lists), its
+ * parameters filled as layout says, values[0..layout->nv) included. */
 accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
                           const accel_tensor_t *const *lists, size_t n,
-                          const void *const *scalars);
+                          const void *const *scalars, const float *values);
 /* kop_row_op by the descriptor desc, launching id: a user kernel's row (core/module.c). dev:
  * the stream's device when the caller checked the stream already, else NULL. */
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
                            accel_stream_t *stream, accel_device_t *dev,
                            const accel_tensor_t *const *lists, size_t n,
-                           const void *const *scalars);
+                           const void *const *scalars, const float *values);
 
 /* The checks of accel_multi_tensor_norm and accel_clip_by_global_norm with nothing launched
  * (kernel_ops.c), for a distributed kernel that must refuse its arguments before it issues a

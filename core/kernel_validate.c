@@ -81,6 +81,8 @@ const char *accel_dtype_name(accel_dtype_t dtype) {
 #define KOP_PER_TENSOR_ACC_BLOCK0 0
 #define KOP_PER_TENSOR_ACC_PER_TENSOR 1
 #define ACC_SCRATCH(member, size, mode, blocks)
+/* A host value is passed by value, nothing to validate (last in a row: no entry of its own). */
+#define ACC_VALUE(name, field)
 /* The op: (table user, public function, per-stream table). */
 #define ACC_OP(fn, table) (1, fn, table)
 #define ACC_NO_OP (0, NULL, 0)

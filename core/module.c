@@ -196,11 +196,20 @@ accel_status_t accel_launch(accel_stream_t *stream, const accel_kernel_t *kernel
   if (kernel->module->dev != dev)
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
                            "%s: %s belongs to another device than the stream", fn, d->fn);
-  if (nlists != (size_t)d->nl || nscalars != (size_t)d->ns)
+  const kop_row_layout_t *l = &kernel->row->layout;
+  if (nlists != (size_t)d->nl || nscalars != (size_t)(d->ns + l->nv))
     return accel_set_error(ACCEL_ERROR_INVALID_ARGUMENT,
-                           "%s: %s takes %d tensor lists and %d scalars, not %zu and %zu", fn,
-                           d->fn, d->nl, d->ns, nlists, nscalars);
+                           "%s: %s takes %d tensor lists and %d scalars (%d device scalars, %d "
+                           "values), not %zu and %zu", fn, d->fn, d->nl, d->ns + l->nv, d->ns,
+                           l->nv, nlists, nscalars);
   ACCEL_REQUIRE_ARG(lists, fn, "lists is NULL");
   ACCEL_REQUIRE_ARG(scalars || nscalars == 0, fn, "scalars is NULL");
-  return kop_row_run(d, kernel->id, &kernel->row->layout, stream, dev, lists, n, scalars);
+  /* The values, read now: the launch's parameter block takes them by value. */
+  float values[KOP_ROW_MAX_VALUES] = {0};
+  for (int v = 0; v < l->nv; ++v) {
+    const float *x = scalars[d->ns + v];
+    ACCEL_REQUIRE_ARG(x, fn, "a value's pointer (scalars[ns + v]) is NULL");
+    values[v] = *x;
+  }
+  return kop_row_run(d, kernel->id, l, stream, dev, lists, n, scalars, values);
 }

@@ -3,7 +3,8 @@
  * reads for a generated row (docs/KERNELS.md, "Loading a kernel at run time"), turned into the
  * validator's descriptor (kop_desc_t), the table-driven launch's layout (kop_row_layout_t) and
  * the parameter struct's text, laid out as gen_kernel_rows.py lays it out: chunks, the scalars'
- * fields (acc_u64), num_chunks, the lists' dtype fields (acc_u32), a pad to an even count.
+ * fields (acc_u64), num_chunks, the lists' dtype fields (acc_u32), the values' fields (acc_f32),
+ * a pad to an even count.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -147,6 +148,8 @@ static int mode_of(span_t s) {
 typedef struct fields {
   span_t u32[KOP_MAX_LISTS + 1];
   int nu32;
+  span_t f32[KOP_ROW_MAX_VALUES]; /* the ACC_VALUE fields */
+  int nf32;
 } fields_t;
 
 static accel_status_t read_list(const reader_t *rd, module_row_t *row, int l, span_t item,
@@ -194,7 +197,8 @@ static accel_status_t read_scalar(const reader_t *rd, module_row_t *row, int s, 
   if (!call(item, &name, a, 6, &na) || !eq(name, "ACC_SCALAR") || na != 6)
     return bad(rd, "scalar %d: want ACC_SCALAR(\"name\", ACC_FIELD(member), bytes, R|W|RW, "
                    "ACC_REQUIRED|ACC_OPTIONAL, ACC_ALL_BLOCKS|ACC_BLOCK0|ACC_PER_TENSOR) "
-                   "(ACC_SCRATCH and ACC_NO_FIELD need a hand-written launch)", s);
+                   "or ACC_VALUE(\"name\", ACC_FIELD(member)) (ACC_SCRATCH and ACC_NO_FIELD "
+                   "need a hand-written launch)", s);
   kop_scalar_desc_t *S = &row->desc.scalars[s];
   const int slot = KOP_MAX_LISTS + s;
   if (!(row->names[slot] = dup_string(a[0])))
@@ -225,6 +229,42 @@ static accel_status_t read_scalar(const reader_t *rd, module_row_t *row, int s, 
   return ACCEL_OK;
 }
 
+/* An ACC_VALUE("name", ACC_FIELD(member)) item: a host float passed by value (after every
+ * scalar). Its field joins f. */
+static accel_status_t read_value(const reader_t *rd, module_row_t *row, span_t *a, int na,
+                                 fields_t *f) {
+  char *name = dup_string(a[0]);
+  const span_t field = arg1(a[1], "ACC_FIELD");
+  const int named = name != NULL;
+  free(name);
+  if (na != 2 || !named || !is_ident(field))
+    return bad(rd, "value %d: want ACC_VALUE(\"name\", ACC_FIELD(member))", f->nf32);
+  if (f->nf32 == KOP_ROW_MAX_VALUES)
+    return bad(rd, "at most %d ACC_VALUE entries", KOP_ROW_MAX_VALUES);
+  f->f32[f->nf32++] = field;
+  row->layout.nv = (uint16_t)f->nf32;
+  return ACCEL_OK;
+}
+
+/* The row's scalars and values (items[0..n)): every ACC_SCALAR, then every ACC_VALUE. */
+static accel_status_t read_scalars(const reader_t *rd, module_row_t *row, const span_t *items,
+                                   int n, span_t *sfields, fields_t *f) {
+  for (int s = 0; s < n; ++s) {
+    span_t name, a[6];
+    int na;
+    if (call(items[s], &name, a, 6, &na) && eq(name, "ACC_VALUE")) {
+      accel_status_t st = read_value(rd, row, a, na, f);
+      if (st != ACCEL_OK) return st;
+      continue;
+    }
+    if (f->nf32 > 0) return bad(rd, "ACC_VALUE entries come after every ACC_SCALAR");
+    accel_status_t st = read_scalar(rd, row, row->desc.ns, items[s], &sfields[row->desc.ns]);
+    if (st != ACCEL_OK) return st;
+    ++row->desc.ns;
+  }
+  return ACCEL_OK;
+}
+
 /* Appends row's parameter struct to the text *out (grown with realloc). */
 static accel_status_t emit_struct(const reader_t *rd, const module_row_t *row,
                                   const span_t *sfields, const fields_t *f, char **out) {
@@ -237,7 +277,10 @@ static accel_status_t emit_struct(const reader_t *rd, const module_row_t *row,
   for (int k = 0; k < f->nu32; ++k)
     len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_u32 %.*s;\n",
                     (int)(f->u32[k].e - f->u32[k].b), f->u32[k].b);
-  if (f->nu32 % 2 == 0) /* num_chunks and the dtype fields: an even count */
+  for (int v = 0; v < f->nf32; ++v)
+    len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_f32 %.*s;\n",
+                    (int)(f->f32[v].e - f->f32[v].b), f->f32[v].b);
+  if ((f->nu32 + f->nf32) % 2 == 0) /* num_chunks, dtypes and values: an even count */
     len += snprintf(buf + len, sizeof buf - (size_t)len, "  acc_u32 reserved;\n");
   len += snprintf(buf + len, sizeof buf - (size_t)len, "} %s;\n", row->type);
   if (len >= (int)sizeof buf) return bad(rd, "the row's names are too long");
@@ -249,7 +292,8 @@ static accel_status_t emit_struct(const reader_t *rd, const module_row_t *row,
   return ACCEL_OK;
 }
 
-/* Places the layout: chunks, the scalars (acc_u64), num_chunks, the dtype fields (acc_u32). */
+/* Places the layout: chunks, the scalars (acc_u64), num_chunks, the dtype fields (acc_u32), the
+ * values (acc_f32). */
 static void place_layout(module_row_t *row, const fields_t *f) {
   kop_row_layout_t *l = &row->layout;
   const int ns = row->desc.ns;
@@ -259,8 +303,10 @@ static void place_layout(module_row_t *row, const fields_t *f) {
   for (int k = 0; k < row->desc.nl; ++k)
     if (l->dtype[k] != KOP_ROW_NONE) /* an index into the dtype fields until now */
       l->dtype[k] = (uint16_t)(l->num_chunks + 4 * (1 + l->dtype[k]));
-  const int nu32 = 1 + f->nu32 + ((1 + f->nu32) % 2);
-  l->size = (uint16_t)(l->num_chunks + 4 * nu32);
+  for (int v = 0; v < f->nf32; ++v)
+    l->value[v] = (uint16_t)(l->num_chunks + 4 * (1 + f->nu32 + v));
+  const int n4 = 1 + f->nu32 + f->nf32;
+  l->size = (uint16_t)(l->num_chunks + 4 * (n4 + n4 % 2));
 }
 
 /* Row text (inside ACCEL_KERNEL( ... )) into *row. */
@@ -288,20 +334,17 @@ static accel_status_t read_row(const reader_t *rd, span_t text, module_row_t *ro
   const int nl = split_top((span_t){inner.b + 1, inner.e - 1}, lists, KOP_MAX_LISTS);
   const int ns = split_top((span_t){sinner.b + 1, sinner.e - 1}, scalars, KOP_MAX_SCALARS);
   if (nl < 1 || ns < 0)
-    return bad(rd, "1 to %d tensor lists (one block per chunk) and at most %d scalars",
+    return bad(rd, "1 to %d tensor lists (one block per chunk) and at most %d scalars and values",
                (int)KOP_MAX_LISTS, KOP_MAX_SCALARS);
   row->desc.nl = nl;
-  row->desc.ns = ns;
   fields_t fl = {.nu32 = 0};
   span_t sfields[KOP_MAX_SCALARS];
   for (int l = 0; l < nl; ++l) {
     accel_status_t st = read_list(rd, row, l, lists[l], &fl);
     if (st != ACCEL_OK) return st;
   }
-  for (int s = 0; s < ns; ++s) {
-    accel_status_t st = read_scalar(rd, row, s, scalars[s], &sfields[s]);
-    if (st != ACCEL_OK) return st;
-  }
+  accel_status_t st = read_scalars(rd, row, scalars, ns, sfields, &fl);
+  if (st != ACCEL_OK) return st;
   place_layout(row, &fl);
   return emit_struct(rd, row, sfields, &fl, params);
 }

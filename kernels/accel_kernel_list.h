@@ -12,8 +12,11 @@
  *           table = ACC_TABLE_SHARED or ACC_TABLE_PER_STREAM (the table carries per-stream
  *           scratch); ACC_NO_OP for a kernel launched only as a second step of another row's op;
  *           ACC_ROW_OP("public function"): ACC_OP(fn, ACC_TABLE_SHARED) whose public function is
- *           generated from the row (one launch, one block per chunk: gen_kernel_rows.py
- *           --row-ops-c), the struct declared here checked against the row's layout;
+ *           generated from the row (one launch, one block per chunk, or one block for a row
+ *           without lists: gen_kernel_rows.py --row-ops-c), the struct declared in
+ *           accel_kernel_abi.h checked against the row's layout; a scalar's pointer type in that
+ *           function follows its bytes (4: float; sizeof(acc_u32): uint32_t; the kernel ABI's
+ *           struct: its public twin);
  * lists     (ACC_LIST(...), ...): the operation's tensor lists in chunk-slot order
  *           (acc_chunk_t.ptr[k] is list k):
  *             ACC_LIST("name", access, dtype, aliasing), or ACC_OPT_LIST(...) for a list the
@@ -36,6 +39,8 @@
  *               accessed; optional ones may be 0), or ACC_NO_FIELD when another launch of the
  *               op uses it;
  *             ACC_SCRATCH(member, bytes, R | W, blocks): internal memory (the op allocates it);
+ *             ACC_VALUE("name", ACC_FIELD(member)): a host float the call passes by value into
+ *               the acc_f32 member (after every ACC_SCALAR and ACC_SCRATCH of the row);
  *             blocks: ACC_ALL_BLOCKS (any block), ACC_BLOCK0 (logical block 0 only),
  *               ACC_PER_BLOCK(stride) (block b touches [addr + b * stride, + bytes)) or
  *               ACC_PER_TENSOR (a scalar only: an array of `bytes` per tensor of the call,
@@ -77,32 +82,34 @@ ACCEL_KERNEL(UNSCALE, accel_k_unscale, acc_unscale_params_t,
                          ACC_ALL_BLOCKS),
               ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_REQUIRED,
                          ACC_ALL_BLOCKS)))
-ACCEL_KERNEL(ADAM, accel_k_adam, acc_adam_params_t, ACC_OP("accel_fused_adam", ACC_TABLE_SHARED),
+ACCEL_KERNEL(ADAM, accel_k_adam, acc_adam_params_t, ACC_ROW_OP("accel_fused_adam"),
              (ACC_LIST("params", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
               ACC_LIST("grads", ACC_IO(R), ACC_ANY_DT(grad_dtype), ACC_NO_ALIAS),
               ACC_LIST("exp_avg", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS),
               ACC_LIST("exp_avg_sq", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),
              (ACC_SCALAR("args_dev", ACC_FIELD(args), sizeof(acc_adam_args_t), R, ACC_REQUIRED,
                          ACC_ALL_BLOCKS)))
-ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_OP("accel_fill", ACC_TABLE_SHARED),
-             (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)), ())
+ACCEL_KERNEL(FILL, accel_k_fill, acc_fill_params_t, ACC_ROW_OP("accel_fill"),
+             (ACC_LIST("tensors", ACC_IO(W), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
+             (ACC_VALUE("value", ACC_FIELD(value))))
 ACCEL_KERNEL(SCALE, accel_k_scale, acc_scale_params_t, ACC_ROW_OP("accel_scale"),
              (ACC_LIST("tensors", ACC_IO(RW), ACC_ANY_DT(dtype), ACC_NO_ALIAS)),
              (ACC_SCALAR("scale_dev", ACC_FIELD(scale), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)))
 /* The mixed-precision step's bookkeeping (kernels/amp.h): one block each, no chunk table. */
 ACCEL_KERNEL(AMP_BEGIN, accel_k_amp_begin, acc_amp_begin_params_t,
-             ACC_OP("accel_amp_begin_step", ACC_TABLE_SHARED), (),
+             ACC_ROW_OP("accel_amp_begin_step"), (),
              (ACC_SCALAR("scaler_dev", ACC_FIELD(scaler), sizeof(acc_amp_scaler_t), RW,
                          ACC_REQUIRED, ACC_BLOCK0),
               ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, W, ACC_REQUIRED, ACC_BLOCK0)))
 ACCEL_KERNEL(AMP_UPDATE, accel_k_amp_update, acc_amp_update_params_t,
-             ACC_OP("accel_amp_update_scale", ACC_TABLE_SHARED), (),
+             ACC_ROW_OP("accel_amp_update_scale"), (),
              (ACC_SCALAR("scaler_dev", ACC_FIELD(scaler), sizeof(acc_amp_scaler_t), RW,
                          ACC_REQUIRED, ACC_BLOCK0),
               ACC_SCALAR("found_inf_dev", ACC_FIELD(found_inf), 4, R, ACC_REQUIRED, ACC_BLOCK0)))
 ACCEL_KERNEL(STEP_COUNT, accel_k_step_count, acc_step_count_params_t,
-             ACC_OP("accel_step_count", ACC_TABLE_SHARED), (),
-             (ACC_SCALAR("step_dev", ACC_FIELD(step), 4, RW, ACC_REQUIRED, ACC_BLOCK0),
+             ACC_ROW_OP("accel_step_count"), (),
+             (ACC_SCALAR("step_dev", ACC_FIELD(step), sizeof(acc_u32), RW, ACC_REQUIRED,
+                         ACC_BLOCK0),
               ACC_SCALAR("skip_if_dev", ACC_FIELD(skip_if), 4, R, ACC_OPTIONAL, ACC_BLOCK0)))
 ACCEL_KERNEL(CAST, accel_k_cast, acc_cast_params_t, ACC_ROW_OP("accel_cast"),
              (ACC_LIST("src", ACC_IO(R), ACC_ANY_DT(src_dtype), ACC_NO_ALIAS),

@@ -9,16 +9,18 @@ stops at `#ifdef ACCEL_EXTRA_KERNEL_ROWS`. A row whose params_t no struct of acc
 defines is a generated row, and gets:
   --params  its parameter struct (the fields the row names, in the ABI's order: chunks, the
             scalars' ACC_FIELD members as acc_u64, num_chunks, the lists' ACC_ANY_DT fields as
-            acc_u32, a `reserved` pad to an even number of 4-byte fields);
-  --ops-h   its public prototype: accel_status_t fn(stream, the lists, size_t n, the scalars);
+            acc_u32, the ACC_VALUE fields as acc_f32, a `reserved` pad to an even number of
+            4-byte fields);
+  --ops-h   its public prototype: accel_status_t fn(stream, the lists, size_t n, the scalars,
+            the values); a scalar's pointer type follows its size (PUBLIC_TYPES);
   --ops-c   its definition, one table-driven launch over the chunk table (core/kernel_ops.c
             kop_row_op: validation from the row, one block per chunk);
-  --python  its Python wrapper (accel.<fn without accel_>(lists..., scalars..., stream=,
-            device=)), beside the package's own in python/accel/_tensors.py.
+  --python  its Python wrapper (accel.<fn without accel_>(lists..., scalars..., *, values...,
+            stream=, device=)), beside the package's own in python/accel/_tensors.py.
 A built-in row whose op is ACC_ROW_OP("public function") keeps its struct in accel_kernel_abi.h
 and its prototype in <accel/accel_kernels.h> (the public ABI) and gets
-  --row-ops-c  its public function's definition, the same table-driven launch, with static
-               assertions that the declared struct has exactly the layout --params would
+  --row-ops-c  its public function's definition, the same table-driven launch (a row without
+               lists: one block, no chunk table, no n), with static assertions that the declared struct has exactly the layout --params would
                generate (so the row states the struct and the compiler holds the copy to it).
 gen_kernel_abi.py reads the table through read_rows() too.
 """
@@ -83,8 +85,15 @@ def parse_row(text):
         kind, a = call(item)
         row["lists"].append({"name": a[0].strip('"'), "optional": kind == "ACC_OPT_LIST",
                              "access": call(a[1]), "dtype": call(a[2]), "alias": a[3]})
+    row["values"] = []
     for item in unparen(scalars):
         kind, a = call(item)
+        if kind == "ACC_VALUE":
+            row["values"].append({"name": a[0].strip('"'), "field": call(a[1])[1][0]})
+            continue
+        if row["values"]:
+            raise RowError(f"gen_kernel_rows.py: row {ident}: ACC_VALUE entries come after "
+                           "every ACC_SCALAR and ACC_SCRATCH")
         if kind == "ACC_SCRATCH":
             row["scalars"].append({"scratch": True, "field": a[0]})
             continue
@@ -131,8 +140,8 @@ def check_generated(row):
         bad("needs ACC_OP(\"public function\", ACC_TABLE_SHARED)")
     if row["per_stream"]:
         bad("ACC_TABLE_PER_STREAM carries scratch: declare its struct in accel_kernel_abi.h")
-    if not row["lists"]:
-        bad("needs at least one tensor list (one block per chunk)")
+    if not row["lists"] and not row["row_op"]:
+        bad("needs at least one tensor list (its Python wrapper finds the device from one)")
     for li in row["lists"]:
         if li["access"][0] != "ACC_IO":
             bad(f"list {li['name']}: ACC_IO_IF needs a flags argument: use ACC_IO(...)")
@@ -141,8 +150,8 @@ def check_generated(row):
     for s in row["scalars"]:
         if s["scratch"] or not s["field"]:
             bad("ACC_SCRATCH and ACC_NO_FIELD need a hand-written launch")
-    if len(row["scalars"]) > 8 or len(row["lists"]) > 8:
-        bad("at most 8 lists and 8 scalars")
+    if len(row["scalars"]) > 8 or len(row["lists"]) > 8 or len(row["values"]) > 4:
+        bad("at most 8 lists, 8 scalars and 4 values")
 
 
 def struct_fields(row):
@@ -152,21 +161,32 @@ def struct_fields(row):
     for li in row["lists"]:
         if li["dtype"][0] == "ACC_ANY_DT" and li["dtype"][1][0] not in u32:
             u32.append(li["dtype"][1][0])
-    if len(u32) % 2:
-        u32.append("reserved")
-    return [("acc_u64", n) for n in u64] + [("acc_u32", n) for n in u32]
+    f32 = [v["field"] for v in row["values"]]
+    pad = [("acc_u32", "reserved")] if (len(u32) + len(f32)) % 2 else []
+    return ([("acc_u64", n) for n in u64] + [("acc_u32", n) for n in u32] +
+            [("acc_f32", n) for n in f32] + pad)
+
+
+# A scalar's public pointer type, by its row's size: 4 bytes are a float unless the size names
+# another type; a size that names none is void.
+PUBLIC_TYPES = {"4": "float", "sizeof(acc_u32)": "uint32_t", "sizeof(acc_f32)": "float",
+                "sizeof(acc_amp_scaler_t)": "accel_loss_scaler_t",
+                "sizeof(acc_adam_args_t)": "accel_adam_args_t"}
 
 
 def scalar_ctype(s):
     const = "const " if s["mode"] == "R" else ""
-    return f"{const}{'float' if s['size'] == '4' else 'void'} *"
+    return f"{const}{PUBLIC_TYPES.get(s['size'].replace(' ', ''), 'void')} *"
 
 
 def prototype(row):
+    """The public function: the stream, the lists and their length n (a row without lists has
+    neither: one block), the scalars' pointers, then the values."""
     args = ["accel_stream_t *stream"]
     args += [f"const accel_tensor_t *{li['name']}" for li in row["lists"]]
-    args.append("size_t n")
+    args += ["size_t n"] if row["lists"] else []
     args += [f"{scalar_ctype(s)}{s['name']}" for s in row["scalars"]]
+    args += [f"float {v['name']}" for v in row["values"]]
     return f"accel_status_t {row['fn']}({', '.join(args)})"
 
 
@@ -203,13 +223,20 @@ def layout_asserts(row):
     """Static assertions that a declared struct has the layout struct_fields(row) generates."""
     t, off, out = row["type"], 0, []
     for ctype, name in struct_fields(row):
-        size = 8 if ctype == "acc_u64" else 4
+        size = 8 if ctype == "acc_u64" else 4  # acc_u32 and acc_f32
         if name != "reserved":
             out.append(f"  _Static_assert(offsetof({t}, {name}) == {off} && "
                        f"sizeof((({t} *)0)->{name}) == {size}, \"{t}.{name}: not the row's\");")
         off += size
     out.append(f"  _Static_assert(sizeof({t}) == {off}, \"{t}: not the row's size\");")
     return out
+
+
+def c_array(ctype, name, items):
+    """A local array of the call's arguments, or [] and NULL when there are none."""
+    if not items:
+        return [], "NULL"
+    return [f"  {ctype} {name}[] = {{{', '.join(items)}}};"], name
 
 
 def gen_ops_c(rows, src, ops_h, asserts=False):
@@ -220,16 +247,21 @@ def gen_ops_c(rows, src, ops_h, asserts=False):
         dts = ", ".join(f"offsetof({t}, {li['dtype'][1][0]})" if li["dtype"][0] == "ACC_ANY_DT"
                         else "KOP_ROW_NONE" for li in row["lists"])
         scs = ", ".join(f"offsetof({t}, {s['field']})" for s in row["scalars"])
-        lists = ", ".join(li["name"] for li in row["lists"])
-        scalars = ", ".join(s["name"] for s in row["scalars"]) or "NULL"
+        vls = ", ".join(f"offsetof({t}, {v['field']})" for v in row["values"])
+        lists, l_arg = c_array("const accel_tensor_t *const", "lists",
+                               [li["name"] for li in row["lists"]])
+        scalars, s_arg = c_array("const void *const", "scalars",
+                                 [s["name"] for s in row["scalars"]])
+        values, v_arg = c_array("const float", "values", [v["name"] for v in row["values"]])
+        n_arg = "n" if row["lists"] else "0"
         out += [f"{prototype(row)} {{"] + (layout_asserts(row) if asserts else [])
         out += [f"  _Static_assert(sizeof({t}) <= KOP_ROW_PARAMS_MAX, \"{t} too large\");",
                 f"  static const kop_row_layout_t layout = {{sizeof({t}), offsetof({t}, chunks),",
-                f"      offsetof({t}, num_chunks), {{{dts}}}, {{{scs}}}}};",
-                f"  const accel_tensor_t *const lists[] = {{{lists}}};",
-                f"  const void *const scalars[] = {{{scalars}}};",
-                f"  return kop_row_op(ACCEL_KERNEL_{row['id']}, &layout, stream, lists, n, scalars);",
-                "}", ""]
+                f"      offsetof({t}, num_chunks), {{{dts}}}, {{{scs}}}, {len(row['values'])},",
+                f"      {{{vls}}}}};"]
+        out += lists + scalars + values
+        out += [f"  return kop_row_op(ACCEL_KERNEL_{row['id']}, &layout, stream, {l_arg}, {n_arg},",
+                f"                    {s_arg}, {v_arg});", "}", ""]
     return "\n".join(out)
 
 
@@ -241,18 +273,20 @@ def gen_python(rows, src):
     for row in rows:
         lists = [li["name"] for li in row["lists"]]
         scalars = [s["name"] for s in row["scalars"]]
+        values = [v["name"] for v in row["values"]]
         sig = ", ".join(lists + [s["name"] + ("" if s["required"] else "=None")
-                                 for s in row["scalars"]])
+                                 for s in row["scalars"]] + ["*"] + values)
         first = lists[0]
         ptrs = ", ".join(f"_scalar_ptr({n}) if {n} is not None else ffi.NULL" for n in scalars)
-        out += ["", f"def {row['fn'].removeprefix('accel_')}({sig}, *, stream=None, device=None):",
+        out += ["", f"def {row['fn'].removeprefix('accel_')}({sig}, stream=None, device=None):",
                 f'    """{row["fn"]}: {doc(row)[3:-3]}"""',
                 f"    dev = _device_of(device, {', '.join(lists)})", "    s = _stream(stream, dev)",
                 "", f"    def call({', '.join(lists)}):",
                 f"        if len({{{', '.join(l + '.n' for l in lists)}}}) != 1:",
                 f"            raise ValueError(\"{row['fn']}: list lengths differ\")",
                 f"        return lib.{row['fn']}(s._handle(), "
-                + ", ".join([l + ".array" for l in lists] + [first + ".n"] + ([ptrs] if ptrs else []))
+                + ", ".join([l + ".array" for l in lists] + [first + ".n"] + ([ptrs] if ptrs else [])
+                            + [f"float({v})" for v in values])
                 + ")",
                 f"    _run(s, call, [{', '.join(f'(dev, {l})' for l in lists)}], "
                 f"[{', '.join(scalars)}])", ""]

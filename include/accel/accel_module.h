@@ -6,8 +6,9 @@
  * A module source holds kernel bodies (ACC_KERNEL functions in the dialect) and one row per
  * kernel, ACCEL_KERNEL(ID, symbol, params_t, ACC_OP("name", ACC_TABLE_SHARED), (lists),
  * (scalars)), in the subset kernels/gen_kernel_rows.py reads for a generated row: the row
- * declares its tensor lists (access, dtype rule, aliasing rule) and device scalars, and accel
- * generates params_t from it (chunks, the scalars' fields, num_chunks, the lists' dtype fields).
+ * declares its tensor lists (access, dtype rule, aliasing rule), device scalars and host float
+ * values (ACC_VALUE, after the scalars), and accel generates params_t from it (chunks, the
+ * scalars' fields, num_chunks, the lists' dtype fields, the values' fields).
  * accel_launch validates a call by the row exactly as a built-in kernel's call is validated and
  * launches one block per chunk, so capture pins, lazy queues and tracing apply unchanged.
  *
@@ -53,8 +54,10 @@ ACCEL_API accel_status_t accel_module_get_kernel(accel_module_t *module, const c
 ACCEL_API accel_status_t accel_module_release(accel_module_t *module);
 
 /* Launches kernel on stream over n tensors per list: lists[l] for the row's list l (nlists =
- * the row's list count), scalars[s] the device address of the row's scalar s (nscalars = the
- * row's scalar count; NULL only for a scalar the row does not require). Validated by the row
+ * the row's list count), scalars[s] the device address of the row's scalar s (NULL only for a
+ * scalar the row does not require), then, for each ACC_VALUE of the row, a pointer to its host
+ * float, read during the call (nscalars = the row's ACC_SCALAR and ACC_VALUE count, the way
+ * cuLaunchKernel takes its arguments). Validated by the row
  * (dtypes, sizes, aliasing, live memory, read-only registrations) as built-in kernels are; the
  * stream must belong to the module's device. Captured, queued lazily and traced like any
  * kernel launch. */

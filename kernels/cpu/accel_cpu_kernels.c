@@ -74,6 +74,7 @@ _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT
   add_scalar(out, addr, (uint32_t)(size), ACC_MODE_##mode, blocks)
 #define ACC_SCRATCH(member, size, mode, blocks) \
   add_scalar(out, p.member, (uint32_t)(size), ACC_MODE_##mode, blocks)
+#define ACC_VALUE(name, field) (void)0 /* a host value: no memory */
 #define ACC_OP(fn, table) 1
 #define ACC_NO_OP 0
 #define ACC_ACCESS_CASE_0(id, T, lists, scalars)

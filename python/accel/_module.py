@@ -63,10 +63,11 @@ class Kernel:
     """One kernel of a Module. Calling it launches it (accel_launch): kernel(list0, list1, ...,
     scalar0, scalar1, ..., stream=None). The lists come first (the row's order; each a list or
     tuple of tensors or a TensorList, all of one length n), then the row's device scalars (None
-    for an ACC_OPTIONAL one left out). stream None: the device's default stream. Validated by
-    the row as built-in kernels are (a leading TensorList is always a list: pass scalars as
-    Buffers or DeviceStruct pointers): a wrong count, dtype, size or overlap raises accel's
-    exception with accel_last_error()."""
+    for an ACC_OPTIONAL one left out), then its ACC_VALUE host values (Python numbers, passed as
+    fp32). stream None: the device's default stream. Validated by the row as built-in kernels
+    are (a leading TensorList is always a list: pass scalars as Buffers or DeviceStruct
+    pointers): a wrong count, dtype, size or overlap, a number where the row has a device
+    scalar, raise accel's exception with accel_last_error()."""
 
     def __init__(self, module, name, ptr):
         self.module, self.name, self._ptr = module, name, ptr
@@ -82,7 +83,9 @@ class Kernel:
                                 "Module")
         dev = self.module.device
         s = _stream(stream, dev)
-        ptrs = [_scalar_ptr(x, "void *") if x is not None else ffi.NULL for x in scalars]
+        # a number is a host value: a pointer to its fp32 copy, alive until the call returns
+        ptrs = [ffi.new("float *", x) if isinstance(x, (int, float)) else
+                _scalar_ptr(x, "void *") if x is not None else ffi.NULL for x in scalars]
 
         def launch(*tls):
             if len({t.n for t in tls}) > 1:
@@ -92,7 +95,8 @@ class Kernel:
             sc = ffi.new("const void *[]", ptrs or [ffi.NULL])
             n = tls[0].n if tls else 0
             return lib.accel_launch(s._handle(), self._ptr, arr, len(tls), n, sc, len(ptrs))
-        _run(s, launch, [(dev, t) for t in lists], [x for x in scalars if x is not None])
+        _run(s, launch, [(dev, t) for t in lists],
+             [x for x in scalars if x is not None and not isinstance(x, (int, float))])
 
 
 def _split(name, args):

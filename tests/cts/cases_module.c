@@ -124,6 +124,72 @@ CTS_CASE(module_axpby_bits, CTS_TAG_KERNELS) {
   return res;
 }
 
+/* A host value (ACC_VALUE): y = 2 * y + value, value passed by pointer after the device
+ * scalars (none here) and stored by value in the launch: replays keep the captured value. */
+static const char kShift[] =
+    "ACC_INLINE void my_shift_elem(acc_idx i, ACC_GPTR(acc_f32) y, acc_f32 v) {\n"
+    "  y[i] = 2.0f * y[i] + v;\n"
+    "}\n"
+    "ACC_KERNEL(my_k_shift, my_shift_params_t, P) {\n"
+    "  ACC_GPTR(const acc_chunk_t) chunks = ACC_PTR(const acc_chunk_t, P.chunks);\n"
+    "  ACC_FOR_BLOCKS(b, P.num_chunks)\n"
+    "  ACC_ELEM_MAP(chunks[b].count, my_shift_elem, ACC_PTR(acc_f32, chunks[b].ptr[0]), "
+    "P.value);\n"
+    "}\n"
+    "ACCEL_KERNEL(MY_SHIFT, my_k_shift, my_shift_params_t, ACC_OP(\"my_shift\", "
+    "ACC_TABLE_SHARED),\n"
+    "             (ACC_LIST(\"y\", ACC_IO(RW), ACC_F32_DT, ACC_NO_ALIAS)),\n"
+    "             (ACC_VALUE(\"value\", ACC_FIELD(value))))\n";
+
+typedef struct shift_job {
+  const accel_kernel_t *k;
+  kc_list_t *y;
+  float value;
+} shift_job_t;
+
+static accel_status_t body_shift(accel_stream_t *s, void *user) {
+  const shift_job_t *j = user;
+  const accel_tensor_t *lists[] = {j->y->t};
+  const void *values[] = {&j->value};
+  return accel_launch(s, j->k, lists, 1, j->y->n, values, 1);
+}
+
+static uint32_t want_shift(const kc_list_t *L, size_t t, size_t i, const void *user) {
+  volatile float y = kc_val(L->host[t], i, ACCEL_F32);
+  for (int k = 0; k < MOD_RUNS; ++k) y = 2.0f * y + *(const float *)user;
+  return kc_f32_bits(y);
+}
+
+CTS_CASE(module_host_value, CTS_TAG_KERNELS) {
+  accel_module_t *m = NULL;
+  MOD_LOAD(kShift, &m);
+  accel_kernel_t *k = NULL;
+  CTS_OK(accel_module_get_kernel(m, "my_shift", &k));
+  static const size_t sizes[] = {70000, 3};
+  kc_list_t y = {0};
+  accel_status_t st = kc_make(ctx, &y, 2, sizes, 2, ACCEL_F32, 1.0f, 41);
+  shift_job_t j = {k, &y, 0.3f};
+  const accel_tensor_t *lists[] = {y.t};
+  const void *none[] = {NULL};
+  accel_stream_t *s = NULL;
+  if (st == ACCEL_OK) st = accel_stream_default(ctx->dev, &s);
+  /* the value is a pointer the call reads: counted, never NULL; nothing launched */
+  const int refused = st != ACCEL_OK ||
+      (accel_launch(s, k, lists, 1, y.n, none, 0) == ACCEL_ERROR_INVALID_ARGUMENT &&
+       strstr(accel_last_error(), "1 values") &&
+       accel_launch(s, k, lists, 1, y.n, none, 1) == ACCEL_ERROR_INVALID_ARGUMENT &&
+       strstr(accel_last_error(), "is NULL"));
+  const char *why = refused ? NULL : accel_last_error();
+  if (st == ACCEL_OK && refused) st = cts_exec(ctx, body_shift, &j, MOD_RUNS);
+  cts_result_t res = !refused ? cts_fail(ctx, __FILE__, __LINE__, "a bad value accepted: %s", why)
+                     : st == ACCEL_OK ? kc_expect(ctx, &y, want_shift, &j.value, "value")
+                                      : cts_fail(ctx, __FILE__, __LINE__, "%s: %s",
+                                                 accel_status_name(st), accel_last_error());
+  kc_free(ctx, &y);
+  CTS_OK(accel_module_release(m));
+  return res;
+}
+
 /* Lines of path (0 when it does not exist): the compiles the wrapper counted. */
 static int count_lines(const char *path) {
   FILE *f = fopen(path, "r");

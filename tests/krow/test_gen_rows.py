@@ -1,5 +1,6 @@
 """kernels/gen_kernel_rows.py refuses what a generated row cannot state, with a message naming
-the row and the reason, and leaves a row whose struct accel_kernel_abi.h declares to its
+the row and the reason (a host value before a device scalar, a generated row without lists
+among them), and leaves a row whose struct accel_kernel_abi.h declares to its
 hand-written launch (nothing generated for the built-in table). --row-ops-c generates the public
 functions of the table's ACC_ROW_OP rows, exactly those, and holds their declared structs to the
 row: the C compiler accepts the assertions for the table as it is and rejects them for a row whose
@@ -98,6 +99,10 @@ def main():
         "no_field": (("ACC_FIELD(beta)", "ACC_NO_FIELD"), "ACC_NO_FIELD"),
         "per_stream": (("ACC_TABLE_SHARED", "ACC_TABLE_PER_STREAM"), "PER_STREAM"),
         "no_op": (('ACC_OP("accel_test_axpby", ACC_TABLE_SHARED)', "ACC_NO_OP"), "ACC_OP"),
+        "value_first": (('(ACC_SCALAR("alpha_dev"', '(ACC_VALUE("g0", ACC_FIELD(g0)),\n'
+                         'ACC_SCALAR("alpha_dev"'), "ACC_VALUE"),
+        "no_lists": ((row[row.index("(ACC_LIST"):row.index("(ACC_SCALAR")], "(), "),
+                     "tensor list"),
     }
     with tempfile.TemporaryDirectory() as d:
         rc, err, params = run(gen, abi, [table], d)
@@ -105,7 +110,8 @@ def main():
             print(f"the built-in table: rc {rc}, structs generated: {err}{params}")
             failures += 1
         rc, err, params = run(gen, abi, [table, axpby], d)
-        if rc != 0 or "} acc_test_axpby_params_t;" not in params:
+        if (rc != 0 or "} acc_test_axpby_params_t;" not in params or
+                "acc_f32 gamma;" not in params):
             print(f"the test row: rc {rc}: {err}")
             failures += 1
         for name, ((old, new), word) in bad.items():

@@ -8,9 +8,9 @@
  *    message naming accel_test_axpby and the argument, nothing written;
  *  - the CPU backend's access table entry (graph fusion proves launches independent with it);
  *  - results on the CPU, and on OpenCL (PoCL) when the plugin opens (its OpenCL C has the body
- *    too): y = alpha * x + beta * y bitwise equal to an f32 emulation (each product rounded,
- *    then the sum) and within 1e-6 of a double reference, x F32 and BF16, tensors across a
- *    chunk boundary, n = 0.
+ *    too): y = alpha * x + beta * y + gamma (gamma a host value, ACC_VALUE) bitwise equal to an
+ *    f32 emulation (each product rounded, then the sums) and within 1e-6 of a double
+ *    reference, x F32 and BF16, tensors across a chunk boundary, n = 0.
  */
 #include <math.h>
 #include <stdint.h>
@@ -33,12 +33,13 @@ static void check_abi(void) {
   CHECK(ACCEL_KERNEL_TEST_AXPBY == ACCEL_KERNEL_COUNT - 1, "the row is not the last id");
   CHECK(strcmp(accel_kernel_names[ACCEL_KERNEL_TEST_AXPBY], "accel_k_test_axpby") == 0,
         "symbol %s", accel_kernel_names[ACCEL_KERNEL_TEST_AXPBY]);
-  CHECK(sizeof(acc_test_axpby_params_t) == 32, "params size %zu", sizeof(acc_test_axpby_params_t));
+  CHECK(sizeof(acc_test_axpby_params_t) == 40, "params size %zu", sizeof(acc_test_axpby_params_t));
   CHECK(offsetof(acc_test_axpby_params_t, chunks) == 0 &&
             offsetof(acc_test_axpby_params_t, alpha) == 8 &&
             offsetof(acc_test_axpby_params_t, beta) == 16 &&
             offsetof(acc_test_axpby_params_t, num_chunks) == 24 &&
-            offsetof(acc_test_axpby_params_t, x_dtype) == 28,
+            offsetof(acc_test_axpby_params_t, x_dtype) == 28 &&
+            offsetof(acc_test_axpby_params_t, gamma) == 32,
         "params layout");
 }
 
@@ -46,7 +47,8 @@ static void check_abi(void) {
  * alpha and beta read by every block. */
 static void check_cpu_access(void) {
   acc_chunk_t chunk = {{0x1000, 0x2000}, 7, 0};
-  const acc_test_axpby_params_t p = {(acc_u64)(uintptr_t)&chunk, 0x3000, 0x3004, 1, ACC_DT_BF16};
+  const acc_test_axpby_params_t p = {(acc_u64)(uintptr_t)&chunk, 0x3000, 0x3004, 1, ACC_DT_BF16,
+                                     0.5f, 0};
   accel_cpu_kernel_access_t a;
   accel_cpu_kernel_access(ACCEL_KERNEL_TEST_AXPBY, &p, &a);
   CHECK(a.chunks == &chunk && a.num_chunks == 1, "chunks");
@@ -73,28 +75,28 @@ static void check_validation(accel_device_t *dev, accel_stream_t *s, float *mem)
   /* mem: x at 0..63, y at 64..127, alpha at 128, beta at 129 */
   const float y0 = mem[64];
   accel_tensor_t x = {mem, 64, ACCEL_F32}, y = {mem + 64, 64, ACCEL_F32};
-  const float *al = mem + 128, *be = mem + 129;
-  REFUSED(accel_test_axpby(NULL, &x, &y, 1, al, be), ACCEL_ERROR_INVALID_HANDLE, "stream");
-  REFUSED(accel_test_axpby(s, NULL, &y, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "x");
-  REFUSED(accel_test_axpby(s, &x, &y, 1, NULL, be), ACCEL_ERROR_INVALID_ARGUMENT, "alpha_dev");
+  const float *al = mem + 128, *be = mem + 129, g = 1.0f; /* g: gamma, a host value */
+  REFUSED(accel_test_axpby(NULL, &x, &y, 1, al, be, g), ACCEL_ERROR_INVALID_HANDLE, "stream");
+  REFUSED(accel_test_axpby(s, NULL, &y, 1, al, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "x");
+  REFUSED(accel_test_axpby(s, &x, &y, 1, NULL, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "alpha_dev");
   float host = 1.0f; /* not device memory */
-  REFUSED(accel_test_axpby(s, &x, &y, 1, al, &host), ACCEL_ERROR_INVALID_ARGUMENT, "beta_dev");
+  REFUSED(accel_test_axpby(s, &x, &y, 1, al, &host, g), ACCEL_ERROR_INVALID_ARGUMENT, "beta_dev");
   accel_tensor_t y16 = {mem + 64, 64, ACCEL_F16};
-  REFUSED(accel_test_axpby(s, &x, &y16, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "y");
+  REFUSED(accel_test_axpby(s, &x, &y16, 1, al, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "y");
   accel_tensor_t ybad = {mem + 64, 64, (accel_dtype_t)7};
-  REFUSED(accel_test_axpby(s, &x, &ybad, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "dtype");
+  REFUSED(accel_test_axpby(s, &x, &ybad, 1, al, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "dtype");
   accel_tensor_t yshort = {mem + 64, 63, ACCEL_F32};
-  REFUSED(accel_test_axpby(s, &x, &yshort, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "y");
+  REFUSED(accel_test_axpby(s, &x, &yshort, 1, al, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "y");
   accel_tensor_t xover = {mem + 32, 64, ACCEL_F32}; /* [32, 96) overlaps y [64, 128) */
-  REFUSED(accel_test_axpby(s, &xover, &y, 1, al, be), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
-  REFUSED(accel_test_axpby(s, &x, &y, 1, mem + 70, be), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
+  REFUSED(accel_test_axpby(s, &xover, &y, 1, al, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
+  REFUSED(accel_test_axpby(s, &x, &y, 1, mem + 70, be, g), ACCEL_ERROR_INVALID_ARGUMENT, "overlap");
   MUST(accel_stream_synchronize(s));
   CHECK(mem[64] == y0, "a refused call wrote y");
   accel_stream_t *gone;
   MUST(accel_stream_create(dev, &gone));
   MUST(accel_stream_destroy(gone));
-  REFUSED(accel_test_axpby(gone, &x, &y, 1, al, be), ACCEL_ERROR_INVALID_HANDLE, "stream");
-  MUST(accel_test_axpby(s, &x, &y, 0, al, be)); /* n = 0: nothing to do */
+  REFUSED(accel_test_axpby(gone, &x, &y, 1, al, be, g), ACCEL_ERROR_INVALID_HANDLE, "stream");
+  MUST(accel_test_axpby(s, &x, &y, 0, al, be, g)); /* n = 0: nothing to do */
 }
 
 static uint16_t to_bf16(float f) { /* exact for the values used (8 significant bits) */
@@ -134,7 +136,8 @@ static void check_results(accel_device_t *dev, accel_stream_t *s, accel_dtype_t 
     xs[t].dtype = dt;
     ys[t].dtype = ACCEL_F32;
   }
-  MUST(accel_test_axpby(s, xs, ys, NT, scal, scal + 1));
+  const float gamma = 0.3f;
+  MUST(accel_test_axpby(s, xs, ys, NT, scal, scal + 1, gamma));
   MUST(accel_stream_synchronize(s));
   size_t bad = 0;
   for (int t = 0; t < NT; ++t) {
@@ -142,8 +145,9 @@ static void check_results(accel_device_t *dev, accel_stream_t *s, accel_dtype_t 
     MUST(accel_memcpy(dev, out, ys[t].data, numel[t] * 4));
     for (size_t i = 0; i < numel[t]; ++i) {
       volatile float ax = ab[0] * xh[t][i], by = ab[1] * yh[t][i];
-      const float want = ax + by;
-      const double ref = (double)ab[0] * xh[t][i] + (double)ab[1] * yh[t][i];
+      volatile float sum = ax + by;
+      const float want = sum + gamma;
+      const double ref = (double)ab[0] * xh[t][i] + (double)ab[1] * yh[t][i] + (double)gamma;
       if (memcmp(&out[i], &want, 4) != 0 || fabs(out[i] - ref) > 1e-6 * (1.0 + fabs(ref)))
         if (bad++ < 3)
           fprintf(stderr, "dtype %d tensor %d [%zu]: %a, want %a (double %.9g)\n", (int)dt, t,

@@ -19,15 +19,17 @@ def main():
     xs = [rng.standard_normal(n).astype(np.float32) for n in (1, 70001, 33)]
     ys = [rng.standard_normal(n).astype(np.float32) for n in (1, 70001, 33)]
     ys0 = [y.copy() for y in ys]
-    want = [np.float32(0.75) * x + np.float32(-1.5) * y for x, y in zip(xs, ys0)]  # f32 each
+    gamma = 0.3  # a host value (ACC_VALUE): rounded to f32 by the wrapper's call
+    want = [np.float32(0.75) * x + np.float32(-1.5) * y + np.float32(gamma)  # f32 each
+            for x, y in zip(xs, ys0)]
     alpha, beta = dev.empty(1), dev.empty(1)
     alpha.numpy()[0], beta.numpy()[0] = 0.75, -1.5
     x_list, y_list = accel.TensorList(dev, xs), accel.TensorList(dev, ys)
-    accel.test_axpby(x_list, y_list, alpha, beta, stream=stream)
+    accel.test_axpby(x_list, y_list, alpha, beta, gamma=gamma, stream=stream)
     stream.synchronize()
     for i, (y, w) in enumerate(zip(ys, want)):
         assert np.array_equal(y.view(np.uint32), w.view(np.uint32)), f"tensor {i} differs"
-        ref = 0.75 * xs[i].astype(np.float64) - 1.5 * ys0[i].astype(np.float64)
+        ref = 0.75 * xs[i].astype(np.float64) - 1.5 * ys0[i].astype(np.float64) + np.float32(gamma)
         assert np.allclose(y, ref, rtol=1e-6, atol=1e-6), f"tensor {i} far from float64"
     bad_calls = [  # (y, alpha, the message's part): the row's rules, checked by core
         (accel.TensorList(dev, [y.astype(np.float16) for y in ys]), alpha, "y"),
@@ -36,7 +38,7 @@ def main():
     ]
     for y, a, part in bad_calls:
         try:
-            accel.test_axpby(x_list, y, a, beta, stream=stream)
+            accel.test_axpby(x_list, y, a, beta, gamma=gamma, stream=stream)
         except ValueError as e:  # accel.InvalidArgument is one; the wrapper's own check too
             assert "accel_test_axpby" in str(e) and part in str(e), str(e)
         else:

@@ -11,12 +11,14 @@ import pytest
 import accel
 
 # The kernel of tests/krow (its body axpby.h and its row axpby_row.h, which the table's
-# generated-row test builds in), loaded here at run time: y = alpha * x + beta * y, x
-# F32/F16/BF16, y F32, alpha and beta device scalars, each product rounded to fp32.
+# generated-row test builds in), loaded here at run time: y = alpha * x + beta * y + gamma, x
+# F32/F16/BF16, y F32, alpha and beta device scalars, gamma a host value (ACC_VALUE), each
+# product rounded to fp32, then the sums left to right.
 KROW = pathlib.Path(__file__).resolve().parents[1] / "krow"
 AXPBY = (KROW / "axpby.h").read_text() + (KROW / "axpby_row.h").read_text()
 NAME = "accel_test_axpby"  # the row's ACC_OP
 SIZES = (70000, 1, 4099)  # the first crosses a chunk
+GAMMA = 0.3  # the host value of every launch
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,8 @@ def scalars(device, *values):
 def step_f32(x, y, alpha, beta):
     """The kernel's fp32 steps (no contraction: the CPU compiles with -ffp-contract=off)."""
     a, b = np.float32(alpha), np.float32(beta)
-    return (a * x.astype(np.float32)).astype(np.float32) + (b * y).astype(np.float32)
+    return ((a * x.astype(np.float32)).astype(np.float32) + (b * y).astype(np.float32)) \
+        + np.float32(GAMMA)
 
 
 def check(xs, ys, y0s, runs):
@@ -48,7 +51,7 @@ def check(xs, ys, y0s, runs):
         for a, b in runs:
             want32 = step_f32(x, want32, a, b)
             want64 = np.float64(np.float32(a)) * x.astype(np.float64) \
-                + np.float64(np.float32(b)) * want64
+                + np.float64(np.float32(b)) * want64 + np.float64(np.float32(GAMMA))
         assert np.array_equal(y, want32)
         np.testing.assert_allclose(y, want64, rtol=1e-5, atol=1e-6)
 
@@ -65,11 +68,11 @@ def test_numpy_eager(dev, stream, mod, dtype):
     ds, (alpha, beta) = scalars(dev, 0.75, -1.5)
     ds.upload(stream)
     k = mod.kernel(NAME)
-    k(xs, ys, alpha, beta, stream=stream)  # plain lists: imported for this launch only
+    k(xs, ys, alpha, beta, GAMMA, stream=stream)  # plain lists: imported for this launch only
     dev.synchronize()  # releases the imports (an array imported twice at once is refused)
     x, y = accel.TensorList(dev, xs), accel.TensorList(dev, ys)
-    k(x, y, alpha, beta, stream=stream)  # TensorLists: imported once, for every launch
-    k(x, y, alpha, beta, stream=stream)
+    k(x, y, alpha, beta, GAMMA, stream=stream)  # TensorLists: imported once, for every launch
+    k(x, y, alpha, beta, GAMMA, stream=stream)
     stream.synchronize()
     check(xs, ys, y0s, [(0.75, -1.5)] * 3)
     x.close()
@@ -85,7 +88,7 @@ def test_captured_replays_read_new_scalars(dev, stream, mod):
     g = dev.graph()
     with g.capture(stream):
         ds.upload(stream)  # replays copy the host values of the moment
-        k(x, y, alpha, beta, stream=stream)
+        k(x, y, alpha, beta, GAMMA, stream=stream)
     runs = [(0.5, 1.25), (-2.0, 0.5), (1.0, -0.75)]
     for a, b in runs:
         ds.host[0], ds.host[1] = a, b
@@ -104,7 +107,7 @@ def test_lazy_stream(dev, mod):
         assert s.is_lazy
         ds, (alpha, beta) = scalars(dev, 1.5, 0.25)
         ds.upload(s)
-        mod.kernel(NAME)(xs, ys, alpha, beta, stream=s)
+        mod.kernel(NAME)(xs, ys, alpha, beta, GAMMA, stream=s)
         s.synchronize()
         ds.close()
     check(xs, ys, y0s, [(1.5, 0.25)])
@@ -118,13 +121,13 @@ def test_torch_inputs_and_default_stream(dev, mod):
     y0s = [y.clone() for y in ys]
     ds, (alpha, beta) = scalars(dev, -0.5, 2.0)
     ds.upload(dev.default_stream)
-    mod.kernel(NAME)(xs, ys, alpha, beta)  # the device's default stream
+    mod.kernel(NAME)(xs, ys, alpha, beta, GAMMA)  # the device's default stream
     dev.default_stream.synchronize()
     for x, y, y0 in zip(xs, ys, y0s):
         want = torch.float32  # the fp32 steps, in torch
         ax = (torch.tensor(-0.5) * x.to(want))
-        assert torch.equal(y, ax + torch.tensor(2.0) * y0)
-        ref = -0.5 * x.double() + 2.0 * y0.double()
+        assert torch.equal(y, (ax + torch.tensor(2.0) * y0) + torch.tensor(GAMMA))
+        ref = -0.5 * x.double() + 2.0 * y0.double() + float(torch.tensor(GAMMA))
         assert torch.allclose(y.double(), ref, rtol=1e-6, atol=1e-6)
     ds.close()
 
@@ -134,23 +137,23 @@ def test_bad_launches_raise(dev, stream, mod):
     ds, (alpha, beta) = scalars(dev, 1.0, 1.0)
     x, y = [np.zeros(8, np.float32)], [np.zeros(8, np.float32)]
     cases = [
-        ((x,), (alpha, beta), "not 1 and 2"),                # one list of two
-        ((x, y), (alpha,), "not 2 and 1"),                    # one scalar of two
-        ((x, [np.zeros(8, np.float16)]), (alpha, beta), "must be F32"),
-        ((x, [np.zeros(9, np.float32)]), (alpha, beta), "has 9 elements"),
-        ((x, x), (alpha, beta), "overlaps"),
-        ((x, y), (alpha, None), "beta_dev is NULL"),  # a required scalar left out
+        ((x,), (alpha, beta, GAMMA), "not 1 and 3"),          # one list of two
+        ((x, y), (alpha, GAMMA), "not 2 and 2"),              # one device scalar of two
+        ((x, y), (alpha, beta), "not 2 and 2"),               # no value
+        ((x, [np.zeros(8, np.float16)]), (alpha, beta, GAMMA), "must be F32"),
+        ((x, [np.zeros(9, np.float32)]), (alpha, beta, GAMMA), "has 9 elements"),
+        ((x, x), (alpha, beta, GAMMA), "overlaps"),
+        ((x, y), (alpha, None, GAMMA), "beta_dev is NULL"),  # a required scalar left out
+        ((x, y), (1.0, beta, GAMMA), "alpha_dev"),  # a number where the row has a device scalar
     ]
     for lists, scs, word in cases:
         with pytest.raises(accel.InvalidArgument) as e:
             k(*lists, *scs, stream=stream)
         assert NAME in e.value.message and word in e.value.message, e.value.message
     with pytest.raises(ValueError, match="list lengths differ"):
-        k(x, y + y, alpha, beta, stream=stream)
+        k(x, y + y, alpha, beta, GAMMA, stream=stream)
     with pytest.raises(TypeError, match="before the device scalars"):
         k(x, alpha, y, beta, stream=stream)
-    with pytest.raises(TypeError):
-        k(x, y, 1.0, 1.0, stream=stream)  # a Python float is no device scalar
     with pytest.raises(accel.InvalidArgument) as e:
         mod.kernel("no_such_kernel")
     assert "no_such_kernel" in e.value.message
@@ -201,7 +204,7 @@ def test_graph_replays_after_module_close(dev, stream):
     g = dev.graph()
     with g.capture(stream):
         ds.upload(stream)
-        m.kernel(NAME)(xs, ys, alpha, beta, stream=stream)
+        m.kernel(NAME)(xs, ys, alpha, beta, GAMMA, stream=stream)
     m.close()
     g.replay(stream)
     g.replay(stream)
@@ -233,17 +236,17 @@ def test_opencl():
             ds, (alpha, beta) = scalars(ocl, 0.0, 0.0)
             ds.host[0], ds.host[1] = 0.75, -1.5
             ds.upload(s)
-            k(x, y, alpha, beta, stream=s)  # eager
+            k(x, y, alpha, beta, GAMMA, stream=s)  # eager
             g = ocl.graph()
             with g.capture(s):
                 ds.upload(s)
-                k(x, y, alpha, beta, stream=s)
+                k(x, y, alpha, beta, GAMMA, stream=s)
             ds.host[0], ds.host[1] = 0.5, 1.25
             g.replay(s)
             s.synchronize()
             check(xs, ys, y0s, [(0.75, -1.5), (0.5, 1.25)])
             with pytest.raises(accel.InvalidArgument):
-                k(x, x, alpha, beta, stream=s)
+                k(x, x, alpha, beta, GAMMA, stream=s)
             g.close()
             ds.close()
         x.close()
