@@ -215,8 +215,8 @@ accel_status_t accel_update_hp_grads(accel_stream_t *stream, const accel_tensor_
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py):
- * one launch, filled from the layout
+ * The operations of generated rows and of the table's ACC_ROW_OP rows (gen_kernel_rows.py
+ * writes their bodies), and of user kernels' rows (filled from the layout): one launch
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct row_call {
@@ -245,10 +245,10 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
   return kop_launch(r, r->op, e ? num_chunks : 1u, p, l->size, e);
 }
 
-accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
-                          const accel_tensor_t *const *lists, size_t n,
-                          const void *const *scalars, const float *values) {
-  return kop_row_run(&accel_kop_descs[id], id, layout, stream, NULL, lists, n, scalars, values);
+accel_status_t kop_row_call(kop_req_t *r, kop_body_fn body, const void *user) {
+  accel_status_t st = kop_prepare(r);
+  if (st != ACCEL_OK || (r->desc->nl > 0 && r->num_chunks == 0)) return st;
+  return kop_run(r, body, user);
 }
 
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
@@ -258,10 +258,8 @@ accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_la
   kop_req_t r = {.desc = desc, .op = id, .stream = stream, .dev = dev, .n = n};
   if (r.desc->nl > 0) memcpy(r.lists, lists, (size_t)r.desc->nl * sizeof *lists);
   if (r.desc->ns > 0) memcpy(r.scalars, scalars, (size_t)r.desc->ns * sizeof *scalars);
-  accel_status_t st = kop_prepare(&r);
-  if (st != ACCEL_OK || (r.desc->nl > 0 && r.num_chunks == 0)) return st;
   const row_call_t call = {layout, values};
-  return kop_run(&r, row_body, &call);
+  return kop_row_call(&r, row_body, &call);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -191,8 +191,8 @@ accel_status_t kop_run(kop_req_t *r, kop_body_fn body, const void *user);
 #define ADDR(p) ((acc_u64)(uintptr_t)(p))
 /* The request of the operation using kernel ID's chunk tables: its rules are that row's. */
 #define KOP_REQ(ID) .desc = &accel_kop_descs[ACCEL_KERNEL_##ID], .op = ACCEL_KERNEL_##ID
-/* Where the table-driven launch (kop_row_op) stores a call's values in the parameter struct of a
- * row gen_kernel_rows.py generated (offsets; KOP_ROW_NONE: no field). */
+/* Where the table-driven launch of a user kernel (kop_row_run) stores a call's values in the
+ * parameter struct its row implies (offsets; KOP_ROW_NONE: no field). */
 #define KOP_ROW_NONE UINT16_MAX
 #define KOP_ROW_PARAMS_MAX 128u
 #define KOP_ROW_MAX_VALUES 4
@@ -204,15 +204,14 @@ typedef struct kop_row_layout {
   uint16_t value[KOP_ROW_MAX_VALUES];  /* acc_f32: value v (its ACC_FIELD) */
 } kop_row_layout_t;
 
-/* The public function of a generated row (its definition is generated): validates the call by
- * the row of kernel id (lists[0..nl), scalars[0..ns) in the row's order) and launches the kernel
- * once, one block per chunk (one block and no chunk table for a row without lists), its
- * parameters filled as layout says, values[0..layout->nv) included. */
-accel_status_t kop_row_op(uint32_t id, const kop_row_layout_t *layout, accel_stream_t *stream,
-                          const accel_tensor_t *const *lists, size_t n,
-                          const void *const *scalars, const float *values);
-/* kop_row_op by the descriptor desc, launching id: a user kernel's row (core/module.c). dev:
- * the stream's device when the caller checked the stream already, else NULL. */
+/* The public function of a generated row (gen_kernel_rows.py writes it and body): r filled as
+ * a hand-written launch fills it (KOP_REQ(ID), the stream, the lists in the row's order, n,
+ * the scalars) is validated by the row, then body(r, entry, user) launches the kernel once,
+ * one block per chunk (no entry and one block for a row without lists). */
+accel_status_t kop_row_call(kop_req_t *r, kop_body_fn body, const void *user);
+/* A user kernel's row (core/module.c), read at run time: kop_row_call with a body that fills
+ * the parameters as layout says, values[0..layout->nv) included. desc: its descriptor, id: its
+ * launch id, dev: the stream's device when the caller checked the stream already, else NULL. */
 accel_status_t kop_row_run(const kop_desc_t *desc, uint32_t id, const kop_row_layout_t *layout,
                            accel_stream_t *stream, accel_device_t *dev,
                            const accel_tensor_t *const *lists, size_t n,

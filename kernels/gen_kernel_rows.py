@@ -13,8 +13,9 @@ defines is a generated row, and gets:
             4-byte fields);
   --ops-h   its public prototype: accel_status_t fn(stream, the lists, size_t n, the scalars,
             the values); a scalar's pointer type follows its size (PUBLIC_TYPES);
-  --ops-c   its definition, one table-driven launch over the chunk table (core/kernel_ops.c
-            kop_row_op: validation from the row, one block per chunk);
+  --ops-c   its definition: the row's validation (core/kernel_ops.c kop_row_call) and one
+            launch, one block per chunk, of a generated body that fills the struct field by
+            field as a hand-written one would;
   --python  its Python wrapper (accel.<fn without accel_>(lists..., scalars..., *, values...,
             stream=, device=)), beside the package's own in python/accel/_tensors.py.
 A built-in row whose op is ACC_ROW_OP("public function") keeps its struct in accel_kernel_abi.h
@@ -232,36 +233,51 @@ def layout_asserts(row):
     return out
 
 
-def c_array(ctype, name, items):
-    """A local array of the call's arguments, or [] and NULL when there are none."""
-    if not items:
-        return [], "NULL"
-    return [f"  {ctype} {name}[] = {{{', '.join(items)}}};"], name
+def body_fn(row):
+    """The launch body of a row (kop_run's callback): the parameter struct filled field by field,
+    as a hand-written body does, then one launch."""
+    t, name = row["type"], row["fn"].removeprefix("accel_") + "_body"
+    lists = bool(row["lists"])
+    out = [f"static accel_status_t {name}(const kop_req_t *r, kop_entry_t *e, const void *user) {{",
+           f"  {t} p;", "  memset(&p, 0, sizeof p);"]
+    if row["values"]:
+        out.append("  const float *values = user;")
+    else:
+        out.append("  (void)user;")
+    if lists:
+        out += ["  p.chunks = e->chunks_addr;", "  p.num_chunks = e->num_chunks;"]
+    else:
+        out.append("  (void)e; /* no lists: one block, no chunk table (chunks, num_chunks 0) */")
+    for k, li in enumerate(row["lists"]):
+        if li["dtype"][0] == "ACC_ANY_DT":
+            out.append(f"  p.{li['dtype'][1][0]} = (acc_u32)r->lists[{k}][0].dtype;")
+    for k, s in enumerate(row["scalars"]):
+        out.append(f"  p.{s['field']} = ADDR(r->scalars[{k}]);")
+    for k, v in enumerate(row["values"]):
+        out.append(f"  p.{v['field']} = values[{k}];")
+    blocks = "e->num_chunks" if lists else "1u"
+    out += [f"  return kop_launch(r, ACCEL_KERNEL_{row['id']}, {blocks}, &p, sizeof p, "
+            f"{'e' if lists else 'NULL'});", "}", ""]
+    return name, out
 
 
 def gen_ops_c(rows, src, ops_h, asserts=False):
-    out = [HEADER.format(src=src), "#include <stddef.h>", "",
+    out = [HEADER.format(src=src), "#include <stddef.h>", "#include <string.h>", "",
            '#include "kernel_ops_internal.h"', f'#include {ops_h}', ""]
     for row in rows:
-        t = row["type"]
-        dts = ", ".join(f"offsetof({t}, {li['dtype'][1][0]})" if li["dtype"][0] == "ACC_ANY_DT"
-                        else "KOP_ROW_NONE" for li in row["lists"])
-        scs = ", ".join(f"offsetof({t}, {s['field']})" for s in row["scalars"])
-        vls = ", ".join(f"offsetof({t}, {v['field']})" for v in row["values"])
-        lists, l_arg = c_array("const accel_tensor_t *const", "lists",
-                               [li["name"] for li in row["lists"]])
-        scalars, s_arg = c_array("const void *const", "scalars",
-                                 [s["name"] for s in row["scalars"]])
-        values, v_arg = c_array("const float", "values", [v["name"] for v in row["values"]])
-        n_arg = "n" if row["lists"] else "0"
-        out += [f"{prototype(row)} {{"] + (layout_asserts(row) if asserts else [])
-        out += [f"  _Static_assert(sizeof({t}) <= KOP_ROW_PARAMS_MAX, \"{t} too large\");",
-                f"  static const kop_row_layout_t layout = {{sizeof({t}), offsetof({t}, chunks),",
-                f"      offsetof({t}, num_chunks), {{{dts}}}, {{{scs}}}, {len(row['values'])},",
-                f"      {{{vls}}}}};"]
-        out += lists + scalars + values
-        out += [f"  return kop_row_op(ACCEL_KERNEL_{row['id']}, &layout, stream, {l_arg}, {n_arg},",
-                f"                    {s_arg}, {v_arg});", "}", ""]
+        name, body = body_fn(row)
+        # the request as a hand-written launch fills it (no copies of the call's arrays)
+        req = [f"KOP_REQ({row['id']})", ".stream = stream"]
+        if row["lists"]:
+            req += [f".lists = {{{', '.join(li['name'] for li in row['lists'])}}}", ".n = n"]
+        if row["scalars"]:
+            req.append(f".scalars = {{{', '.join(s['name'] for s in row['scalars'])}}}")
+        out += body + [f"{prototype(row)} {{"] + (layout_asserts(row) if asserts else [])
+        out.append(f"  kop_req_t r = {{{', '.join(req)}}};")
+        if row["values"]:
+            out.append(f"  const float values[] = {{{', '.join(v['name'] for v in row['values'])}}};")
+        out += [f"  return kop_row_call(&r, {name}, {'values' if row['values'] else 'NULL'});",
+                "}", ""]
     return "\n".join(out)
 
 

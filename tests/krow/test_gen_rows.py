@@ -55,7 +55,7 @@ def check_row_ops(gen, abi, table, d):
     want = re.findall(r'ACC_ROW_OP\("(\w+)"\)', text)
     rc, err, code = row_ops(gen, abi, table, d)
     got = re.findall(r"^accel_status_t (\w+)\(", code, re.M)
-    if rc != 0 or not want or got != want or code.count("kop_row_op(") != len(want):
+    if rc != 0 or not want or got != want or code.count("kop_row_call(") != len(want):
         print(f"--row-ops-c: rc {rc} {err}: functions {got}, want the ACC_ROW_OP rows' {want}")
         failures += 1
     if asserts_compile(abi, code, d) is False:
