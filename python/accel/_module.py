@@ -10,6 +10,8 @@ tensor lists (lists or tuples of NumPy arrays, PyTorch tensors or Buffers, or Te
 device scalars (a Buffer, or a DeviceStruct pointer such as `args.dev + 1`), on a stream that
 may capture or be lazy.
 """
+import numbers
+
 from ._lib import InvalidHandle, check, ffi, lib
 from ._objects import Device, _Handle
 from ._tensors import TensorList, _run, _scalar_ptr, _stream
@@ -84,7 +86,7 @@ class Kernel:
         dev = self.module.device
         s = _stream(stream, dev)
         # a number is a host value: a pointer to its fp32 copy, alive until the call returns
-        ptrs = [ffi.new("float *", x) if isinstance(x, (int, float)) else
+        ptrs = [ffi.new("float *", x) if isinstance(x, numbers.Real) else
                 _scalar_ptr(x, "void *") if x is not None else ffi.NULL for x in scalars]
 
         def launch(*tls):
@@ -96,7 +98,7 @@ class Kernel:
             n = tls[0].n if tls else 0
             return lib.accel_launch(s._handle(), self._ptr, arr, len(tls), n, sc, len(ptrs))
         _run(s, launch, [(dev, t) for t in lists],
-             [x for x in scalars if x is not None and not isinstance(x, (int, float))])
+             [x for x in scalars if x is not None and not isinstance(x, numbers.Real)])
 
 
 def _split(name, args):

@@ -68,7 +68,7 @@ def test_numpy_eager(dev, stream, mod, dtype):
     ds, (alpha, beta) = scalars(dev, 0.75, -1.5)
     ds.upload(stream)
     k = mod.kernel(NAME)
-    k(xs, ys, alpha, beta, GAMMA, stream=stream)  # plain lists: imported for this launch only
+    k(xs, ys, alpha, beta, np.float32(GAMMA), stream=stream)  # plain lists, a NumPy value
     dev.synchronize()  # releases the imports (an array imported twice at once is refused)
     x, y = accel.TensorList(dev, xs), accel.TensorList(dev, ys)
     k(x, y, alpha, beta, GAMMA, stream=stream)  # TensorLists: imported once, for every launch
