@@ -231,6 +231,7 @@ accel_status_t accel_ze_device_setup(accel_ze_backend_t *be, int index, ze_conte
   }
   dev->ctx = ctx;
   pthread_mutex_init(&dev->kernel_lock, NULL);
+  accel_ze_mcl_probe(dev);
   *out = dev;
   return ACCEL_OK;
 }

@@ -21,7 +21,7 @@ accel_status_t accel_ze_submit_batch(accel_be_stream_t *stream, const accel_cmd_
       continue;
     }
     if (!slot) st = accel_ze_stream_acquire_slot(s, &slot);
-    if (st == ACCEL_OK) st = accel_ze_append_cmd(s->dev, slot->list, &cmds[i], in_slot > 0);
+    if (st == ACCEL_OK) st = accel_ze_append_cmd(s->dev, slot->list, &cmds[i], in_slot > 0, NULL);
     in_slot++;
   }
   /* On failure the partial list is not executed; the slot is reset when next acquired. */

@@ -9,8 +9,13 @@
  * queue than the previous one waits on the host for that event first: one command list must
  * not execute on two queues at once. (Limitation: with several launches still pending on the
  * old queue, the host may see the signal of an earlier one; see docs/backends/level_zero.md.)
+ *
+ * With mutable command lists (ze_mutable.h) every kernel is a mutable command, and an update
+ * gives the kernels their new parameter blocks and group counts in place (unverified: no
+ * device here).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ze_internal.h"
 
@@ -20,10 +25,22 @@ typedef struct accel_ze_segment {
   void *user;
 } accel_ze_segment_t;
 
+/* What an update may change of one command (event edges have no node): a kernel's mutable
+ * command, a copy's or fill's arguments (an update keeps those), a host function's segment. */
+typedef struct accel_ze_node {
+  accel_cmd_t cmd;               /* the command as it runs now; a kernel's params: a copy the
+                                    graph owns (put back when an update fails half-way) */
+  ze_command_list_handle_t list; /* a kernel's list */
+  uint64_t id;                   /* a kernel's mutable command id */
+  size_t seg;                    /* a host function's segment */
+} accel_ze_node_t;
+
 typedef struct accel_ze_graph {
   accel_ze_device_t *dev;
   accel_ze_segment_t *segs;
   size_t nsegs;
+  accel_ze_node_t *nodes; /* with mutable command lists only */
+  size_t nnodes;
   ze_event_pool_handle_t done_pool;
   ze_event_handle_t done;     /* signaled by the end of the last list */
   ze_command_queue_handle_t last_queue;
@@ -37,13 +54,30 @@ void accel_ze_graph_destroy(accel_be_graph_t *graph) {
   if (g->done) api->zeEventDestroy(g->done);
   if (g->done_pool) api->zeEventPoolDestroy(g->done_pool);
   free(g->segs);
+  for (size_t i = 0; i < g->nnodes; ++i)
+    if (g->nodes[i].cmd.type == ACCEL_CMD_KERNEL) free((void *)g->nodes[i].cmd.u.kernel.params);
+  free(g->nodes);
   free(g);
 }
 
 static accel_status_t accel_ze_graph_new_list(accel_ze_graph_t *g, ze_command_list_handle_t *out) {
   ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC,
+                               .pNext = accel_ze_mcl_list_next(g->dev),
                                .commandQueueGroupOrdinal = g->dev->compute_ordinal};
   ACCEL_ZE_TRY(g->dev->api, zeCommandListCreate, g->dev->ctx, g->dev->dev, &ld, out);
+  return ACCEL_OK;
+}
+
+/* The node's kernel parameters copied into memory of its own (the caller's are the core's). */
+static accel_status_t keep_params(accel_ze_node_t *node) {
+  accel_kernel_launch_t *k = &node->cmd.u.kernel;
+  void *copy = k->params_size ? malloc(k->params_size) : NULL;
+  if (k->params_size && !copy) {
+    k->params = NULL;
+    return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
+  }
+  if (copy) memcpy(copy, k->params, k->params_size);
+  k->params = copy;
   return ACCEL_OK;
 }
 
@@ -64,7 +98,13 @@ static accel_status_t accel_ze_graph_add_list(accel_ze_graph_t *g, const accel_c
   }
   for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
     if (cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT) continue;
-    st = accel_ze_append_cmd(g->dev, seg->list, &cmds[i], appended > 0);
+    accel_ze_node_t *node = g->nodes ? &g->nodes[g->nnodes++] : NULL;
+    const int kernel = cmds[i].type == ACCEL_CMD_KERNEL;
+    if (node) *node = (accel_ze_node_t){.cmd = cmds[i], .list = seg->list};
+    if (node && kernel) st = keep_params(node);
+    if (st == ACCEL_OK)
+      st = accel_ze_append_cmd(g->dev, seg->list, &cmds[i], appended > 0,
+                               node && kernel ? &node->id : NULL);
     appended++;
   }
   return st;
@@ -89,7 +129,9 @@ accel_status_t accel_ze_graph_instantiate(accel_be_device_t *device, const accel
   g->dev = device;
   /* at most one list before each host function, one segment each, one list at the end */
   g->segs = calloc(2 * n + 1, sizeof(*g->segs));
-  if (!g->segs) {
+  if (g->segs && g->dev->mcl.update) g->nodes = calloc(n ? n : 1, sizeof(*g->nodes));
+  if (!g->segs || (g->dev->mcl.update && !g->nodes)) {
+    free(g->segs);
     free(g);
     return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
   }
@@ -101,6 +143,7 @@ accel_status_t accel_ze_graph_instantiate(accel_be_device_t *device, const accel
     if (st == ACCEL_OK && i < n) {
       g->segs[g->nsegs].fn = cmds[i].u.host_func.fn;
       g->segs[g->nsegs].user = cmds[i].u.host_func.user;
+      if (g->nodes) g->nodes[g->nnodes++] = (accel_ze_node_t){.cmd = cmds[i], .seg = g->nsegs};
       g->nsegs++;
     }
     begin = i + 1;
@@ -136,4 +179,102 @@ accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t 
     }
   }
   return ACCEL_OK;
+}
+
+/* Why cmds cannot update g in place (a message), or NULL: the same commands in the same order
+ * (the core checked the topology), copies and fills with the same arguments. */
+static const char *update_refusal(const accel_ze_graph_t *g, const accel_cmd_t *cmds, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const accel_cmd_t *c = &cmds[i];
+    if (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT) continue;
+    if (k >= g->nnodes || g->nodes[k].cmd.type != c->type) return "the commands differ";
+    const accel_cmd_t *was = &g->nodes[k++].cmd;
+    if (c->type == ACCEL_CMD_KERNEL && (was->u.kernel.kernel_id != c->u.kernel.kernel_id ||
+                                        was->u.kernel.params_size != c->u.kernel.params_size))
+      return "a kernel or its parameter block's size differs";
+    if (c->type == ACCEL_CMD_MEMCPY &&
+        (was->u.memcpy.dst != c->u.memcpy.dst || was->u.memcpy.src != c->u.memcpy.src ||
+         was->u.memcpy.size != c->u.memcpy.size))
+      return "a copy's arguments changed (a mutable command list mutates kernels only)";
+    if (c->type == ACCEL_CMD_MEMSET &&
+        (was->u.memset.dst != c->u.memset.dst || was->u.memset.size != c->u.memset.size ||
+         was->u.memset.value != c->u.memset.value))
+      return "a fill's arguments changed (a mutable command list mutates kernels only)";
+  }
+  return k == g->nnodes ? NULL : "the commands differ";
+}
+
+/* After an update: the nodes and host segments take the new commands' arguments. */
+static void take_new(accel_ze_graph_t *g, const accel_cmd_t *const *by_node) {
+  for (size_t k = 0; k < g->nnodes; ++k) {
+    accel_ze_node_t *node = &g->nodes[k];
+    const accel_cmd_t *c = by_node[k];
+    if (c->type == ACCEL_CMD_KERNEL) {
+      accel_kernel_launch_t *mine = &node->cmd.u.kernel;
+      if (mine->params_size) /* the same size (update_refusal) */
+        memcpy((void *)mine->params, c->u.kernel.params, mine->params_size);
+      mine->num_blocks = c->u.kernel.num_blocks;
+    } else if (c->type == ACCEL_CMD_HOST_FUNC) {
+      g->segs[node->seg].fn = c->u.host_func.fn;
+      g->segs[node->seg].user = c->u.host_func.user;
+    }
+  }
+}
+
+/* Closes every list again (an updated list is executable only once closed). */
+static accel_status_t close_lists(accel_ze_graph_t *g) {
+  accel_status_t st = ACCEL_OK;
+  for (size_t i = 0; i < g->nsegs; ++i)
+    if (g->segs[i].list) {
+      ze_result_t r = g->dev->api->zeCommandListClose(g->segs[i].list);
+      if (r != ZE_RESULT_SUCCESS && st == ACCEL_OK) st = accel_ze_fail("zeCommandListClose", r);
+    }
+  return st;
+}
+
+accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds,
+                                     size_t n) {
+  accel_ze_graph_t *g = graph;
+  const accel_ze_api_t *api = g->dev->api;
+  const char *why = g->nodes ? update_refusal(g, cmds, n)
+                             : "the device has no mutable command lists (" ACCEL_ZE_MCL_EXT_NAME
+                               ")";
+  if (why)
+    return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: graph_update: %s: instantiated anew", why);
+  /* The spec: a mutable list's executions are over before it is updated. */
+  if (g->last_queue) ACCEL_ZE_TRY(api, zeCommandQueueSynchronize, g->last_queue, UINT64_MAX);
+  /* The kernels first (a failure puts back those already changed: the contract is an
+   * unchanged graph on error), then what lives on the host. */
+  accel_status_t st = ACCEL_OK;
+  const accel_cmd_t **by_node = calloc(g->nnodes ? g->nnodes : 1, sizeof *by_node);
+  if (!by_node)
+    return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
+  size_t k = 0, done = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (cmds[i].type != ACCEL_CMD_EVENT_RECORD && cmds[i].type != ACCEL_CMD_EVENT_WAIT)
+      by_node[k++] = &cmds[i];
+  for (; done < g->nnodes && st == ACCEL_OK; ++done)
+    if (by_node[done]->type == ACCEL_CMD_KERNEL)
+      st = accel_ze_mcl_update_kernel(g->dev, g->nodes[done].list, g->nodes[done].id,
+                                      &by_node[done]->u.kernel);
+  if (st != ACCEL_OK) {
+    for (size_t j = 0; j + 1 < done; ++j) /* the failed one (done - 1) did not change */
+      if (g->nodes[j].cmd.type == ACCEL_CMD_KERNEL)
+        (void)accel_ze_mcl_update_kernel(g->dev, g->nodes[j].list, g->nodes[j].id,
+                                         &g->nodes[j].cmd.u.kernel);
+  } else {
+    take_new(g, by_node);
+  }
+  free(by_node);
+  accel_status_t closed = close_lists(g);
+  return st != ACCEL_OK ? st : closed;
+}
+
+int accel_ze_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {
+  const accel_ze_device_t *dev = device;
+  if (attr != ACCEL_ATTR_GRAPH_UPDATE || dev->mcl.update) return 0;
+  *value = ACCEL_GRAPH_UPDATE_EMULATED;
+  return 1;
 }

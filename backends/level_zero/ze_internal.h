@@ -14,6 +14,7 @@
 #include "accel_kernel_ids.h"
 #include "backend_slots.h"
 #include "ze_loader.h"
+#include "ze_mutable.h"
 #include "ze_spirv.h"
 
 /* The host services table given to accel_plugin_query (one host per process). */
@@ -61,6 +62,7 @@ typedef struct accel_ze_device {
   ze_module_handle_t module;
   ze_kernel_handle_t kernels[ACCEL_KERNEL_COUNT];
   struct accel_user_kernels *user; /* user kernels' modules and kernels (ze_user.c) */
+  accel_ze_mcl_t mcl;              /* mutable command lists, when usable (ze_mutable.c) */
 } accel_ze_device_t;
 
 /* Which submission path of a stream ran last (see ze_stream.c). */
@@ -118,9 +120,17 @@ accel_status_t accel_ze_mem_register(accel_be_device_t *device, void *ptr, size_
                                      void **device_ptr);
 
 /* --- ze_module.c --------------------------------------------------------------------------- */
-/* Appends a kernel launch to list (building the module on first use). */
+/* Appends a kernel launch to list (building the module on first use); with mutable_id, the
+ * launch is a mutable command (dev->mcl) whose id is stored there. */
 accel_status_t accel_ze_append_kernel(accel_ze_device_t *dev, ze_command_list_handle_t list,
-                                      const accel_kernel_launch_t *launch);
+                                      const accel_kernel_launch_t *launch, uint64_t *mutable_id);
+/* The group count of a launch of num_blocks blocks: kernels are grid-stride, so fewer groups
+ * than num_blocks compute the same bits (capped at the device's maximum). */
+static inline ze_group_count_t accel_ze_group_count(const accel_ze_device_t *dev,
+                                                    uint32_t num_blocks) {
+  const uint32_t max = dev->compute.maxGroupCountX;
+  return (ze_group_count_t){max && num_blocks > max ? max : num_blocks, 1, 1};
+}
 /* Releases the shared kernels and their module (the user kernels: accel_ze_user_release). */
 void accel_ze_module_release(accel_ze_device_t *dev);
 /* A kernel of module named name, with the group size and indirect access every kernel has. */
@@ -143,9 +153,11 @@ void accel_ze_user_release(accel_ze_device_t *dev);
 
 /* --- ze_commands.c ------------------------------------------------------------------------- */
 /* Appends one KERNEL/MEMCPY/MEMSET command, preceded by a barrier when barrier_before is set
- * (commands in a list start in order but may finish out of order). */
+ * (commands in a list start in order but may finish out of order); mutable_id: see
+ * accel_ze_append_kernel (NULL: not mutable). */
 accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handle_t list,
-                                   const accel_cmd_t *cmd, int barrier_before);
+                                   const accel_cmd_t *cmd, int barrier_before,
+                                   uint64_t *mutable_id);
 
 /* --- ze_stream.c (accel_ze_stream_wait_event: ze_event.c) ---------------------------------- */
 ACCEL_BACKEND_DECLARE_STREAMS(accel_ze);
@@ -182,5 +194,9 @@ ACCEL_BACKEND_DECLARE_NATIVE(accel_ze);
 
 /* --- ze_graph.c ---------------------------------------------------------------------------- */
 ACCEL_BACKEND_DECLARE_GRAPHS(accel_ze);
+/* In place through mutable command lists (ze_mutable.h), else UNSUPPORTED. */
+accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
+/* ACCEL_ATTR_GRAPH_UPDATE: emulated when the device has no mutable command lists. */
+int accel_ze_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value);
 
 #endif

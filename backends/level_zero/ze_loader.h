@@ -17,6 +17,8 @@
   X(zeInit, 1)                                 \
   X(zeDriverGet, 1)                            \
   X(zeDriverGetProperties, 1)                  \
+  X(zeDriverGetExtensionProperties, 0)         \
+  X(zeDriverGetExtensionFunctionAddress, 0)    \
   X(zeDeviceGet, 1)                            \
   X(zeDeviceGetProperties, 1)                  \
   X(zeDeviceGetComputeProperties, 1)           \

@@ -111,7 +111,8 @@ void accel_ze_module_release(accel_ze_device_t *dev) {
 
 static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
                                                     ze_command_list_handle_t list,
-                                                    const accel_kernel_launch_t *launch) {
+                                                    const accel_kernel_launch_t *launch,
+                                                    uint64_t *mutable_id) {
   ze_kernel_handle_t k = NULL;
   accel_status_t st = launch->kernel_id >= ACCEL_KERNEL_ID_USER_BASE
                           ? accel_ze_user_kernel_locked(dev, launch->kernel_id, &k)
@@ -129,19 +130,19 @@ static accel_status_t accel_ze_append_kernel_locked(accel_ze_device_t *dev,
    * (prelude_opencl.h): NULL, as this plugin has no conditional regions. */
   void *const no_predicate = NULL;
   ACCEL_ZE_TRY(api, zeKernelSetArgumentValue, k, 1, sizeof no_predicate, &no_predicate);
-  /* Kernels are grid-stride: fewer groups than num_blocks compute the same bits. */
-  uint32_t groups = launch->num_blocks;
-  if (dev->compute.maxGroupCountX && groups > dev->compute.maxGroupCountX)
-    groups = dev->compute.maxGroupCountX;
-  ze_group_count_t count = {groups, 1, 1};
+  const ze_group_count_t count = accel_ze_group_count(dev, launch->num_blocks);
+  if (mutable_id) { /* the id names the very next command appended */
+    st = accel_ze_mcl_next_id(dev, list, mutable_id);
+    if (st != ACCEL_OK) return st;
+  }
   ACCEL_ZE_TRY(api, zeCommandListAppendLaunchKernel, list, k, &count, NULL, 0, NULL);
   return ACCEL_OK;
 }
 
 accel_status_t accel_ze_append_kernel(accel_ze_device_t *dev, ze_command_list_handle_t list,
-                                      const accel_kernel_launch_t *launch) {
+                                      const accel_kernel_launch_t *launch, uint64_t *mutable_id) {
   pthread_mutex_lock(&dev->kernel_lock);
-  accel_status_t st = accel_ze_append_kernel_locked(dev, list, launch);
+  accel_status_t st = accel_ze_append_kernel_locked(dev, list, launch, mutable_id);
   pthread_mutex_unlock(&dev->kernel_lock);
   return st;
 }

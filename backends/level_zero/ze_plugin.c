@@ -36,6 +36,8 @@ static const accel_backend_vtable_t accel_ze_vtable = {
     .comm_engine = "oneccl", /* collectives on its immediate command lists */
     .module_build = accel_ze_module_build, /* clang + llvm-spirv at run time (ze_user.c) */
     .module_destroy = accel_ze_module_destroy,
+    .graph_update = accel_ze_graph_update, /* mutable command lists (ze_mutable.h) */
+    .device_attribute = accel_ze_device_attribute,
 };
 
 ACCEL_BACKEND_DEFINE_QUERY(accel_ze_vtable, accel_ze_host)

@@ -222,7 +222,7 @@ accel_status_t accel_ze_stream_control_end(accel_ze_stream_t *s, accel_ze_slot_t
 accel_status_t accel_ze_stream_append_eager(accel_ze_stream_t *s, const accel_cmd_t *cmd) {
   accel_status_t st = accel_ze_stream_use_path(s, ACCEL_ZE_PATH_IMMEDIATE);
   if (st != ACCEL_OK) return st;
-  st = accel_ze_append_cmd(s->dev, s->imm, cmd, s->imm_used);
+  st = accel_ze_append_cmd(s->dev, s->imm, cmd, s->imm_used, NULL);
   /* A barrier may have been appended even when the command failed: count it as work. */
   accel_ze_imm_appended(s);
   return st;
