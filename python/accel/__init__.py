@@ -20,18 +20,19 @@ from ._objects import (Buffer, Device, DeviceInfo, DeviceStruct, Event, Graph, P
                        backends, version)
 from ._module import Kernel, Module
 from ._random import Generator
-from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, fill, fused_adam,
-                       multi_tensor_norm, scale, unscale_and_check, update_hp_grads)
+from ._tensors import (AdamArgs, TensorList, clip_by_global_norm, multi_tensor_norm,
+                       update_hp_grads)
 from . import _kernels_gen
-from ._kernels_gen import *  # noqa: F401,F403 - the wrappers of the table's generated rows
+# fill, scale, unscale_and_check, fused_adam, cast, amp_begin_step, ...: generated from their
+# kernel table rows, like a build's own rows
+from ._kernels_gen import *  # noqa: F401,F403
 
 __version__ = version()
 
 __all__ = [
     "Device", "DeviceInfo", "Stream", "Event", "Graph", "Pool", "Buffer", "DeviceStruct",
     "TensorList", "AdamArgs", "Generator", "Module", "Kernel", "backends", "version",
-    "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads", "unscale_and_check",
-    "fused_adam", "fill", "scale",
+    "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads",
     "memory_stats_ex", "graph_memory_info", "memory_snapshot", "memory_summary", "memory_tag",
     "Error", "InvalidArgument", "InvalidHandle", "OutOfMemory", "Unavailable", "Unsupported",
     "NotReady", "IllegalInCapture", "CaptureInvalidated", "PluginError", "BackendError",

@@ -9,10 +9,12 @@ and each kernel is one C call whatever the number of tensors.
 import ctypes
 
 from ._lib import check, error, ffi, lib, register_handle, unregister_handle
-from ._objects import Buffer, DeviceStruct, _Closes
+from ._objects import Buffer, DeviceStruct, Stream, _Closes
 
+# fill, scale, unscale_and_check, fused_adam and the other kernels whose C function comes from
+# their row are generated with it (_kernels_gen.py, kernels/gen_kernel_rows.py --python).
 __all__ = ["TensorList", "multi_tensor_norm", "clip_by_global_norm", "update_hp_grads",
-           "unscale_and_check", "fused_adam", "fill", "scale", "AdamArgs"]
+           "AdamArgs"]
 
 _capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_get.restype, _capsule_get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
@@ -129,9 +131,12 @@ def _list(device, tensors):
 
 
 def _scalar_ptr(x, ctype="float *"):
-    """A device scalar: a cffi pointer (DeviceStruct.field), a Buffer, or a TensorList of one."""
+    """A device scalar: a cffi pointer (DeviceStruct.field), a Buffer, a DeviceStruct (its first
+    element, e.g. AdamArgs), or a TensorList of one."""
     if isinstance(x, Buffer):
         return ffi.cast(ctype, x._handle())
+    if isinstance(x, DeviceStruct):
+        return ffi.cast(ctype, x.dev)
     if isinstance(x, TensorList):
         return ffi.cast(ctype, x.array[0].data)
     if isinstance(x, ffi.CData):
@@ -140,12 +145,13 @@ def _scalar_ptr(x, ctype="float *"):
 
 
 def _device_of(device, *lists):
+    """device, else the device of the first TensorList or Stream among lists."""
     if device is not None:
         return device
     for x in lists:
-        if isinstance(x, TensorList):
+        if isinstance(x, (TensorList, Stream)):
             return x.device
-    raise ValueError("pass device= (or TensorLists, which know their device)")
+    raise ValueError("pass device= (or TensorLists or a stream, which know their device)")
 
 
 def _run(stream, fn, lists, keep):
@@ -194,41 +200,6 @@ def update_hp_grads(lp_grads, hp_grads, zero_lp=True, *, stream=None, device=Non
             raise ValueError(f"update_hp_grads: {lp.n} lp grads but {hp.n} hp grads")
         return lib.accel_update_hp_grads(s._handle(), lp.array, hp.array, lp.n, int(zero_lp))
     _run(s, call, [(dev, lp_grads), (dev, hp_grads)], [])
-
-
-def unscale_and_check(tensors, inv_scale, found_inf, *, stream=None, device=None):
-    dev = _device_of(device, tensors)
-    s = _stream(stream, dev)
-    _run(s, lambda t: lib.accel_unscale_and_check(s._handle(), t.array, t.n,
-                                                  _scalar_ptr(inv_scale), _scalar_ptr(found_inf)),
-         [(dev, tensors)], [inv_scale, found_inf])
-
-
-def fused_adam(params, grads, exp_avg, exp_avg_sq, args, *, stream=None, device=None):
-    """One Adam/AdamW step; args: an AdamArgs (its device copy is read at run time)."""
-    dev = _device_of(device, params, grads, exp_avg, exp_avg_sq)
-    s = _stream(stream, dev)
-
-    def call(p, g, m, v):
-        if not p.n == g.n == m.n == v.n:
-            raise ValueError(f"fused_adam: list lengths differ ({p.n}, {g.n}, {m.n}, {v.n})")
-        return lib.accel_fused_adam(s._handle(), p.array, g.array, m.array, v.array, p.n,
-                                    args.dev)
-    _run(s, call, [(dev, params), (dev, grads), (dev, exp_avg), (dev, exp_avg_sq)], [args])
-
-
-def fill(tensors, value, *, stream=None, device=None):
-    dev = _device_of(device, tensors)
-    s = _stream(stream, dev)
-    _run(s, lambda t: lib.accel_fill(s._handle(), t.array, t.n, value), [(dev, tensors)], [])
-
-
-def scale(tensors, factor, *, stream=None, device=None):
-    """t *= factor[0] (a device scalar) for every tensor."""
-    dev = _device_of(device, tensors)
-    s = _stream(stream, dev)
-    _run(s, lambda t: lib.accel_scale(s._handle(), t.array, t.n, _scalar_ptr(factor)),
-         [(dev, tensors)], [factor])
 
 
 class AdamArgs(DeviceStruct):

@@ -1,6 +1,6 @@
 """kernels/gen_kernel_rows.py refuses what a generated row cannot state, with a message naming
-the row and the reason (a host value before a device scalar, a generated row without lists
-among them), and leaves a row whose struct accel_kernel_abi.h declares to its
+the row and the reason (a host value before a device scalar among them), generates a row
+without lists (one block), and leaves a row whose struct accel_kernel_abi.h declares to its
 hand-written launch (nothing generated for the built-in table). --row-ops-c generates the public
 functions of the table's ACC_ROW_OP rows, exactly those, and holds their declared structs to the
 row: the C compiler accepts the assertions for the table as it is and rejects them for a row whose
@@ -101,8 +101,6 @@ def main():
         "no_op": (('ACC_OP("accel_test_axpby", ACC_TABLE_SHARED)', "ACC_NO_OP"), "ACC_OP"),
         "value_first": (('(ACC_SCALAR("alpha_dev"', '(ACC_VALUE("g0", ACC_FIELD(g0)),\n'
                          'ACC_SCALAR("alpha_dev"'), "ACC_VALUE"),
-        "no_lists": ((row[row.index("(ACC_LIST"):row.index("(ACC_SCALAR")], "(), "),
-                     "tensor list"),
     }
     with tempfile.TemporaryDirectory() as d:
         rc, err, params = run(gen, abi, [table], d)
@@ -113,6 +111,16 @@ def main():
         if (rc != 0 or "} acc_test_axpby_params_t;" not in params or
                 "acc_f32 gamma;" not in params):
             print(f"the test row: rc {rc}: {err}")
+            failures += 1
+        # without lists: one block, no chunk table; the wrapper's device from stream= or device=
+        path = os.path.join(d, "no_lists.h")
+        with open(path, "w") as f:
+            f.write(row.replace(row[row.index("(ACC_LIST"):row.index("(ACC_SCALAR")], "(), "))
+        rc, err, params = run(gen, abi, [path], d)
+        wrapper = open(os.path.join(d, "k.py")).read() if rc == 0 else ""
+        if rc != 0 or "acc_u32 num_chunks;" not in params or \
+                "def test_axpby(alpha, beta, gamma, *, stream=None, device=None):" not in wrapper:
+            print(f"a row without lists: rc {rc}: {err}")
             failures += 1
         for name, ((old, new), word) in bad.items():
             assert old in row, name
