@@ -22,9 +22,10 @@ defines is a generated row, and gets:
             python/accel/_tensors.py. The table's ACC_ROW_OP rows get theirs too.
 A built-in row whose op is ACC_ROW_OP("public function") keeps its struct in accel_kernel_abi.h
 and its prototype in <accel/accel_kernels.h> (the public ABI) and gets
-  --row-ops-c  its public function's definition, the same table-driven launch (a row without
-               lists: one block, no chunk table, no n), with static assertions that the declared struct has exactly the layout --params would
-               generate (so the row states the struct and the compiler holds the copy to it).
+  --row-ops-c  its public function's definition, the same launch (a row without lists: one
+               block, no chunk table, no n), with static assertions that the declared struct
+               has exactly the layout --params would generate (so the row states the struct
+               and the compiler holds the copy to it).
 gen_kernel_abi.py reads the table through read_rows() too.
 """
 import argparse
@@ -240,7 +241,8 @@ def body_fn(row):
     as a hand-written body does, then one launch."""
     t, name = row["type"], row["fn"].removeprefix("accel_") + "_body"
     lists = bool(row["lists"])
-    out = [f"static accel_status_t {name}(const kop_req_t *r, kop_entry_t *e, const void *user) {{",
+    out = [f"static accel_status_t {name}(const kop_req_t *r, kop_entry_t *e, "
+           "const void *user) {",
            f"  {t} p;", "  memset(&p, 0, sizeof p);"]
     if row["values"]:
         out.append("  const float *values = user;")
@@ -277,14 +279,15 @@ def gen_ops_c(rows, src, ops_h, asserts=False):
         out += body + [f"{prototype(row)} {{"] + (layout_asserts(row) if asserts else [])
         out.append(f"  kop_req_t r = {{{', '.join(req)}}};")
         if row["values"]:
-            out.append(f"  const float values[] = {{{', '.join(v['name'] for v in row['values'])}}};")
+            names = ", ".join(v["name"] for v in row["values"])
+            out.append(f"  const float values[] = {{{names}}};")
         out += [f"  return kop_row_call(&r, {name}, {'values' if row['values'] else 'NULL'});",
                 "}", ""]
     return "\n".join(out)
 
 
 def py_arg(s):
-    """A scalar's Python argument name: its row name without the "_dev" of C's device pointers."""
+    """A scalar's Python argument: its row name without the "_dev" of C's device pointers."""
     return s["name"].removesuffix("_dev")
 
 

@@ -27,7 +27,7 @@ def test_signatures():
 
 def test_fused_adam_matches_numpy(dev):
     rng = np.random.default_rng(5)
-    p, g = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    p, g = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
     m, v = np.zeros_like(p), np.zeros_like(p)
     p0 = p.copy()
     args = accel.AdamArgs(dev, lr=1e-2, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
