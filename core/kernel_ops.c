@@ -228,9 +228,8 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
   const row_call_t *c = user;
   const kop_row_layout_t *l = c->layout;
   _Alignas(ACCEL_KERNEL_PARAMS_ALIGN) unsigned char p[KOP_ROW_PARAMS_MAX] = {0};
-  /* A row without lists is one block with no chunk table (chunks and num_chunks 0). */
-  const acc_u64 chunks = e ? e->chunks_addr : 0u;
-  const acc_u32 num_chunks = e ? e->num_chunks : 0u;
+  const acc_u64 chunks = e->chunks_addr; /* a module's row has lists (module_row.c) */
+  const acc_u32 num_chunks = e->num_chunks;
   memcpy(p + l->chunks, &chunks, sizeof chunks);
   memcpy(p + l->num_chunks, &num_chunks, sizeof num_chunks);
   for (int k = 0; k < r->desc->nl; ++k) {
@@ -242,7 +241,7 @@ static accel_status_t row_body(const kop_req_t *r, kop_entry_t *e, const void *u
     memcpy(p + l->scalar[s], &addr, sizeof addr);
   }
   for (int v = 0; v < l->nv; ++v) memcpy(p + l->value[v], &c->values[v], sizeof(float));
-  return kop_launch(r, r->op, e ? num_chunks : 1u, p, l->size, e);
+  return kop_launch(r, r->op, num_chunks, p, l->size, e);
 }
 
 accel_status_t kop_row_call(kop_req_t *r, kop_body_fn body, const void *user) {

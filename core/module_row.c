@@ -127,10 +127,16 @@ static char *dup_span(span_t s) {
 }
 
 /* A string literal's contents ("name" -> name), or NULL when s is not one. */
+/* Whether s is a string literal naming an identifier; *in: the identifier. */
+static int string_ident(span_t s, span_t *in) {
+  if (s.e - s.b < 3 || *s.b != '"' || s.e[-1] != '"') return 0;
+  *in = (span_t){s.b + 1, s.e - 1};
+  return is_ident(*in);
+}
+
 static char *dup_string(span_t s) {
-  if (s.e - s.b < 3 || *s.b != '"' || s.e[-1] != '"') return NULL;
-  span_t in = {s.b + 1, s.e - 1};
-  return is_ident(in) ? dup_span(in) : NULL;
+  span_t in;
+  return string_ident(s, &in) ? dup_span(in) : NULL;
 }
 
 /* A list index k < limit (ACC_SAME_DT(k), ACC_ALIAS(k)), or -1. */
@@ -233,11 +239,8 @@ static accel_status_t read_scalar(const reader_t *rd, module_row_t *row, int s, 
  * scalar). Its field joins f. */
 static accel_status_t read_value(const reader_t *rd, module_row_t *row, span_t *a, int na,
                                  fields_t *f) {
-  char *name = dup_string(a[0]);
-  const span_t field = arg1(a[1], "ACC_FIELD");
-  const int named = name != NULL;
-  free(name);
-  if (na != 2 || !named || !is_ident(field))
+  span_t name, field;
+  if (na != 2 || !string_ident(a[0], &name) || !is_ident(field = arg1(a[1], "ACC_FIELD")))
     return bad(rd, "value %d: want ACC_VALUE(\"name\", ACC_FIELD(member))", f->nf32);
   if (f->nf32 == KOP_ROW_MAX_VALUES)
     return bad(rd, "at most %d ACC_VALUE entries", KOP_ROW_MAX_VALUES);

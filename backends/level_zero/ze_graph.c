@@ -68,6 +68,11 @@ static accel_status_t accel_ze_graph_new_list(accel_ze_graph_t *g, ze_command_li
   return ACCEL_OK;
 }
 
+/* Event edges are dropped: list order is already a valid order (no node either). */
+static int is_edge(const accel_cmd_t *c) {
+  return c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT;
+}
+
 /* The node's kernel parameters copied into memory of its own (the caller's are the core's). */
 static accel_status_t keep_params(accel_ze_node_t *node) {
   accel_kernel_launch_t *k = &node->cmd.u.kernel;
@@ -97,7 +102,7 @@ static accel_status_t accel_ze_graph_add_list(accel_ze_graph_t *g, const accel_c
     appended = 1; /* the first command waits for the reset */
   }
   for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
-    if (cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT) continue;
+    if (is_edge(&cmds[i])) continue;
     accel_ze_node_t *node = g->nodes ? &g->nodes[g->nnodes++] : NULL;
     const int kernel = cmds[i].type == ACCEL_CMD_KERNEL;
     if (node) *node = (accel_ze_node_t){.cmd = cmds[i], .list = seg->list};
@@ -181,15 +186,15 @@ accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t 
   return ACCEL_OK;
 }
 
-/* Why cmds cannot update g in place (a message), or NULL: the same commands in the same order
- * (the core checked the topology), copies and fills with the same arguments. */
-static const char *update_refusal(const accel_ze_graph_t *g, const accel_cmd_t *cmds, size_t n) {
-  size_t k = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const accel_cmd_t *c = &cmds[i];
-    if (c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT) continue;
-    if (k >= g->nnodes || g->nodes[k].cmd.type != c->type) return "the commands differ";
-    const accel_cmd_t *was = &g->nodes[k++].cmd;
+/* Why the commands by_node[0..k) (cmds without their edges) cannot update g in place (a
+ * message), or NULL: the same commands in the same order (the core checked the topology),
+ * copies and fills with the same arguments. */
+static const char *update_refusal(const accel_ze_graph_t *g, const accel_cmd_t *const *by_node,
+                                  size_t k) {
+  if (k != g->nnodes) return "the commands differ";
+  for (size_t i = 0; i < k; ++i) {
+    const accel_cmd_t *c = by_node[i], *was = &g->nodes[i].cmd;
+    if (was->type != c->type) return "the commands differ";
     if (c->type == ACCEL_CMD_KERNEL && (was->u.kernel.kernel_id != c->u.kernel.kernel_id ||
                                         was->u.kernel.params_size != c->u.kernel.params_size))
       return "a kernel or its parameter block's size differs";
@@ -202,7 +207,24 @@ static const char *update_refusal(const accel_ze_graph_t *g, const accel_cmd_t *
          was->u.memset.value != c->u.memset.value))
       return "a fill's arguments changed (a mutable command list mutates kernels only)";
   }
-  return k == g->nnodes ? NULL : "the commands differ";
+  return NULL;
+}
+
+/* Gives every kernel node its new arguments; a failure puts back those already changed (the
+ * plugin contract: an unchanged graph on error). */
+static accel_status_t update_kernels(accel_ze_graph_t *g, const accel_cmd_t *const *by_node) {
+  accel_status_t st = ACCEL_OK;
+  size_t k = 0;
+  for (; k < g->nnodes && st == ACCEL_OK; ++k)
+    if (by_node[k]->type == ACCEL_CMD_KERNEL)
+      st = accel_ze_mcl_update_kernel(g->dev, g->nodes[k].list, g->nodes[k].id,
+                                      &by_node[k]->u.kernel);
+  if (st != ACCEL_OK)
+    for (size_t j = 0; j + 1 < k; ++j) /* the failed one (k - 1) did not change */
+      if (g->nodes[j].cmd.type == ACCEL_CMD_KERNEL)
+        (void)accel_ze_mcl_update_kernel(g->dev, g->nodes[j].list, g->nodes[j].id,
+                                         &g->nodes[j].cmd.u.kernel);
+  return st;
 }
 
 /* After an update: the nodes and host segments take the new commands' arguments. */
@@ -236,40 +258,34 @@ static accel_status_t close_lists(accel_ze_graph_t *g) {
 accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds,
                                      size_t n) {
   accel_ze_graph_t *g = graph;
-  const accel_ze_api_t *api = g->dev->api;
-  const char *why = g->nodes ? update_refusal(g, cmds, n)
-                             : "the device has no mutable command lists (" ACCEL_ZE_MCL_EXT_NAME
-                               ")";
-  if (why)
+  if (!g->nodes)
     return accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
-                                    "level_zero: graph_update: %s: instantiated anew", why);
-  /* The spec: a mutable list's executions are over before it is updated. */
-  if (g->last_queue) ACCEL_ZE_TRY(api, zeCommandQueueSynchronize, g->last_queue, UINT64_MAX);
-  /* The kernels first (a failure puts back those already changed: the contract is an
-   * unchanged graph on error), then what lives on the host. */
-  accel_status_t st = ACCEL_OK;
-  const accel_cmd_t **by_node = calloc(g->nnodes ? g->nnodes : 1, sizeof *by_node);
+                                    "level_zero: graph_update: the device has no mutable command "
+                                    "lists (" ACCEL_ZE_MCL_EXT_NAME "): instantiated anew");
+  const accel_cmd_t **by_node = calloc(n ? n : 1, sizeof *by_node);
   if (!by_node)
     return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
-  size_t k = 0, done = 0;
+  size_t k = 0;
   for (size_t i = 0; i < n; ++i)
-    if (cmds[i].type != ACCEL_CMD_EVENT_RECORD && cmds[i].type != ACCEL_CMD_EVENT_WAIT)
-      by_node[k++] = &cmds[i];
-  for (; done < g->nnodes && st == ACCEL_OK; ++done)
-    if (by_node[done]->type == ACCEL_CMD_KERNEL)
-      st = accel_ze_mcl_update_kernel(g->dev, g->nodes[done].list, g->nodes[done].id,
-                                      &by_node[done]->u.kernel);
-  if (st != ACCEL_OK) {
-    for (size_t j = 0; j + 1 < done; ++j) /* the failed one (done - 1) did not change */
-      if (g->nodes[j].cmd.type == ACCEL_CMD_KERNEL)
-        (void)accel_ze_mcl_update_kernel(g->dev, g->nodes[j].list, g->nodes[j].id,
-                                         &g->nodes[j].cmd.u.kernel);
-  } else {
-    take_new(g, by_node);
+    if (!is_edge(&cmds[i])) by_node[k++] = &cmds[i];
+  const char *why = update_refusal(g, by_node, k);
+  accel_status_t st = why ? accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                                     "level_zero: graph_update: %s: "
+                                                     "instantiated anew", why)
+                          : ACCEL_OK;
+  /* The spec: a mutable list's executions are over before it is updated. */
+  if (st == ACCEL_OK && g->last_queue) {
+    ze_result_t r = g->dev->api->zeCommandQueueSynchronize(g->last_queue, UINT64_MAX);
+    if (r != ZE_RESULT_SUCCESS) st = accel_ze_fail("zeCommandQueueSynchronize", r);
+  }
+  if (st == ACCEL_OK) {
+    st = update_kernels(g, by_node);
+    if (st == ACCEL_OK) take_new(g, by_node); /* then what lives on the host */
+    accel_status_t closed = close_lists(g);
+    if (st == ACCEL_OK) st = closed;
   }
   free(by_node);
-  accel_status_t closed = close_lists(g);
-  return st != ACCEL_OK ? st : closed;
+  return st;
 }
 
 int accel_ze_device_attribute(accel_be_device_t *device, uint32_t attr, int64_t *value) {

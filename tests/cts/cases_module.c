@@ -160,9 +160,30 @@ static uint32_t want_shift(const kc_list_t *L, size_t t, size_t i, const void *u
   return kc_f32_bits(y);
 }
 
+/* kShift with its ACC_VALUE written as `to`: refused with a message saying `why`. */
+static cts_result_t shift_row_refused(cts_ctx_t *ctx, const char *to, const char *why) {
+  static const char from[] = "ACC_VALUE(\"value\", ACC_FIELD(value))";
+  const char *at = strstr(kShift, from);
+  char src[sizeof kShift + 128];
+  snprintf(src, sizeof src, "%.*s%s%s", (int)(at - kShift), kShift, to, at + strlen(from));
+  accel_module_t *m = NULL;
+  CTS_STATUS(accel_module_load_source(ctx->dev, src, NULL, &m), ACCEL_ERROR_INVALID_ARGUMENT);
+  CTS_CHECK(m == NULL && strstr(accel_last_error(), why), "'%s': %s", to, accel_last_error());
+  return CTS_PASS;
+}
+
 CTS_CASE(module_host_value, CTS_TAG_KERNELS) {
   accel_module_t *m = NULL;
   MOD_LOAD(kShift, &m);
+  cts_result_t bad = shift_row_refused(ctx, "ACC_VALUE(\"value\")", "want ACC_VALUE");
+  if (bad == CTS_PASS)
+    bad = shift_row_refused(ctx, "ACC_VALUE(\"value\", ACC_FIELD(value)), ACC_SCALAR(\"s\", "
+                            "ACC_FIELD(s), 4, R, ACC_REQUIRED, ACC_ALL_BLOCKS)",
+                            "come after every ACC_SCALAR");
+  if (bad != CTS_PASS) {
+    accel_module_release(m);
+    return bad;
+  }
   accel_kernel_t *k = NULL;
   CTS_OK(accel_module_get_kernel(m, "my_shift", &k));
   static const size_t sizes[] = {70000, 3};
