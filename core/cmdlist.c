@@ -108,7 +108,7 @@ accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *s
     accel_status_t st = accel_cmdlist_append(dst, c, NULL);
     if (st != ACCEL_OK) return st;
   }
-  for (size_t i = 0; i < src->nkeeps && !(flags & ACCEL_CMDLIST_NO_KEEPS); ++i) {
+  for (size_t i = 0; i < src->nkeeps; ++i) {
     accel_status_t st = accel_cmdlist_keep(dst, src->keeps[i]);
     if (st != ACCEL_OK) return st;
   }

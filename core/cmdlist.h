@@ -33,7 +33,6 @@ accel_status_t accel_cmdlist_append(accel_cmdlist_t *l, const accel_cmd_t *cmd,
 accel_status_t accel_cmdlist_keep(accel_cmdlist_t *l, accel_keepalive_t *keep);
 /* Flags of accel_cmdlist_copy (0, false: everything). */
 #define ACCEL_CMDLIST_SKIP_EVENTS 1u /* without EVENT_* commands (true means this flag) */
-#define ACCEL_CMDLIST_NO_KEEPS 2u    /* the commands only: another list keeps what they use */
 /* dst = deep copy of src, less what flags leave out. */
 accel_status_t accel_cmdlist_copy(accel_cmdlist_t *dst, const accel_cmdlist_t *src,
                                   unsigned flags);

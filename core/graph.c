@@ -39,8 +39,6 @@ accel_status_t accel_graph_create(accel_device_t *dev, accel_graph_t **out) {
   if (!g) return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
   g->dev = dev;
   pthread_mutex_init(&g->lock, NULL);
-  accel_cmdlist_init(&g->cmds);
-  accel_cmdlist_init(&g->flat);
   accel_device_retain(dev);
   accel_handle_register(&g->hdr, ACCEL_HANDLE_GRAPH, dev->backend->vt);
   static atomic_int serial;
@@ -54,19 +52,47 @@ struct accel_graph_remains {
   accel_device_t *dev;
   accel_be_graph_t *native;
   accel_be_event_t *replay_done;
-  accel_cmdlist_t flat; /* holds the keepalives (chunk tables, replayed graphs' pools) */
+  accel_graph_lists_t *lists; /* its flat list holds the keepalives (chunk tables, pools) */
   accel_pool_t *pool;
   accel_allocator_pins_t pins;
   accel_stream_t *last_replay_stream; /* released with no lock held (its teardown waits) */
 };
 typedef accel_graph_remains_t graph_remains_t;
 
+void accel_graph_lists_retain(accel_graph_lists_t *l) { atomic_fetch_add(&l->refs, 1u); }
+
+void accel_graph_lists_release(accel_graph_lists_t *l) {
+  if (!l || atomic_fetch_sub(&l->refs, 1u) != 1u) return;
+  accel_cmdlist_free(&l->cmds);
+  accel_cmdlist_free(&l->flat);
+  free(l);
+}
+
+/* The lists of a capture: its commands (moved from *cmds, emptied) and their flat copy. */
+static accel_status_t lists_new(accel_cmdlist_t *cmds, accel_graph_lists_t **out) {
+  accel_graph_lists_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    accel_cmdlist_free(cmds);
+    return accel_set_error(ACCEL_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  atomic_init(&l->refs, 1u);
+  l->cmds = *cmds;
+  accel_cmdlist_init(cmds);
+  accel_status_t st = accel_cmdlist_copy(&l->flat, &l->cmds, ACCEL_CMDLIST_SKIP_EVENTS);
+  if (st != ACCEL_OK) {
+    accel_graph_lists_release(l);
+    return st;
+  }
+  *out = l;
+  return ACCEL_OK;
+}
+
 /* Releases what r holds. */
 static void remains_release(graph_remains_t *r) {
   const accel_backend_vtable_t *vt = r->dev->backend->vt;
   if (r->native) vt->graph_destroy(r->native);
   if (r->replay_done) vt->event_destroy(r->replay_done);
-  accel_cmdlist_free(&r->flat);
+  accel_graph_lists_release(r->lists);
   accel_allocator_unpin(r->dev->mem, &r->pins); /* completes frees deferred by the graph */
   if (r->pool) accel_pool_release_ref(r->pool);
   if (r->last_replay_stream) accel_stream_release_ref(r->last_replay_stream);
@@ -104,17 +130,16 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
   graph_remains_t held = {.dev = g->dev,
                           .native = g->native,
                           .replay_done = g->replay_done,
-                          .flat = g->flat,
+                          .lists = g->lists,
                           .pool = g->pool,
                           .pins = g->pins,
                           .last_replay_stream = g->last_replay_stream};
-  accel_cmdlist_init(&g->flat); /* moved into held, like the rest */
+  g->lists = NULL; /* moved into held, like the rest */
   memset(&g->pins, 0, sizeof g->pins);
   if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1); /* before held's reference may go */
   *remains = remains_hold(g, held);
   g->native = NULL;
   g->replay_done = NULL;
-  accel_cmdlist_clear(&g->cmds);
   g->pool = NULL;
   g->replays = 0;
   g->last_replay_stream = NULL;
@@ -124,16 +149,14 @@ static void graph_clear(accel_graph_t *g, graph_remains_t **remains) {
 accel_graph_remains_t *accel_graph_swap_contents(accel_graph_t *g, accel_graph_contents_t *next) {
   graph_remains_t held = {.dev = g->dev,
                           .native = g->native != next->native ? g->native : NULL,
-                          .flat = g->flat,
+                          .lists = g->lists,
                           .pool = g->pool,
                           .pins = g->pins};
-  accel_cmdlist_free(&g->cmds); /* replays use flat and native only */
   if (next->pool != g->pool) { /* the graphs holding each pool (accel_graph_memory_info) */
     if (next->pool) atomic_fetch_add(&next->pool->graphs, 1);
     if (g->pool) atomic_fetch_sub(&g->pool->graphs, 1);
   }
-  g->cmds = next->cmds;
-  g->flat = next->flat;
+  g->lists = next->lists;
   g->pool = next->pool;
   g->pins = next->pins;
   g->native = next->native;
@@ -253,13 +276,12 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     accel_allocator_arena_info(g->pool->arena, &a);
     g->capture_peak_allocated = a.peak_allocated;
     g->capture_peak_reserved = a.peak_reserved;
-    accel_cmdlist_free(&g->cmds); /* storage kept by an earlier graph_clear */
-    g->cmds = cmds;
     g->pins = pins;
-    st = accel_cmdlist_copy(&g->flat, &g->cmds, ACCEL_CMDLIST_SKIP_EVENTS);
+    st = lists_new(&cmds, &g->lists);
   }
+  accel_cmdlist_free(&cmds); /* an invalid capture's, if it left any */
   if (valid && st == ACCEL_OK) {
-    g->native = accel_graph_instantiate_native(g->dev, &g->cmds);
+    g->native = accel_graph_instantiate_native(g->dev, &g->lists->cmds);
     g->state = ACCEL_GRAPH_READY;
   } else {
     accel_status_t keep = st;
@@ -272,7 +294,7 @@ accel_status_t accel_graph_capture_end(accel_graph_t *g) {
     pthread_mutex_lock(&g->lock);
     st = accel_set_error(keep, "%s", msg);
   }
-  size_t n = g->cmds.count;
+  size_t n = g->lists ? g->lists->cmds.count : 0u;
   pthread_mutex_unlock(&g->lock);
   accel_trace_end_args(&t, "\"nodes\":%zu,\"ok\":%d,\"native\":%d", n, st == ACCEL_OK,
                        g->native != NULL);
@@ -330,6 +352,7 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
                                : "the graph holds no capture (never captured, reset, or its "
                                  "capture failed)");
   }
+  const accel_cmdlist_t *flat = &g->lists->flat;
   st = order_after_last_replay(g, s);
   accel_stream_t *previous = NULL;
   pthread_mutex_lock(&s->lock);
@@ -338,10 +361,10 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
   } else if (s->capture) {
     /* replay inside a capture: the graph's commands become part of the new capture, which
      * keeps what they use: chunk tables and the graph's pool */
-    for (size_t i = 0; i < g->flat.count && st == ACCEL_OK; ++i)
-      st = accel_capture_record_locked(s, &g->flat.cmds[i], NULL);
-    for (size_t i = 0; i < g->flat.nkeeps && st == ACCEL_OK; ++i)
-      st = accel_capture_keep_locked(s, g->flat.keeps[i]);
+    for (size_t i = 0; i < flat->count && st == ACCEL_OK; ++i)
+      st = accel_capture_record_locked(s, &flat->cmds[i], NULL);
+    for (size_t i = 0; i < flat->nkeeps && st == ACCEL_OK; ++i)
+      st = accel_capture_keep_locked(s, flat->keeps[i]);
     if (st == ACCEL_OK) st = accel_capture_pin_locked(s, NULL, NULL, 0, &g->pins);
     if (st == ACCEL_OK && g->pool) {
       accel_keepalive_t *k = accel_pool_keepalive(g->pool);
@@ -351,15 +374,15 @@ accel_status_t accel_graph_replay(accel_graph_t *g, accel_stream_t *s) {
     }
   } else {
     st = accel_lazy_flush_locked(s);
-    if (st == ACCEL_OK && !g->native) st = accel_stream_run_batch(s, g->flat.cmds, g->flat.count);
+    if (st == ACCEL_OK && !g->native) st = accel_stream_run_batch(s, flat->cmds, flat->count);
     if (st == ACCEL_OK && g->native)
-      st = accel_fault_launches(g->flat.cmds, g->flat.count, "graph_launch");
+      st = accel_fault_launches(flat->cmds, flat->count, "graph_launch");
     if (st == ACCEL_OK && g->native) st = dev->backend->vt->graph_launch(g->native, s->impl);
     if (st == ACCEL_OK) previous = note_replay(g, s);
   }
   pthread_mutex_unlock(&s->lock);
   if (st == ACCEL_OK) g->replays++;
-  size_t n = g->flat.count;
+  size_t n = flat->count;
   pthread_mutex_unlock(&g->lock);
   if (previous) accel_stream_release_ref(previous);
   accel_trace_end_args(&t, "\"nodes\":%zu,\"native\":%d", n, g->native != NULL);
@@ -401,8 +424,6 @@ static accel_status_t graph_release_user(accel_graph_t *g, const char *fn) {
   pthread_mutex_unlock(&g->lock);
   accel_device_t *dev = g->dev;
   accel_graph_release_remains(dev, r);
-  accel_cmdlist_free(&g->cmds);
-  accel_cmdlist_free(&g->flat);
   pthread_mutex_destroy(&g->lock);
   free(g);
   accel_device_release_ref(dev);
@@ -420,7 +441,7 @@ accel_status_t accel_graph_node_count(accel_graph_t *g, size_t *count) {
   if (st != ACCEL_OK) return st;
   ACCEL_REQUIRE_ARG(count, __func__, "count is NULL");
   pthread_mutex_lock(&g->lock);
-  *count = g->state == ACCEL_GRAPH_READY ? g->flat.count : 0;
+  *count = g->state == ACCEL_GRAPH_READY ? g->lists->flat.count : 0;
   pthread_mutex_unlock(&g->lock);
   return ACCEL_OK;
 }

@@ -6,6 +6,7 @@
 #define ACCEL_CORE_GRAPH_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "accel/accel_plugin.h"
@@ -22,6 +23,14 @@ typedef enum accel_graph_state {
   ACCEL_GRAPH_READY
 } accel_graph_state_t;
 
+/* A capture's commands, never changed once captured: shared by the graph that captured them
+ * and the graphs updated from it (accel_graph_update takes a reference, not a copy). */
+typedef struct accel_graph_lists {
+  atomic_uint refs;
+  accel_cmdlist_t cmds; /* as recorded, with fork/join events (flat keeps what they use) */
+  accel_cmdlist_t flat; /* without event commands: the batch a replay submits */
+} accel_graph_lists_t;
+
 struct accel_graph {
   accel_handle_t hdr;
   accel_device_t *dev;
@@ -29,8 +38,7 @@ struct accel_graph {
   accel_graph_state_t state;
   accel_capture_t *capture;
   accel_stream_t *capture_stream; /* origin stream while capturing */
-  accel_cmdlist_t cmds; /* as recorded, with fork/join events (flat keeps what they use) */
-  accel_cmdlist_t flat;           /* without event commands: the batch a replay submits */
+  accel_graph_lists_t *lists;     /* what was captured (READY, else NULL): one reference */
   accel_pool_t *pool;             /* reference held while captured */
   accel_be_graph_t *native;
   uint64_t replays;

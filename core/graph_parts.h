@@ -11,11 +11,10 @@
 #include "cmdlist.h"
 #include "graph.h"
 
-/* What a replay runs: the recorded list, its flat copy, the pool and pins that keep the memory
- * it uses, and the native graph (NULL: replayed as a batch of flat). */
+/* What a replay runs: the captured lists (a reference), the pool and pins that keep the memory
+ * they use, and the native graph (NULL: replayed as a batch of the flat list). */
 typedef struct accel_graph_contents {
-  accel_cmdlist_t cmds;
-  accel_cmdlist_t flat;
+  accel_graph_lists_t *lists;
   accel_pool_t *pool;           /* one reference */
   accel_allocator_pins_t pins;
   accel_be_graph_t *native;
@@ -23,6 +22,10 @@ typedef struct accel_graph_contents {
 
 /* The old contents of a graph, released once the replays issued before were finished. */
 typedef struct accel_graph_remains accel_graph_remains_t;
+
+/* One more holder of l; one fewer (the last frees the lists; NULL: nothing). */
+void accel_graph_lists_retain(accel_graph_lists_t *l);
+void accel_graph_lists_release(accel_graph_lists_t *l);
 
 /* The native graph of cmds, or NULL when the device has none or declines this list (logged:
  * the graph then replays as a batch). */

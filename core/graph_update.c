@@ -17,17 +17,15 @@
 #include "trace.h"
 
 static void contents_free(accel_device_t *dev, accel_graph_contents_t *c) {
-  accel_cmdlist_free(&c->cmds);
-  accel_cmdlist_free(&c->flat);
+  accel_graph_lists_release(c->lists);
   accel_allocator_unpin(dev->mem, &c->pins);
   if (c->pool) accel_pool_release_ref(c->pool);
 }
 
-/* A copy of src's contents for g (src's lock taken alone: no lock order with g's). */
+/* src's contents for g: its lists shared (never changed once captured), its pins and pool
+ * taken again (src's lock taken alone: no lock order with g's). */
 static accel_status_t take_source(accel_graph_t *g, accel_graph_t *src,
                                   accel_graph_contents_t *out) {
-  accel_cmdlist_init(&out->cmds);
-  accel_cmdlist_init(&out->flat);
   out->pins.owner_kind = "graph";
   out->pins.owner = g;
   accel_status_t st = ACCEL_OK;
@@ -36,10 +34,10 @@ static accel_status_t take_source(accel_graph_t *g, accel_graph_t *src,
     st = accel_set_error(ACCEL_ERROR_STATE, "accel_graph_update: the source graph %s",
                          src->state == ACCEL_GRAPH_CAPTURING ? "is still capturing"
                                                             : "holds no capture");
-  /* flat keeps what the commands use (chunk tables, pools of replayed graphs) for both lists,
-   * as in a captured graph: the two are swapped in and retired together */
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->cmds, &src->cmds, ACCEL_CMDLIST_NO_KEEPS);
-  if (st == ACCEL_OK) st = accel_cmdlist_copy(&out->flat, &src->flat, 0);
+  if (st == ACCEL_OK) {
+    accel_graph_lists_retain(src->lists);
+    out->lists = src->lists;
+  }
   if (st == ACCEL_OK) st = accel_allocator_pin_again(src->dev->mem, &src->pins, &out->pins);
   if (st == ACCEL_OK && src->pool) {
     accel_pool_retain(src->pool);
@@ -157,12 +155,12 @@ accel_status_t accel_graph_update(accel_graph_t *g, accel_graph_t *src) {
                          g->state == ACCEL_GRAPH_CAPTURING ? "is still capturing"
                                                           : "holds no capture");
   else
-    st = same_topology(&g->cmds, &next.cmds);
+    st = same_topology(&g->lists->cmds, &next.lists->cmds);
   if (st == ACCEL_OK) {
-    next.native = native_for(g, &next.cmds);
+    next.native = native_for(g, &next.lists->cmds);
     old = accel_graph_swap_contents(g, &next);
   }
-  size_t n = g->flat.count;
+  size_t n = g->lists ? g->lists->flat.count : 0u;
   int native = g->native != NULL;
   pthread_mutex_unlock(&g->lock);
   if (st != ACCEL_OK) contents_free(g->dev, &next);

@@ -80,7 +80,7 @@ accel_status_t accel_graph_memory_info(accel_graph_t *g, accel_graph_memory_info
     full.capture_peak_reserved_bytes = capturing ? a.peak_reserved : g->capture_peak_reserved;
   }
   accel_allocator_pins_bytes(g->dev->mem, &g->pins, &full.pinned_bytes, &full.pinned_blocks);
-  full.chunk_table_bytes = chunk_table_bytes(&g->flat);
+  full.chunk_table_bytes = g->lists ? chunk_table_bytes(&g->lists->flat) : 0u;
   pthread_mutex_unlock(&g->lock);
   /* the first version ends at capture_peak_reserved_bytes */
   return struct_out(__func__, out, &full, sizeof full,
