@@ -131,6 +131,21 @@ static int has_hazard(const range_vec_t *r, uint32_t pos) {
   return 0;
 }
 
+/* 1 when any two ranges of different launches in the sorted vector are a hazard, or it is too
+ * tangled to tell (every pair, where has_hazard looks at the candidate's pairs only). */
+static int any_hazard(const range_vec_t *r) {
+  size_t active[ACTIVE_MAX], na = 0;
+  for (size_t i = 0; i < r->n; ++i) {
+    const fuse_range_t *x = &r->v[i];
+    na = prune(r, active, na, x->lo);
+    for (size_t k = 0; k < na; ++k)
+      if (hazard(&r->v[active[k]], x)) return 1;
+    if (na == ACTIVE_MAX) return 1;
+    active[na++] = i;
+  }
+  return 0;
+}
+
 static cpu_op_t fused_op(const cpu_op_t *ops, size_t count, uint64_t bytes, unsigned threads) {
   const uint32_t blocks = ops[0].u.kernel.num_blocks;
   uint64_t tile = (uint64_t)blocks * CPU_FUSE_TILE_BYTES / (bytes ? bytes : 1u);
@@ -164,8 +179,8 @@ static int fill_feeds_update(const cpu_op_t *fill, const cpu_op_t *update, acc_f
   return 1;
 }
 
-size_t cpu_fuse_fold(cpu_op_t *ops, size_t n) {
-  size_t out = 0;
+size_t cpu_fuse_fold(cpu_op_t *ops, size_t n, uint32_t *folds) {
+  size_t out = 0, nfolds = 0;
   for (size_t i = 0; i < n; ++i) {
     acc_fill_params_t f;
     acc_update_hp_params_t u;
@@ -174,6 +189,7 @@ size_t cpu_fuse_fold(cpu_op_t *ops, size_t n) {
       u.init = f.value;
       /* The parameter blocks are the graph's own copies (cpu_ops_build), writable. */
       memcpy((void *)(uintptr_t)ops[i + 1u].u.kernel.params, &u, sizeof u);
+      if (folds) folds[nfolds++] = (uint32_t)i;
       ++i;
     }
     ops[out++] = ops[i];
@@ -221,4 +237,40 @@ size_t cpu_fuse_plan(const cpu_op_t *ops, size_t n, unsigned threads, cpu_op_t *
   free(next.v);
   free(merged.v);
   return out;
+}
+
+/* 1 when the launches ops[0, k) may still run as one fused op: each chunk-wise with the first's
+ * block count, and no pair a hazard. Their ranges go to *r (one sort), their bytes to *bytes. */
+static int group_holds(const cpu_op_t *ops, size_t k, range_vec_t *r, uint64_t *bytes) {
+  accel_cpu_kernel_access_t access;
+  r->n = 0;
+  *bytes = 0;
+  for (size_t j = 0; j < k; ++j)
+    if (!fusable(&ops[j], &access) || ops[j].u.kernel.num_blocks != ops[0].u.kernel.num_blocks ||
+        !collect(&access, (uint32_t)j, r, bytes))
+      return 0;
+  size_t sorted = 1;
+  while (sorted < r->n && r->v[sorted - 1].lo <= r->v[sorted].lo) ++sorted;
+  if (sorted < r->n) qsort(r->v, r->n, sizeof *r->v, by_lo); /* launches over distinct tensors
+                                                              * in address order come sorted */
+  return !any_hazard(r);
+}
+
+int cpu_fuse_recheck(const cpu_op_t *ops, size_t n, unsigned threads, cpu_op_t *steps,
+                     size_t count) {
+  range_vec_t r = {0};
+  size_t at = 0, s = 0;
+  for (; s < count && at < n; ++s) {
+    if (steps[s].type != CPU_OP_FUSED) {
+      steps[s] = ops[at++];
+      continue;
+    }
+    const size_t k = steps[s].u.fused.count;
+    uint64_t bytes = 0;
+    if (k > n - at || !group_holds(&ops[at], k, &r, &bytes)) break;
+    steps[s] = fused_op(&ops[at], k, bytes, threads);
+    at += k;
+  }
+  free(r.v);
+  return s == count && at == n;
 }

@@ -33,12 +33,22 @@
  * (chunk for chunk) into that update: it then computes hp = value + float(lp), the same
  * addition, so the same bits, in one pass over hp instead of two (the fill's pass wrote hp only
  * for the update to read it back; a captured step zeroes its fp32 gradients first). Rewrites
- * ops[0, n) and the update's parameter block in place; returns the new count. */
-size_t cpu_fuse_fold(cpu_op_t *ops, size_t n);
+ * ops[0, n) and the update's parameter block in place; returns the new count. folds (NULL, or
+ * room for n / 2) gets the position in ops of each fill folded, n - the count of them. */
+size_t cpu_fuse_fold(cpu_op_t *ops, size_t n, uint32_t *folds);
 
 /* Writes the steps that run ops[0, n) into steps[0, return value): copies of the ops that stay
  * alone and CPU_OP_FUSED ops pointing into `ops` (which must outlive the steps). threads is the
  * pool size. Never fails: without memory for the analysis the ops are simply not fused. */
 size_t cpu_fuse_plan(const cpu_op_t *ops, size_t n, unsigned threads, cpu_op_t *steps);
+
+/* After new arguments in ops[0, n) (an update of the graph): 1 when the plan of `count` steps
+ * made earlier for the same launches in the same order still holds, each fused group still
+ * chunk-wise alike and free of hazards over the new addresses; the steps are then rewritten
+ * from ops (new tiles from the new sizes). 0: make a new plan (steps are left partly rewritten).
+ * One sort per group instead of the plan's merge per candidate; a kept plan fuses no more than
+ * before, where a new one might fuse more (results are the same bits either way). */
+int cpu_fuse_recheck(const cpu_op_t *ops, size_t n, unsigned threads, cpu_op_t *steps,
+                     size_t count);
 
 #endif

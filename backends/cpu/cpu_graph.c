@@ -23,14 +23,16 @@ static int no_op(const accel_cmd_t *c) {
 void cpu_graph_release(const cpu_graph_t *graph) {
   cpu_graph_t *g = (cpu_graph_t *)graph;
   if (atomic_fetch_sub(&g->refs, 1u) != 1u) return;
-  free(g->run); /* run, steps and param_size are one block */
+  free(g->run); /* run, steps, param_size and folds are one block */
   free(g->ops);
   free(g);
 }
 
 /* Folds and plans the fusion of g->ops into g->run and g->steps (the addresses decide it). A
- * list with conditional regions runs as recorded: a region's op counts the ops of its body. */
-static void body_plan(cpu_graph_t *g) {
+ * list with conditional regions runs as recorded: a region's op counts the ops of its body.
+ * again: after an update, where the plan made before stands if the same fills fold and its
+ * fused groups are still free of hazards (cpu_fuse_recheck: one sort per group). */
+static void body_plan(cpu_graph_t *g, int again) {
   if (g->nops) memcpy(g->run, g->ops, g->nops * sizeof *g->ops);
   int regions = 0;
   for (size_t i = 0; i < g->nops && !regions; ++i) regions = g->ops[i].type == CPU_OP_COND;
@@ -39,7 +41,14 @@ static void body_plan(cpu_graph_t *g) {
     g->count = g->nops;
     return;
   }
-  size_t count = cpu_fuse_fold(g->run, g->nops);
+  uint32_t *folds = g->folds + (again ? g->nops : 0u); /* the second half: scratch */
+  size_t count = cpu_fuse_fold(g->run, g->nops, folds);
+  size_t nfolds = g->nops - count;
+  if (again && nfolds == g->nfolds && !memcmp(folds, g->folds, nfolds * sizeof *folds) &&
+      cpu_fuse_recheck(g->run, count, g->threads, g->steps, g->count))
+    return;
+  if (again) memcpy(g->folds, folds, nfolds * sizeof *folds);
+  g->nfolds = nfolds;
   g->count = cpu_fuse_plan(g->run, count, g->threads, g->steps);
 }
 
@@ -53,7 +62,7 @@ static accel_status_t body_new(const accel_host_api_t *host, const char *what, u
     return st;
   }
   size_t slots = g->nops ? g->nops : 1u;
-  g->run = malloc(slots * (2u * sizeof(cpu_op_t) + sizeof(uint32_t)));
+  g->run = malloc(slots * (2u * sizeof(cpu_op_t) + 3u * sizeof(uint32_t)));
   if (g->run == NULL) {
     free(g->ops);
     free(g);
@@ -62,12 +71,13 @@ static accel_status_t body_new(const accel_host_api_t *host, const char *what, u
   }
   g->steps = g->run + slots;
   g->param_size = (uint32_t *)(void *)(g->steps + slots);
+  g->folds = g->param_size + slots;
   for (size_t i = 0, k = 0; i < n; ++i)
     if (!no_op(&cmds[i]))
       g->param_size[k++] = cmds[i].type == ACCEL_CMD_KERNEL ? cmds[i].u.kernel.params_size : 0u;
   g->threads = threads;
   atomic_init(&g->refs, 1u);
-  body_plan(g);
+  body_plan(g, 0);
   *out = g;
   return ACCEL_OK;
 }
@@ -170,7 +180,7 @@ accel_status_t cpu_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds
    * no queued replay holds the body (a finished one dropped its reference after its last read). */
   if (atomic_load(&g->refs) == 1u) {
     body_rewrite(g, cmds, n);
-    body_plan(g);
+    body_plan(g, 1);
     return ACCEL_OK;
   }
   cpu_graph_t *next = NULL;

@@ -7,8 +7,9 @@
  *
  * accel_graph_update (graph_update slot) rewrites the arguments of the body's ops in place:
  * kernel parameter blocks and block counts, copy and fill pointers and sizes, host-function
- * arguments; then folds and plans the fusion again over the new addresses (fusion is proved
- * from them). No command is converted anew and nothing is allocated. When a queued replay still
+ * arguments; then folds again and checks that the fusion plan still holds over the new
+ * addresses (fusion is proved from them; cpu_fuse_recheck), planning anew only where it does
+ * not. No command is converted anew. When a queued replay still
  * holds the body, the update builds a new body from the commands instead (copy on write), so
  * that replay runs the old arguments.
  */
@@ -25,6 +26,9 @@ struct cpu_graph {
                           * block, cpu_ops_build): the recorded op list an update rewrites */
   size_t nops;
   uint32_t *param_size;  /* nops: each kernel op's parameter block size (0 for other ops) */
+  uint32_t *folds;       /* 2 * nops: the positions of the fills folded into run (nfolds of
+                          * them), then an update's scratch */
+  size_t nfolds;
   cpu_op_t *run;         /* ops after cpu_fuse_fold; fused steps point into it */
   cpu_op_t *steps;       /* what a replay runs: run's ops, single or fused */
   size_t count;          /* steps */

@@ -212,8 +212,10 @@ int main(void) {
                       kernel_op(ACCEL_KERNEL_UPDATE_HP, &u, BLOCKS),
                       kernel_op(ACCEL_KERNEL_UNSCALE, &unscale, BLOCKS),
                       kernel_op(ACCEL_KERNEL_NORM_PARTIAL, &partial, BLOCKS)};
-    size_t n = cpu_fuse_fold(ops, 4);
-    CHECK(n == 3 && ops[0].u.kernel.kernel_id == ACCEL_KERNEL_UPDATE_HP &&
+    uint32_t folds[2] = {99, 99};
+    size_t n = cpu_fuse_fold(ops, 4, folds);
+    CHECK(n == 3 && folds[0] == 0u && folds[1] == 99u &&
+              ops[0].u.kernel.kernel_id == ACCEL_KERNEL_UPDATE_HP &&
               ops[0].u.kernel.params == &u && ops[1].u.kernel.params == &unscale &&
               ops[2].u.kernel.params == &partial,
           "fold: %zu ops", n);
@@ -255,7 +257,8 @@ int main(void) {
     for (size_t k = 0; k < sizeof keep / sizeof keep[0]; ++k) {
       const acc_update_hp_params_t before = upd, before_assigning = assigning;
       cpu_op_t pair[2] = {keep[k].a, keep[k].b};
-      CHECK(cpu_fuse_fold(pair, 2) == 2 && pair[0].u.kernel.params == keep[k].a.u.kernel.params,
+      CHECK(cpu_fuse_fold(pair, 2, NULL) == 2 &&
+                pair[0].u.kernel.params == keep[k].a.u.kernel.params,
             "%s: folded", keep[k].what);
       CHECK(memcmp(&before, &upd, sizeof upd) == 0 &&
                 memcmp(&before_assigning, &assigning, sizeof assigning) == 0,
@@ -264,7 +267,42 @@ int main(void) {
     cpu_op_t apart[] = {kernel_op(ACCEL_KERNEL_FILL, &f, BLOCKS),
                         kernel_op(ACCEL_KERNEL_UNSCALE, &unscale, BLOCKS),
                         kernel_op(ACCEL_KERNEL_UPDATE_HP, &upd, BLOCKS)};
-    CHECK(cpu_fuse_fold(apart, 3) == 3 && upd.flags == ACC_HP_ZERO_LP, "launch between: folded");
+    CHECK(cpu_fuse_fold(apart, 3, NULL) == 3 && upd.flags == ACC_HP_ZERO_LP,
+          "launch between: folded");
+  }
+  {
+    /* An update's new arguments: the plan stands while its groups stay free of hazards (tiles
+     * from the new sizes, single ops copied anew); a hazard inside a group refuses it. */
+    list_t other = hp, shorter;
+    for (unsigned b = 0; b < BLOCKS; ++b) other.chunks[b].ptr[0] += count * 2u;
+    make_list(&shorter, adam_base, IDENTITY, count / 16u);
+    acc_fill_params_t first = fill, second = fill;
+    second.chunks = addr(other.chunks);
+    cpu_op_t ops[] = {(cpu_op_t){.type = CPU_OP_MEMSET,
+                                 .u.fill = {.dst = (void *)(uintptr_t)0x90000000ull, .size = 8}},
+                      kernel_op(ACCEL_KERNEL_FILL, &first, BLOCKS),
+                      kernel_op(ACCEL_KERNEL_FILL, &second, BLOCKS)};
+    cpu_op_t steps[MAX_OPS];
+    size_t count_steps = cpu_fuse_plan(ops, 3, 2, steps);
+    CHECK(count_steps == 2 && steps[1].type == CPU_OP_FUSED && steps[1].u.fused.tile_blocks == 2u,
+          "before: %zu steps, tile %u", count_steps, steps[1].u.fused.tile_blocks);
+    ops[0].u.fill.size = 16;
+    CHECK(cpu_fuse_recheck(ops, 3, 2, steps, count_steps) && steps[0].u.fill.size == 16u &&
+              steps[1].type == CPU_OP_FUSED && steps[1].u.fused.ops == &ops[1] &&
+              steps[1].u.fused.tile_blocks == 2u,
+          "same addresses: the plan stands");
+    first.chunks = addr(shorter.chunks); /* one sixteenth of the bytes: every block in a tile */
+    CHECK(cpu_fuse_recheck(ops, 3, 2, steps, count_steps) &&
+              steps[1].u.fused.tile_blocks == BLOCKS,
+          "shorter tensors: tile %u", steps[1].u.fused.tile_blocks);
+    for (unsigned b = 0; b < BLOCKS; ++b) other.chunks[b].ptr[0] = shorter.chunks[b].ptr[0] + MIB;
+    CHECK(!cpu_fuse_recheck(ops, 3, 2, steps, count_steps),
+          "chunk b of the second fill is chunk b+1 of the first: the group must be refused");
+    other = hp;
+    second.num_chunks = 3;
+    ops[2].u.kernel.num_blocks = 3;
+    CHECK(!cpu_fuse_recheck(ops, 3, 2, steps, count_steps), "block counts differ: refused");
+    CHECK(!cpu_fuse_recheck(ops, 2, 2, steps, count_steps), "fewer ops than planned: refused");
   }
   if (failures == 0) printf("cpu fusion planner: all checks passed\n");
   return failures != 0;
