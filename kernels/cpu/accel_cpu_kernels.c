@@ -1,6 +1,8 @@
 /* The CPU form of the shared kernels: the kernel bodies (kernels/ *.h) compiled with the C prelude. */
 #include "accel_cpu_kernels.h"
 
+#include <stddef.h>
+
 #include "../prelude_c.h"
 #include "../accel_kernels_all.h"
 #include "../accel_kernel_ids.h"
@@ -92,7 +94,10 @@ _Static_assert(ACC_MODE_R == ACCEL_CPU_SLOT_READ && ACC_MODE_W == ACCEL_CPU_SLOT
 
 void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
                              accel_cpu_kernel_access_t *out) {
-  memset(out, 0, sizeof *out);
+  /* the slots, not the scalars past num_scalars: a graph update decodes every launch, and a
+   * `rep stos` over the whole struct was most of this function's time there */
+  memset(out, 0, offsetof(accel_cpu_kernel_access_t, scalars));
+  out->num_scalars = 0;
   switch (kernel_id) {
 #define ACCEL_KERNEL(id, name, T, op, lists, scalars) \
   ACC_CAT(ACC_ACCESS_CASE_, op)(id, T, lists, scalars)

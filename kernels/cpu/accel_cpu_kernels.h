@@ -49,7 +49,8 @@ typedef struct accel_cpu_kernel_access {
   unsigned num_scalars;
 } accel_cpu_kernel_access_t;
 
-/* Fills *out for a launch of kernel_id with params; an unknown id gives chunks == NULL. */
+/* Fills *out for a launch of kernel_id with params (scalars[] only up to num_scalars); an
+ * unknown id gives chunks == NULL. */
 void accel_cpu_kernel_access(uint32_t kernel_id, const void *params,
                              accel_cpu_kernel_access_t *out);
 
