@@ -273,10 +273,19 @@ accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t 
                                                      "level_zero: graph_update: %s: "
                                                      "instantiated anew", why)
                           : ACCEL_OK;
-  /* The spec: a mutable list's executions are over before it is updated. */
+  /* The spec: a mutable list's executions are over before it is updated. The update does not
+   * wait for them: a replay still queued (behind an event a host function of the caller's will
+   * signal, say) must run the old arguments, and waiting could wait on the caller itself. A
+   * queue not idle gets UNSUPPORTED, so the core instantiates anew and retires these lists
+   * after the queued replays, as a CPU graph's copy on write does. */
   if (st == ACCEL_OK && g->last_queue) {
-    ze_result_t r = g->dev->api->zeCommandQueueSynchronize(g->last_queue, UINT64_MAX);
-    if (r != ZE_RESULT_SUCCESS) st = accel_ze_fail("zeCommandQueueSynchronize", r);
+    ze_result_t r = g->dev->api->zeCommandQueueSynchronize(g->last_queue, 0);
+    if (r == ZE_RESULT_NOT_READY)
+      st = accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
+                                    "level_zero: graph_update: a replay may still run on the "
+                                    "graph's last queue: instantiated anew");
+    else if (r != ZE_RESULT_SUCCESS)
+      st = accel_ze_fail("zeCommandQueueSynchronize", r);
   }
   if (st == ACCEL_OK) {
     st = update_kernels(g, by_node);
