@@ -32,6 +32,36 @@ static cl_int device_string(cl_device_id id, cl_device_info param, char *buf, si
   return err;
 }
 
+/* The version the device gives an extension (CL_DEVICE_EXTENSIONS_WITH_VERSION, OpenCL 3.0),
+ * or 0 when it cannot say. */
+static cl_version extension_version(cl_device_id id, const char *name) {
+  size_t size = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, NULL, &size) != CL_SUCCESS)
+    return 0;
+  cl_name_version *v = size ? malloc(size) : NULL;
+  cl_version found = 0;
+  if (v && clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS_WITH_VERSION, size, v, NULL) == CL_SUCCESS)
+    for (size_t i = 0; i < size / sizeof *v && !found; ++i)
+      if (strncmp(v[i].name, name, sizeof v[i].name) == 0) found = v[i].version;
+  free(v);
+  return found;
+}
+
+/* 1 when the device's cl_khr_command_buffer takes the calls this backend makes: the
+ * provisional entry points of 0.9.0 to 0.9.4. 0.9.5 added a properties argument to every
+ * command (clCommandCopyBufferKHR...), so a newer driver called with the old arguments would
+ * read garbage: it replays as a batch instead, and says so. */
+static int cmdbuf_version_known(const acl_phys_t *d) {
+  const cl_version v = extension_version(d->id, "cl_khr_command_buffer");
+  if (v >= CL_MAKE_VERSION(0, 9, 0) && v < CL_MAKE_VERSION(0, 9, 5)) return 1;
+  acl_host->log(ACCEL_LOG_INFO, ACL_DOMAIN,
+                "%s: cl_khr_command_buffer %u.%u.%u is not used (the calls made here are those "
+                "of 0.9.0 to 0.9.4; 0.0.0: the device does not say)", d->name,
+                (unsigned)CL_VERSION_MAJOR(v), (unsigned)CL_VERSION_MINOR(v),
+                (unsigned)CL_VERSION_PATCH(v));
+  return 0;
+}
+
 /* Resolves the cl_khr_command_buffer entry points; 1 when all are present. */
 static int load_cmdbuf_fns(acl_phys_t *d) {
   acl_cmdbuf_fns_t *f = &d->cb;
@@ -83,7 +113,7 @@ static cl_int probe_device(acl_phys_t *d) {
       if (clGetDeviceInfo(d->id, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof caps, &caps,
                           NULL) == CL_SUCCESS)
         d->has_cmdbuf = (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0 &&
-                        load_cmdbuf_fns(d);
+                        cmdbuf_version_known(d) && load_cmdbuf_fns(d);
     }
   }
   free(ext);
@@ -229,7 +259,7 @@ static const accel_backend_vtable_t acl_vtable = {
   .kernel_abi_version = ACCEL_KERNEL_ABI_VERSION,
   .kernel_count = ACCEL_KERNEL_COUNT,
   .device_attribute = acl_device_attribute,
-  .graph_update = NULL, /* PoCL 3.1 lacks cl_khr_command_buffer_mutable_dispatch: emulated */
+  .graph_update = NULL, /* emulated: no mutable dispatch used (docs/backends/opencl.md) */
   .conditionals = 1, /* predicated by submit_batch (acl_predicate.c; device_attribute says so) */
   .module_build = acl_module_build, /* clBuildProgram (acl_module.c) */
   .module_destroy = acl_module_destroy,
