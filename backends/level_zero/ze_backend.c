@@ -232,6 +232,7 @@ accel_status_t accel_ze_device_setup(accel_ze_backend_t *be, int index, ze_conte
   dev->ctx = ctx;
   pthread_mutex_init(&dev->kernel_lock, NULL);
   accel_ze_mcl_probe(dev);
+  accel_ze_rr_probe(dev); /* after: used only without mutable command lists */
   *out = dev;
   return ACCEL_OK;
 }

@@ -11,8 +11,10 @@
  * old queue, the host may see the signal of an earlier one; see docs/backends/level_zero.md.)
  *
  * With mutable command lists (ze_mutable.h) every kernel is a mutable command, and an update
- * gives the kernels their new parameter blocks and group counts in place (unverified: no
- * device here).
+ * gives the kernels their new parameter blocks and group counts in place. Without them, where
+ * the driver records graphs (ze_replay.h), each segment is a recorded executable graph instead
+ * of a list, appended to the replaying stream's immediate list: in order with the stream's
+ * other work there, so no done event is needed. Both unverified: no device here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,9 @@
 #include "ze_internal.h"
 
 typedef struct accel_ze_segment {
-  ze_command_list_handle_t list; /* NULL for a host function segment */
+  ze_command_list_handle_t list; /* NULL for a host function or recorded segment */
+  accel_ze_rr_graph_t rr_graph;  /* a recorded segment (ze_replay.h): its graph, */
+  accel_ze_rr_exec_t rr_exec;    /* instantiated */
   accel_host_fn_t fn;
   void *user;
 } accel_ze_segment_t;
@@ -49,8 +53,10 @@ typedef struct accel_ze_graph {
 void accel_ze_graph_destroy(accel_be_graph_t *graph) {
   accel_ze_graph_t *g = graph;
   const accel_ze_api_t *api = g->dev->api;
-  for (size_t i = 0; i < g->nsegs; ++i)
+  for (size_t i = 0; i < g->nsegs; ++i) {
     if (g->segs[i].list) api->zeCommandListDestroy(g->segs[i].list);
+    accel_ze_rr_release(g->dev, g->segs[i].rr_graph, g->segs[i].rr_exec);
+  }
   if (g->done) api->zeEventDestroy(g->done);
   if (g->done_pool) api->zeEventPoolDestroy(g->done_pool);
   free(g->segs);
@@ -86,10 +92,16 @@ static accel_status_t keep_params(accel_ze_node_t *node) {
   return ACCEL_OK;
 }
 
-/* Appends cmds[0..n) (no host functions) to a new segment list. */
+/* Appends cmds[0..n) (no host functions) to a new segment list, or records them into a new
+ * segment graph where the device records graphs. */
 static accel_status_t accel_ze_graph_add_list(accel_ze_graph_t *g, const accel_cmd_t *cmds,
                                               size_t n) {
   accel_ze_segment_t *seg = &g->segs[g->nsegs];
+  if (g->dev->rr.append) {
+    accel_status_t st = accel_ze_rr_record(g->dev, cmds, n, &seg->rr_graph, &seg->rr_exec);
+    if (st == ACCEL_OK) g->nsegs++;
+    return st;
+  }
   accel_status_t st = accel_ze_graph_new_list(g, &seg->list);
   if (st != ACCEL_OK) return st;
   g->nsegs++;
@@ -166,7 +178,8 @@ accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t 
   accel_ze_graph_t *g = graph;
   accel_ze_stream_t *s = stream;
   const accel_ze_api_t *api = g->dev->api;
-  accel_status_t st = accel_ze_stream_use_path(s, ACCEL_ZE_PATH_QUEUE);
+  accel_status_t st =
+      accel_ze_stream_use_path(s, g->dev->rr.append ? ACCEL_ZE_PATH_IMMEDIATE : ACCEL_ZE_PATH_QUEUE);
   if (st != ACCEL_OK) return st;
   /* Same queue: executions are ordered (each resets the done event on the device). Another
    * queue: the previous launch must be over before the lists run again. */
@@ -177,6 +190,11 @@ accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t 
     if (seg->list) {
       ACCEL_ZE_TRY(api, zeCommandQueueExecuteCommandLists, s->queue, 1, &seg->list, NULL);
       g->last_queue = s->queue;
+    } else if (seg->rr_exec) {
+      ze_result_t r = g->dev->rr.append(s->imm, seg->rr_exec, NULL, NULL, 0, NULL);
+      if (r != ZE_RESULT_SUCCESS) return accel_ze_fail("zeCommandListAppendGraphExt", r);
+      st = accel_ze_stream_control_end(s, NULL); /* appended to the immediate list */
+      if (st != ACCEL_OK) return st;
     } else {
       st = accel_ze_stream_synchronize(s);
       if (st != ACCEL_OK) return st;

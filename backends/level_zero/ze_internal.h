@@ -15,6 +15,7 @@
 #include "backend_slots.h"
 #include "ze_loader.h"
 #include "ze_mutable.h"
+#include "ze_replay.h"
 #include "ze_spirv.h"
 
 /* The host services table given to accel_plugin_query (one host per process). */
@@ -63,6 +64,7 @@ typedef struct accel_ze_device {
   ze_kernel_handle_t kernels[ACCEL_KERNEL_COUNT];
   struct accel_user_kernels *user; /* user kernels' modules and kernels (ze_user.c) */
   accel_ze_mcl_t mcl;              /* mutable command lists, when usable (ze_mutable.c) */
+  accel_ze_rr_t rr;                /* record-and-replay graphs, when used (ze_replay.c) */
 } accel_ze_device_t;
 
 /* Which submission path of a stream ran last (see ze_stream.c). */
@@ -106,6 +108,13 @@ typedef struct accel_ze_event {
   int timing;
   int recorded;
 } accel_ze_event_t;
+
+/* --- ze_extension.c: driver extensions newer than Debian's headers --------------------------- */
+/* 1 when the device's driver lists the extension name (zeDriverGetExtensionProperties). */
+int accel_ze_driver_lists(const accel_ze_device_t *dev, const char *name);
+/* 1 when every names[i] resolves (zeDriverGetExtensionFunctionAddress) into fns[i]. */
+int accel_ze_resolve(const accel_ze_device_t *dev, const char *const *names, void **fns,
+                     size_t n);
 
 /* --- ze_backend.c / ze_device.c ------------------------------------------------------------ */
 ACCEL_BACKEND_DECLARE_DEVICES(accel_ze);

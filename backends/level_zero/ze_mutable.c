@@ -1,26 +1,9 @@
 /* Mutable command lists for in-place graph updates (ze_mutable.h). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "ze_internal.h"
 
 #define MCL_FLAGS (ACCEL_ZE_MCL_FLAG_KERNEL_ARGUMENTS | ACCEL_ZE_MCL_FLAG_GROUP_COUNT)
-
-/* Whether the driver lists the extension. */
-static int driver_has_extension(const accel_ze_device_t *dev) {
-  const accel_ze_api_t *api = dev->api;
-  uint32_t n = 0;
-  if (!api->zeDriverGetExtensionProperties ||
-      api->zeDriverGetExtensionProperties(dev->driver, &n, NULL) != ZE_RESULT_SUCCESS || n == 0)
-    return 0;
-  ze_driver_extension_properties_t *ext = calloc(n, sizeof *ext);
-  int found = 0;
-  if (ext && api->zeDriverGetExtensionProperties(dev->driver, &n, ext) == ZE_RESULT_SUCCESS)
-    for (uint32_t i = 0; i < n && !found; ++i)
-      found = strncmp(ext[i].name, ACCEL_ZE_MCL_EXT_NAME, sizeof ext[i].name) == 0;
-  free(ext);
-  return found;
-}
 
 /* Whether the device can mutate kernel arguments and group counts. */
 static int device_mutates_kernels(const accel_ze_device_t *dev) {
@@ -32,20 +15,15 @@ static int device_mutates_kernels(const accel_ze_device_t *dev) {
 
 void accel_ze_mcl_probe(accel_ze_device_t *dev) {
   memset(&dev->mcl, 0, sizeof dev->mcl);
-  const accel_ze_api_t *api = dev->api;
-  if (!api->zeDriverGetExtensionFunctionAddress || !driver_has_extension(dev) ||
-      !device_mutates_kernels(dev))
-    return;
-  void *next_id = NULL, *update = NULL;
-  if (api->zeDriverGetExtensionFunctionAddress(dev->driver, "zeCommandListGetNextCommandIdExp",
-                                               &next_id) != ZE_RESULT_SUCCESS ||
-      api->zeDriverGetExtensionFunctionAddress(
-          dev->driver, "zeCommandListUpdateMutableCommandsExp", &update) != ZE_RESULT_SUCCESS ||
-      !next_id || !update)
+  static const char *const names[] = {"zeCommandListGetNextCommandIdExp",
+                                      "zeCommandListUpdateMutableCommandsExp"};
+  void *fns[2];
+  if (!accel_ze_driver_lists(dev, ACCEL_ZE_MCL_EXT_NAME) || !device_mutates_kernels(dev) ||
+      !accel_ze_resolve(dev, names, fns, 2))
     return;
   /* POSIX: a function pointer round-trips through void * (dlsym's contract) */
-  memcpy(&dev->mcl.next_id, &next_id, sizeof next_id);
-  memcpy(&dev->mcl.update, &update, sizeof update);
+  memcpy(&dev->mcl.next_id, &fns[0], sizeof fns[0]);
+  memcpy(&dev->mcl.update, &fns[1], sizeof fns[1]);
 }
 
 const void *accel_ze_mcl_list_next(const accel_ze_device_t *dev) {
