@@ -10,8 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fake_host.h"
-#include "ze_internal.h"
+#include "ze_fake_chain.h"
 
 const accel_host_api_t *accel_ze_host;
 
@@ -20,7 +19,7 @@ accel_status_t accel_ze_fail(const char *call, ze_result_t r) {
 }
 
 static struct {
-  int list_extension, resolve;
+  int resolve;
   uint32_t mutable_flags;
   uint64_t next;                    /* the next command id the fake hands out */
   const accel_kernel_launch_t *want; /* what an update must carry */
@@ -29,28 +28,8 @@ static struct {
   int updates;
 } fake;
 
-static ze_result_t ZE_APICALL fake_extensions(ze_driver_handle_t d, uint32_t *n,
-                                              ze_driver_extension_properties_t *ext) {
-  (void)d;
-  const char *names[] = {"ZE_extension_float_atomics", ACCEL_ZE_MCL_EXT_NAME};
-  const uint32_t have = fake.list_extension ? 2u : 1u;
-  if (ext)
-    for (uint32_t i = 0; i < *n && i < have; ++i) {
-      memset(&ext[i], 0, sizeof ext[i]);
-      strcpy(ext[i].name, names[i]);
-    }
-  *n = have;
-  return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t ZE_APICALL fake_properties(ze_device_handle_t d, ze_device_properties_t *p) {
-  (void)d;
-  for (void *next = p->pNext; next;) {
-    accel_ze_mcl_properties_t *m = next;
-    if (m->stype == ACCEL_ZE_STYPE_MCL_PROPERTIES) m->mutableCommandFlags = fake.mutable_flags;
-    next = m->pNext;
-  }
-  return ZE_RESULT_SUCCESS;
+static void fill_properties(void *p) {
+  ((accel_ze_mcl_properties_t *)p)->mutableCommandFlags = fake.mutable_flags;
 }
 
 static ze_result_t fake_next_id(ze_command_list_handle_t l, const accel_ze_mcl_desc_t *desc,
@@ -88,7 +67,7 @@ static ze_result_t ZE_APICALL fake_resolve(ze_driver_handle_t d, const char *nam
 }
 
 static int probed(accel_ze_device_t *dev, int list_extension, uint32_t flags, int resolve) {
-  fake.list_extension = list_extension;
+  ze_fake.listed = list_extension;
   fake.mutable_flags = flags;
   fake.resolve = resolve;
   accel_ze_mcl_probe(dev);
@@ -97,11 +76,9 @@ static int probed(accel_ze_device_t *dev, int list_extension, uint32_t flags, in
 }
 
 int main(void) {
-  accel_host_api_t host = fake_host;
-  accel_ze_host = &host;
-  accel_ze_api_t api = {0};
-  api.zeDriverGetExtensionProperties = fake_extensions;
-  api.zeDeviceGetProperties = fake_properties;
+  accel_ze_api_t api;
+  ze_fake_table(&api);
+  ze_fake = (ze_fake_t){.name = ACCEL_ZE_MCL_EXT_NAME, .stype = ACCEL_ZE_STYPE_MCL_PROPERTIES, .fill = fill_properties};
   api.zeDriverGetExtensionFunctionAddress = fake_resolve;
   accel_ze_device_t dev = {.api = &api};
   dev.compute.maxGroupCountX = 1000;

@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fake_host.h"
-#include "ze_internal.h"
+#include "ze_fake_chain.h"
 
 const accel_host_api_t *accel_ze_host;
 
@@ -26,7 +25,7 @@ accel_status_t accel_ze_fail(const char *call, ze_result_t r) {
 #define EXEC ((accel_ze_rr_exec_t)(uintptr_t)0x300)
 
 static struct {
-  int listed, resolve_all;
+  int resolve_all;
   uint32_t graph_flags;
   int fail_append_at, fail_instantiate; /* 1-based append to fail; 0: none */
   int appends, capturing, lists_live, graphs_live, execs_live;
@@ -51,28 +50,8 @@ accel_status_t accel_ze_append_cmd(accel_ze_device_t *dev, ze_command_list_handl
   return ACCEL_OK;
 }
 
-static ze_result_t ZE_APICALL fake_extensions(ze_driver_handle_t d, uint32_t *n,
-                                              ze_driver_extension_properties_t *ext) {
-  (void)d;
-  const char *names[] = {"ZE_extension_float_atomics", ACCEL_ZE_RR_EXT_NAME};
-  const uint32_t have = fake.listed ? 2u : 1u;
-  if (ext)
-    for (uint32_t i = 0; i < *n && i < have; ++i) {
-      memset(&ext[i], 0, sizeof ext[i]);
-      strcpy(ext[i].name, names[i]);
-    }
-  *n = have;
-  return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t ZE_APICALL fake_properties(ze_device_handle_t d, ze_device_properties_t *p) {
-  (void)d;
-  for (void *next = p->pNext; next;) {
-    accel_ze_rr_properties_t *m = next;
-    if (m->stype == ACCEL_ZE_STYPE_RR_PROPERTIES) m->graphFlags = fake.graph_flags;
-    next = m->pNext;
-  }
-  return ZE_RESULT_SUCCESS;
+static void fill_properties(void *p) {
+  ((accel_ze_rr_properties_t *)p)->graphFlags = fake.graph_flags;
 }
 
 static ze_result_t ZE_APICALL fake_immediate(ze_context_handle_t c, ze_device_handle_t d,
@@ -172,7 +151,7 @@ static ze_result_t ZE_APICALL fake_resolve(ze_driver_handle_t d, const char *nam
 }
 
 static int probed(accel_ze_device_t *dev, int listed, uint32_t flags, int resolve_all) {
-  fake.listed = listed;
+  ze_fake.listed = listed;
   fake.graph_flags = flags;
   fake.resolve_all = resolve_all;
   accel_ze_rr_probe(dev);
@@ -195,11 +174,9 @@ static accel_status_t record(accel_ze_device_t *dev, accel_ze_rr_graph_t *g,
 }
 
 int main(void) {
-  accel_host_api_t host = fake_host;
-  accel_ze_host = &host;
-  accel_ze_api_t api = {0};
-  api.zeDriverGetExtensionProperties = fake_extensions;
-  api.zeDeviceGetProperties = fake_properties;
+  accel_ze_api_t api;
+  ze_fake_table(&api);
+  ze_fake = (ze_fake_t){.name = ACCEL_ZE_RR_EXT_NAME, .stype = ACCEL_ZE_STYPE_RR_PROPERTIES, .fill = fill_properties};
   api.zeDriverGetExtensionFunctionAddress = fake_resolve;
   api.zeCommandListCreateImmediate = fake_immediate;
   api.zeCommandListDestroy = fake_list_destroy;
