@@ -178,8 +178,8 @@ accel_status_t accel_ze_graph_launch(accel_be_graph_t *graph, accel_be_stream_t 
   accel_ze_graph_t *g = graph;
   accel_ze_stream_t *s = stream;
   const accel_ze_api_t *api = g->dev->api;
-  accel_status_t st =
-      accel_ze_stream_use_path(s, g->dev->rr.append ? ACCEL_ZE_PATH_IMMEDIATE : ACCEL_ZE_PATH_QUEUE);
+  const accel_ze_path_t path = g->dev->rr.append ? ACCEL_ZE_PATH_IMMEDIATE : ACCEL_ZE_PATH_QUEUE;
+  accel_status_t st = accel_ze_stream_use_path(s, path);
   if (st != ACCEL_OK) return st;
   /* Same queue: executions are ordered (each resets the done event on the device). Another
    * queue: the previous launch must be over before the lists run again. */

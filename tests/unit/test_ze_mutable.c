@@ -78,7 +78,8 @@ static int probed(accel_ze_device_t *dev, int list_extension, uint32_t flags, in
 int main(void) {
   accel_ze_api_t api;
   ze_fake_table(&api);
-  ze_fake = (ze_fake_t){.name = ACCEL_ZE_MCL_EXT_NAME, .stype = ACCEL_ZE_STYPE_MCL_PROPERTIES, .fill = fill_properties};
+  ze_fake = (ze_fake_t){.name = ACCEL_ZE_MCL_EXT_NAME, .stype = ACCEL_ZE_STYPE_MCL_PROPERTIES,
+                        .fill = fill_properties};
   api.zeDriverGetExtensionFunctionAddress = fake_resolve;
   accel_ze_device_t dev = {.api = &api};
   dev.compute.maxGroupCountX = 1000;

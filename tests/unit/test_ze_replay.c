@@ -176,7 +176,8 @@ static accel_status_t record(accel_ze_device_t *dev, accel_ze_rr_graph_t *g,
 int main(void) {
   accel_ze_api_t api;
   ze_fake_table(&api);
-  ze_fake = (ze_fake_t){.name = ACCEL_ZE_RR_EXT_NAME, .stype = ACCEL_ZE_STYPE_RR_PROPERTIES, .fill = fill_properties};
+  ze_fake = (ze_fake_t){.name = ACCEL_ZE_RR_EXT_NAME, .stype = ACCEL_ZE_STYPE_RR_PROPERTIES,
+                        .fill = fill_properties};
   api.zeDriverGetExtensionFunctionAddress = fake_resolve;
   api.zeCommandListCreateImmediate = fake_immediate;
   api.zeCommandListDestroy = fake_list_destroy;
