@@ -52,8 +52,20 @@ static void body_plan(cpu_graph_t *g, int again) {
   g->count = cpu_fuse_plan(g->run, count, g->threads, g->steps);
 }
 
+/* The plan of `like` (the body an update replaces, same ops) as the one to check (body_plan
+ * again): its folds and its steps' shape; recheck or a new plan rewrites every step. */
+static void plan_like(cpu_graph_t *g, const cpu_graph_t *like) {
+  memcpy(g->folds, like->folds, like->nfolds * sizeof *g->folds);
+  g->nfolds = like->nfolds;
+  memcpy(g->steps, like->steps, like->count * sizeof *g->steps);
+  g->count = like->count;
+}
+
+/* A body for cmds; like (NULL, or the body an update replaces): its plan is checked for the new
+ * arguments instead of made anew. */
 static accel_status_t body_new(const accel_host_api_t *host, const char *what, unsigned threads,
-                               const accel_cmd_t *cmds, size_t n, cpu_graph_t **out) {
+                               const accel_cmd_t *cmds, size_t n, const cpu_graph_t *like,
+                               cpu_graph_t **out) {
   cpu_graph_t *g = calloc(1, sizeof *g);
   if (g == NULL) return host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: %s: calloc failed", what);
   accel_status_t st = cpu_ops_build(host, what, cmds, n, 1, &g->ops, &g->nops);
@@ -77,7 +89,8 @@ static accel_status_t body_new(const accel_host_api_t *host, const char *what, u
       g->param_size[k++] = cmds[i].type == ACCEL_CMD_KERNEL ? cmds[i].u.kernel.params_size : 0u;
   g->threads = threads;
   atomic_init(&g->refs, 1u);
-  body_plan(g, 0);
+  if (like) plan_like(g, like);
+  body_plan(g, like != NULL);
   *out = g;
   return ACCEL_OK;
 }
@@ -90,7 +103,8 @@ accel_status_t cpu_graph_instantiate(accel_be_device_t *device, const accel_cmd_
     return dev->host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "cpu: graph_instantiate: calloc failed");
   x->host = dev->host;
   accel_status_t st =
-      body_new(dev->host, "graph_instantiate", cpu_workers_size(dev->pool), cmds, n, &x->body);
+      body_new(dev->host, "graph_instantiate", cpu_workers_size(dev->pool), cmds, n, NULL,
+               &x->body);
   if (st != ACCEL_OK) {
     free(x);
     return st;
@@ -184,7 +198,7 @@ accel_status_t cpu_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds
     return ACCEL_OK;
   }
   cpu_graph_t *next = NULL;
-  st = body_new(x->host, "graph_update", g->threads, cmds, n, &next);
+  st = body_new(x->host, "graph_update", g->threads, cmds, n, g, &next);
   if (st != ACCEL_OK) return st;
   x->body = next;
   cpu_graph_release(g); /* the queued replays keep it */

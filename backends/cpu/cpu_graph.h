@@ -11,7 +11,8 @@
  * addresses (fusion is proved from them; cpu_fuse_recheck), planning anew only where it does
  * not. No command is converted anew. When a queued replay still
  * holds the body, the update builds a new body from the commands instead (copy on write), so
- * that replay runs the old arguments.
+ * that replay runs the old arguments; the old body's plan is checked for the new one the same
+ * way.
  */
 #ifndef ACCEL_CPU_GRAPH_H
 #define ACCEL_CPU_GRAPH_H

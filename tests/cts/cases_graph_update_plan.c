@@ -6,7 +6,9 @@
  *   two launches fuse (run tile by tile); updated so that scale's list is fill's list in the
  *   other order, block b of scale reads what another block of fill writes, and a plan kept from
  *   the old arguments would scale tensors before they are filled. The updated graph must give
- *   value * scale everywhere, as a fresh capture does, and an update back must too.
+ *   value * scale everywhere, as a fresh capture does, and an update back must too; and so
+ *   must the same update made while a replay of the fused plan waits behind a gate (the CPU
+ *   backend then builds a new op list, checking the old plan for it).
  * - replays queued on one stream behind a gate, with updates between them: each replay runs
  *   the arguments the graph had when it was issued.
  * Both hold in every backend (an emulated update re-instantiates), in every CTS mode.
@@ -80,6 +82,24 @@ static const char *plan_check(cts_ctx_t *ctx, accel_stream_t *s, accel_graph_t *
   return st == ACCEL_OK ? NULL : accel_last_error();
 }
 
+/* plan_check after updating g from src while a replay of g waits behind a gate on s. */
+static const char *gated_update_check(cts_ctx_t *ctx, accel_stream_t *s, accel_graph_t *g,
+                                      accel_graph_t *src, const plan_bufs_t *b, float want,
+                                      float *host) {
+  cts_gate_t gate;
+  cts_gate_init(&gate);
+  accel_status_t st = accel_launch_host_func(s, cts_gate_host_fn, &gate);
+  if (st == ACCEL_OK) st = accel_graph_replay(g, s); /* holds the op list of the fused plan */
+  if (st == ACCEL_OK) st = accel_stream_flush(s);
+  if (st == ACCEL_OK) st = accel_graph_update(g, src);
+  cts_gate_open(&gate);
+  accel_status_t sync = accel_stream_synchronize(s);
+  if (st == ACCEL_OK) st = sync;
+  if (st != ACCEL_OK) return accel_last_error();
+  if (atomic_load(&gate.timed_out)) return "the gate timed out";
+  return plan_check(ctx, s, g, b, want, host);
+}
+
 CTS_CASE(graph_update_fusion_replanned, CTS_TAG_KERNELS) {
   plan_bufs_t b;
   memset(&b, 0, sizeof b);
@@ -110,6 +130,9 @@ CTS_CASE(graph_update_fusion_replanned, CTS_TAG_KERNELS) {
   /* back to disjoint lists: x = 3.0, unscaled (y is scaled) */
   if (st == ACCEL_OK && !fresh && !why && (st = accel_graph_update(g, fwd)) == ACCEL_OK)
     why = plan_check(ctx, s, g, &b, 3.0f, host);
+  /* to the aliased lists again, while a replay of the fused plan is queued */
+  if (st == ACCEL_OK && !fresh && !why)
+    why = gated_update_check(ctx, s, g, rev, &b, 1.5f * scale, host);
   char msg[256];
   snprintf(msg, sizeof msg, "%s", st != ACCEL_OK ? accel_last_error() : "");
   for (int i = 0; i < 3; ++i)
