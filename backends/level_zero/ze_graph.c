@@ -74,11 +74,6 @@ static accel_status_t accel_ze_graph_new_list(accel_ze_graph_t *g, ze_command_li
   return ACCEL_OK;
 }
 
-/* Event edges are dropped: list order is already a valid order (no node either). */
-static int is_edge(const accel_cmd_t *c) {
-  return c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT;
-}
-
 /* The node's kernel parameters copied into memory of its own (the caller's are the core's). */
 static accel_status_t keep_params(accel_ze_node_t *node) {
   accel_kernel_launch_t *k = &node->cmd.u.kernel;
@@ -114,7 +109,7 @@ static accel_status_t accel_ze_graph_add_list(accel_ze_graph_t *g, const accel_c
     appended = 1; /* the first command waits for the reset */
   }
   for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
-    if (is_edge(&cmds[i])) continue;
+    if (accel_ze_is_edge(&cmds[i])) continue;
     accel_ze_node_t *node = g->nodes ? &g->nodes[g->nnodes++] : NULL;
     const int kernel = cmds[i].type == ACCEL_CMD_KERNEL;
     if (node) *node = (accel_ze_node_t){.cmd = cmds[i], .list = seg->list};
@@ -285,7 +280,7 @@ accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t 
     return accel_ze_host->set_error(ACCEL_ERROR_OUT_OF_MEMORY, "level_zero: out of host memory");
   size_t k = 0;
   for (size_t i = 0; i < n; ++i)
-    if (!is_edge(&cmds[i])) by_node[k++] = &cmds[i];
+    if (!accel_ze_is_edge(&cmds[i])) by_node[k++] = &cmds[i];
   const char *why = update_refusal(g, by_node, k);
   accel_status_t st = why ? accel_ze_host->set_error(ACCEL_ERROR_UNSUPPORTED,
                                                      "level_zero: graph_update: %s: "

@@ -203,6 +203,11 @@ ACCEL_BACKEND_DECLARE_NATIVE(accel_ze);
 
 /* --- ze_graph.c ---------------------------------------------------------------------------- */
 ACCEL_BACKEND_DECLARE_GRAPHS(accel_ze);
+/* A graph's event edges are dropped (in lists and recorded graphs alike): list order is already
+ * a valid order of the capture. */
+static inline int accel_ze_is_edge(const accel_cmd_t *c) {
+  return c->type == ACCEL_CMD_EVENT_RECORD || c->type == ACCEL_CMD_EVENT_WAIT;
+}
 /* In place through mutable command lists (ze_mutable.h), else UNSUPPORTED. */
 accel_status_t accel_ze_graph_update(accel_be_graph_t *graph, const accel_cmd_t *cmds, size_t n);
 /* ACCEL_ATTR_GRAPH_UPDATE: emulated when the device has no mutable command lists. */

@@ -39,7 +39,7 @@ static accel_status_t append_all(accel_ze_device_t *dev, ze_command_list_handle_
   accel_status_t st = ACCEL_OK;
   size_t appended = 0;
   for (size_t i = 0; i < n && st == ACCEL_OK; ++i) {
-    if (cmds[i].type == ACCEL_CMD_EVENT_RECORD || cmds[i].type == ACCEL_CMD_EVENT_WAIT) continue;
+    if (accel_ze_is_edge(&cmds[i])) continue;
     st = accel_ze_append_cmd(dev, list, &cmds[i], appended++ > 0, NULL);
   }
   return st;
