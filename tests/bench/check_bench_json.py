@@ -104,6 +104,26 @@ def machine_and_rows(doc, scenario, key, want, problems):
     return rows
 
 
+def adam_state(doc, problems, over, reference):
+    """kernels --state 8bit (issue 39): AdamW alone with fp32 then 8-bit moments, each with
+    its bytes per parameter, ms, bound and % of it; the 8-bit side's speed-up over fp32."""
+    states = doc.get("states", [])
+    got = [(s.get("state"), s.get("state_bytes_per_param"), s.get("bound_bytes_per_param"))
+           for s in states]
+    want = [("fp32", 8.0, 28.0), ("8bit", 2.03125, 16.0625)]
+    if got != want:
+        problems.append(f"kernels adam_state: states {got}, want {want}")
+    for s in states:
+        where = f"kernels adam_state {s.get('state')}"
+        for key in ("ms", "bound_ms"):
+            check_stats(f"{where}: {key}", s.get(key), problems)
+        check_pcts(where, s, ("pct_of_bound",), problems, over, reference)  # no OpenCL loop
+    if states and "speedup_vs_fp32_state" not in states[-1]:
+        problems.append("kernels adam_state: no speedup_vs_fp32_state")
+    elif states:
+        check_stats("kernels adam_state: speedup", states[-1]["speedup_vs_fp32_state"], problems)
+
+
 def kernels(doc, problems, over, want_kind):
     keys = bound_keys(doc)
     reference = check_kind("kernels", doc.get("bound_kind"), want_kind, problems)
@@ -119,6 +139,7 @@ def kernels(doc, problems, over, want_kind):
         check_stats(f"kernels adam_flat: {key}", flat.get(key), problems)
     if not flat.get("tensors", 0) > 1:
         problems.append(f"kernels adam_flat: tensors {flat.get('tensors')}")
+    adam_state(doc.get("adam_state", {}), problems, over, reference)
     for row in doc.get("vs_torch", []):
         check_stats(f"kernels {row.get('name')}: ms", row.get("ms"), problems)
         if row.get("torch", {}).get("available"):
@@ -171,7 +192,8 @@ def attempt(bench, extra):
     problems, over = [], []
     want_kind = extra[extra.index("--bound") + 1] if "--bound" in extra else None
     want_kind = "host-loop" if want_kind == "host" else want_kind
-    kernels(run(bench, ["kernels", "--size-mb", "24", "--repeat", "5", "--no-torch"], extra),
+    kernels(run(bench, ["kernels", "--size-mb", "24", "--repeat", "5", "--no-torch", "--state",
+                        "8bit"], extra),
             problems, over, want_kind)
     optstep(run(bench, ["optstep", "--preset", "tiny", "--steps", "6"], extra), problems, over,
             want_kind)

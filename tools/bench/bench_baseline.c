@@ -239,31 +239,60 @@ void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch
   }
 }
 
-BOUND_CLONES static void adam_range(float *p, const float *g, float *m, float *v, size_t lo,
-                                    size_t hi, int prefetch) {
-  if (!prefetch) {
+/* AdamW's elements [lo, hi) with moments of es bytes (fp32, bf16 or 8-bit). */
+static inline void adam_elems_es(float *p, const float *g, void *m, void *v, size_t es,
+                                 size_t lo, size_t hi) {
+  if (es == 1)
+    adam_elems_q8(p, g, m, v, lo, hi);
+  else if (es == 2)
+    adam_elems_bf16(p, g, m, v, lo, hi);
+  else
     adam_elems(p, g, m, v, lo, hi);
+}
+
+/* The moments' lines are prefetched once per line, as p's: every BLOCK * es / 4 elements. */
+BOUND_CLONES static void adam_range(float *p, const float *g, void *m, void *v, size_t es,
+                                    size_t lo, size_t hi, int prefetch) {
+  if (!prefetch) {
+    adam_elems_es(p, g, m, v, es, lo, hi);
     return;
   }
   for (size_t b = lo; b < hi; b += BLOCK) {
     const size_t e = b + BLOCK < hi ? b + BLOCK : hi;
     __builtin_prefetch(p + b + AHEAD, 1);
     __builtin_prefetch(g + b + AHEAD);
-    __builtin_prefetch(m + b + AHEAD, 1);
-    __builtin_prefetch(v + b + AHEAD, 1);
-    adam_elems(p, g, m, v, b, e);
+    if (((b - lo) & (4 / es * BLOCK - 1)) == 0) {
+      __builtin_prefetch((char *)m + (b + AHEAD) * es, 1);
+      __builtin_prefetch((char *)v + (b + AHEAD) * es, 1);
+    }
+    adam_elems_es(p, g, m, v, es, b, e);
   }
 }
 
-void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
-                      int threads) {
+static void adam_slabs(float *p, const float *g, void *m, void *v, size_t es, size_t n,
+                       int prefetch, int threads) {
   const size_t ns = slabs(n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t k = 0; k < ns; k++) {
     size_t lo, hi;
     slab(n, k, &lo, &hi);
-    adam_range(p, g, m, v, lo, hi, prefetch);
+    adam_range(p, g, m, v, es, lo, hi, prefetch);
   }
+}
+
+void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
+                      int threads) {
+  adam_slabs(p, g, m, v, 4, n, prefetch, threads);
+}
+
+void bench_bound_adam_bf16(float *p, const float *g, uint16_t *m, uint16_t *v, size_t n,
+                           int prefetch, int threads) {
+  adam_slabs(p, g, m, v, 2, n, prefetch, threads);
+}
+
+void bench_bound_adam_q8(float *p, const float *g, uint8_t *m, uint8_t *v, size_t n,
+                         int prefetch, int threads) {
+  adam_slabs(p, g, m, v, 1, n, prefetch, threads);
 }
 
 /* The step's compulsory traffic in tiles small enough for L1/L2: the grads half (lp -> hp,

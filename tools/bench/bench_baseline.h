@@ -25,6 +25,12 @@ void bench_bound_hp(uint16_t *lp, float *hp, size_t n, int zero_lp, int prefetch
 /* AdamW's streams: reads p, g, m, v and writes p, m, v in place (fp32: 16 + 12 bytes). */
 void bench_bound_adam(float *p, const float *g, float *m, float *v, size_t n, int prefetch,
                       int threads);
+/* AdamW alone with a state format: the same streams with bf16 moments (12 + 8 bytes) and with
+ * 8-bit ones (codes, the block scales left out: 10 + 6 bytes). */
+void bench_bound_adam_bf16(float *p, const float *g, uint16_t *m, uint16_t *v, size_t n,
+                           int prefetch, int threads);
+void bench_bound_adam_q8(float *p, const float *g, uint8_t *m, uint8_t *v, size_t n,
+                         int prefetch, int threads);
 /* The optimizer step's compulsory traffic, each array once: reads the bf16 grads lp and p, m, v
  * (fp32); writes lp (zeroed, in place), hp (fp32) and p, m, v in place: 14 + 18 bytes. */
 void bench_bound_step(uint16_t *lp, float *hp, float *p, float *m, float *v, size_t n,
@@ -43,6 +49,9 @@ void bench_bound_step_q8(uint16_t *lp, float *hp, float *p, uint8_t *m, uint8_t 
 #define BENCH_BOUND_READ_BF16_BYTES 2.0
 #define BENCH_BOUND_HP_BYTES(zero_lp) ((zero_lp) ? 12.0 : 10.0)
 #define BENCH_BOUND_ADAM_BYTES 28.0
+#define BENCH_BOUND_ADAM_BF16_BYTES 20.0
+/* the 8-bit AdamW's: the codes' 4 bytes and the scales' 16 per 256 elements */
+#define BENCH_BOUND_ADAM_Q8_BYTES (16.0 + 16.0 / 256.0)
 #define BENCH_BOUND_STEP_BYTES 32.0
 #define BENCH_BOUND_STEP_BF16_BYTES 24.0
 #define BENCH_BOUND_STEP_BF16P_BYTES 20.0

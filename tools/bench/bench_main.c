@@ -34,7 +34,9 @@ static const struct {
      "                  taken / skipped, paired rounds, per node [--repeat N (30)]"},
     {"kernels", bench_kernels,
      "norm / lp->hp grads / AdamW vs their bounds, norm+clip vs PyTorch, paired\n"
-     "                  rounds [--size-mb MB (1024)] [--repeat N (7)] [--no-torch]"},
+     "                  rounds [--size-mb MB (1024)] [--repeat N (7)] [--no-torch];\n"
+     "                  --state bf16|8bit: also AdamW alone with moments in that format,\n"
+     "                  paired with the fp32-moment AdamW, each against its own bound"},
     {"optstep", bench_optstep,
      "mixed-precision optimizer step, 4 variants (per-tensor / multi-tensor, eager / graph)\n"
      "                  [--preset tiny|many-small|gpt2[-fp16|-bf16]] [--tensors N --params M]\n"

@@ -15,6 +15,8 @@
  * On an OpenCL device each row also runs the same loop through the device itself, in the same
  * rounds (bench_cl_bound_open: a hand-written OpenCL loop on the kernel's own buffers), so the
  * kernels are also judged against the best the device's runtime achieves (PoCL: issue 30).
+ * --state bf16|8bit adds AdamW alone with its moments in that format, paired with the fp32
+ * moments' AdamW (kernels_adam_state.h, issue 39).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include "bench_tensors.h"
 #include "bench_torch.h"
 #include "kernels_adam_flat.h"
+#include "kernels_adam_state.h"
 
 #define BIG_TENSORS 300
 #define SMALL_TENSORS 2000
@@ -362,6 +365,12 @@ static size_t sum_sizes(const size_t *sizes, size_t n) {
 }
 
 int bench_kernels(const bench_opts_t *o) {
+  const int state = o->state ? bench_adam_state_parse(o->state) : -1;
+  if (o->state && state < 0) {
+    fprintf(stderr, "accel-bench: kernels --state wants bf16 or 8bit, not %s\n", o->state);
+    return 2;
+  }
+  adam_state_t as;
   const int repeat = o->repeat ? o->repeat : 7;
   const double size_mb = o->size_mb > 0 ? o->size_mb : 1024.0;
   /* Elements of the fp32 buffer, a multiple of 64 so the quarter/half views stay aligned. */
@@ -520,6 +529,14 @@ int bench_kernels(const bench_opts_t *o) {
   adam_flat_t af;
   if (bench_adam_flat(c.s, pgmv, adam_room, c.args, repeat, &af)) goto fail;
   af.judged = rb.cpu;
+  if (state >= 0) {
+    bench_progress("kernels: fused AdamW, fp32 vs %s moments", o->state);
+    const adam_state_in_t in = {.dev = dev, .s = c.s, .lists = {c.p, c.g, c.m, c.v},
+                                .pgmv = {pgmv[0], pgmv[1], pgmv[2], pgmv[3]},
+                                .n = BIG_TENSORS, .sizes = asz, .offsets = aoff,
+                                .args_dev = c.args, .devcopy = rb.devcopy};
+    if (bench_adam_state(&in, (accel_dtype_t)state, repeat, &as)) goto fail;
+  }
   bench_progress_done();
 
   bench_machine_t m;
@@ -544,6 +561,7 @@ int bench_kernels(const bench_opts_t *o) {
   for (int i = 0; i < NUM_BW; i++)
     fprintf(f, "  %-26s %s\n", bw[i].name, bound_names[bw[i].bounds.loop.kind]);
   bench_adam_flat_print(f, &af);
+  if (state >= 0) bench_adam_state_print(f, &as);
   if (rb.clb) {
     fprintf(f,
             "the same loops through the OpenCL device (tools/bench/bench_cl_bound.cl: each "
@@ -568,6 +586,7 @@ int bench_kernels(const bench_opts_t *o) {
   for (int i = 0; i < NUM_BW; i++) json_bw(&j, &bw[i]);
   bench_json_end_array(&j);
   bench_adam_flat_json(&j, "adam_flat", &af);
+  if (state >= 0) bench_adam_state_json(&j, "adam_state", &as);
   bench_json_begin_array(&j, "vs_torch");
   for (int i = 0; i < 2; i++) json_torch(&j, &tr[i]);
   bench_json_end_array(&j);
