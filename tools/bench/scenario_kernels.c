@@ -370,7 +370,7 @@ int bench_kernels(const bench_opts_t *o) {
     fprintf(stderr, "accel-bench: kernels --state wants bf16 or 8bit, not %s\n", o->state);
     return 2;
   }
-  adam_state_t as;
+  adam_state_t as = {.tensors = 0}; /* filled by bench_adam_state with --state */
   const int repeat = o->repeat ? o->repeat : 7;
   const double size_mb = o->size_mb > 0 ? o->size_mb : 1024.0;
   /* Elements of the fp32 buffer, a multiple of 64 so the quarter/half views stay aligned. */
