@@ -35,6 +35,27 @@ size_t bench_layout(const size_t *sizes, size_t n, size_t *offsets) {
   return off;
 }
 
+int bench_q8_scales(accel_device_t *dev, accel_stream_t *s, const size_t *sizes, size_t n,
+                    void **buf, accel_tensor_t *list) {
+  size_t *sc_sizes = calloc(2 * n, sizeof *sc_sizes), total = 0;
+  int rc = 1;
+  *buf = NULL;
+  BENCH_ALLOCATED(sc_sizes);
+  size_t *sc_offsets = sc_sizes + n;
+  for (size_t i = 0; i < n; i++) {
+    sc_sizes[i] = 2 * ((sizes[i] + 255) / 256);
+    sc_offsets[i] = total;
+    total += sc_sizes[i];
+  }
+  BENCH_TRY(accel_malloc(dev, total * 4, buf));
+  BENCH_TRY(accel_memset_async(s, *buf, 0, total * 4));
+  bench_make_list(*buf, ACCEL_F32, sc_sizes, sc_offsets, n, list);
+  rc = 0;
+fail:
+  free(sc_sizes);
+  return rc;
+}
+
 void bench_make_list(void *base, accel_dtype_t dtype, const size_t *sizes,
                      const size_t *offsets, size_t n, accel_tensor_t *list) {
   const size_t es = accel_dtype_size(dtype);

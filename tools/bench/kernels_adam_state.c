@@ -61,24 +61,15 @@ static double sample_bound(void *ctx) {
 /* The format's moments and (8-bit) scales: device buffers in the fp32 lists' layout, zeroed,
  * and their lists in lists[0..3n) (exp_avg, exp_avg_sq, scales). bufs: m, v, scales. */
 static int format_state(const adam_state_in_t *in, accel_dtype_t dt, accel_tensor_t *lists,
-                        size_t *sc_sizes, void *bufs[3]) {
+                        void *bufs[3]) {
   const size_t n = in->n, flat = in->offsets[n - 1] + in->sizes[n - 1];
   for (int k = 0; k < 2; k++) {
     BENCH_TRY(accel_malloc(in->dev, flat * accel_dtype_size(dt), &bufs[k]));
     BENCH_TRY(accel_memset_async(in->s, bufs[k], 0, flat * accel_dtype_size(dt)));
     bench_make_list(bufs[k], dt, in->sizes, in->offsets, n, lists + (size_t)k * n);
   }
-  if (dt == ACCEL_U8) {
-    size_t *sc_offsets = sc_sizes + n, total = 0;
-    for (size_t i = 0; i < n; i++) {
-      sc_sizes[i] = 2 * ((in->sizes[i] + 255) / 256);
-      sc_offsets[i] = total;
-      total += sc_sizes[i];
-    }
-    BENCH_TRY(accel_malloc(in->dev, total * 4, &bufs[2]));
-    BENCH_TRY(accel_memset_async(in->s, bufs[2], 0, total * 4));
-    bench_make_list(bufs[2], ACCEL_F32, sc_sizes, sc_offsets, n, lists + 2 * n);
-  }
+  if (dt == ACCEL_U8 && bench_q8_scales(in->dev, in->s, in->sizes, n, &bufs[2], lists + 2 * n))
+    goto fail;
   BENCH_TRY(accel_stream_synchronize(in->s));
   return 0;
 fail:
@@ -89,11 +80,10 @@ int bench_adam_state(const adam_state_in_t *in, accel_dtype_t dt, int rounds,
                      adam_state_t *out) {
   const size_t n = in->n;
   accel_tensor_t *lists = calloc(3 * n, sizeof *lists);
-  size_t *sc_sizes = calloc(2 * n, sizeof *sc_sizes);
   double *buf = calloc(5 * (size_t)rounds, sizeof *buf);
   void *bufs[3] = {NULL, NULL, NULL};
   int rc = 1;
-  BENCH_ALLOCATED(lists && sc_sizes && buf);
+  BENCH_ALLOCATED(lists && buf);
   memset(out, 0, sizeof *out);
   out->dtype = dt;
   out->tensors = n;
@@ -104,7 +94,7 @@ int bench_adam_state(const adam_state_in_t *in, accel_dtype_t dt, int rounds,
   out->step_bytes[SIDE_FP32] = BENCH_BOUND_ADAM_BYTES;
   out->step_bytes[SIDE_FORMAT] =
       dt == ACCEL_U8 ? BENCH_BOUND_ADAM_Q8_BYTES : BENCH_BOUND_ADAM_BF16_BYTES;
-  if (format_state(in, dt, lists, sc_sizes, bufs)) goto fail;
+  if (format_state(in, dt, lists, bufs)) goto fail;
   side_t sides[2] = {
       {.in = in, .dtype = ACCEL_F32, .m = in->pgmv[2], .v = in->pgmv[3], .numel = out->numel,
        .bytes = out->step_bytes[SIDE_FP32]},
@@ -131,7 +121,6 @@ fail:
   for (int k = 0; k < 3; k++)
     if (bufs[k]) accel_free(in->dev, bufs[k]);
   free(lists);
-  free(sc_sizes);
   free(buf);
   return rc;
 }

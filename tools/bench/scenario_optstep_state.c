@@ -44,7 +44,6 @@ typedef struct state_run {
   void *p16;     /* bf16-master*: the bf16 master weights */
   accel_generator_t *gen; /* bf16-master-sr: what rounds them */
   accel_tensor_t *M, *V, *SC, *P16;
-  size_t *sc_sizes, *sc_offsets;
   accel_graph_t *graph;
   /* the bound: the device's copy rate (shared by the runs), else host loops on the model's
    * buffers and this format's moments */
@@ -100,18 +99,8 @@ static double sample_state_bound(void *ctx) {
 static int state_scales_init(state_run_t *r) {
   os_model_t *md = r->md;
   r->SC = calloc(md->n, sizeof *r->SC);
-  r->sc_sizes = calloc(2 * md->n, sizeof *r->sc_sizes);
-  BENCH_ALLOCATED(r->SC && r->sc_sizes);
-  r->sc_offsets = r->sc_sizes + md->n;
-  size_t total = 0;
-  for (size_t i = 0; i < md->n; i++) {
-    r->sc_sizes[i] = 2 * ((md->sizes[i] + 255) / 256);
-    r->sc_offsets[i] = total;
-    total += r->sc_sizes[i];
-  }
-  BENCH_TRY(accel_malloc(md->dev, total * 4, &r->scales));
-  bench_make_list(r->scales, ACCEL_F32, r->sc_sizes, r->sc_offsets, md->n, r->SC);
-  BENCH_TRY(accel_memset_async(r->s, r->scales, 0, total * 4));
+  BENCH_ALLOCATED(r->SC);
+  if (bench_q8_scales(md->dev, r->s, md->sizes, md->n, &r->scales, r->SC)) goto fail;
   BENCH_TRY(accel_memset_async(r->s, r->m, 0, md->flat));
   BENCH_TRY(accel_memset_async(r->s, r->v, 0, md->flat));
   return 1;
@@ -179,7 +168,6 @@ static void state_free(state_run_t *r) {
   free(r->M);
   free(r->P16);
   free(r->SC);
-  free(r->sc_sizes);
 }
 
 static void report(FILE *f, bench_json_t *j, const os_model_t *md, const state_run_t *runs,
